@@ -1,0 +1,3 @@
+from mllint.cli import main
+
+main()

@@ -1,0 +1,123 @@
+"""What a rule reports: findings, their fixes, and how safe a fix is.
+
+Positions are 1-based lines and 1-based columns (as Ruff prints them); an end
+position points just past the last character. Edits use the same positions.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Applicability(str, enum.Enum):
+    SAFE = "safe"  # applied by --fix
+    UNSAFE = "unsafe"  # applied by --unsafe-fixes, shown by --diff
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two positions with `content` (empty range = insertion)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "content": self.content,
+        }
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    edits: Tuple[Edit, ...]
+    description: str = ""
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "applicability": self.applicability.value,
+            "message": self.description or None,
+            "edits": [e.to_dict() for e in self.edits],
+        }
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    name: str
+    message: str
+    severity: Severity = Severity.ERROR
+    fix: Optional[Fix] = field(default=None, compare=False)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None and self.fix.applicability is Applicability.SAFE
+
+    def sort_key(self) -> Tuple[str, int, int, str]:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "severity": self.severity.value,
+            "fix": self.fix.to_dict() if self.fix else None,
+        }
+
+
+def apply_edits(source: str, edits) -> str:
+    """Apply non-overlapping edits to `source` (positions refer to the original text)."""
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for text in lines:
+        starts.append(starts[-1] + len(text))
+
+    def offset(line: int, column: int) -> int:
+        if line - 1 >= len(lines):
+            return len(source)
+        return starts[line - 1] + column - 1
+
+    out = source
+    for edit in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
+        start = offset(edit.line, edit.column)
+        end = offset(edit.end_line, edit.end_column)
+        out = out[:start] + edit.content + out[end:]
+    return out
+
+
+def edits_overlap(a, b) -> bool:
+    for x in a:
+        for y in b:
+            if (x.line, x.column) < (y.end_line, y.end_column) and (y.line, y.column) < (
+                x.end_line,
+                x.end_column,
+            ):
+                return True
+            if (x.line, x.column) == (y.line, y.column):
+                return True
+    return False

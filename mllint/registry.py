@@ -1,0 +1,83 @@
+"""The rule catalogue: every rule module under mllint.rules, as Rule records."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple
+
+from mllint.findings import Applicability
+
+
+@dataclass(frozen=True)
+class Example:
+    """A VALID or INVALID source snippet; INVALID ones may carry the expected fixed source."""
+
+    code: str
+    fixed: Optional[str] = None
+    unsafe_fixed: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    message: str
+    triggers: Tuple[str, ...]
+    default_enabled: bool
+    fix: Optional[Applicability]
+    doc: str
+    check: Callable
+    valid: Tuple[Example, ...]
+    invalid: Tuple[Example, ...]
+    module: str
+
+    def triggered_by(self, source: str) -> bool:
+        return not self.triggers or any(word in source for word in self.triggers)
+
+
+def _as_example(item) -> Example:
+    if isinstance(item, Example):
+        return item
+    if isinstance(item, str):
+        return Example(inspect.cleandoc(item) + "\n")
+    raise TypeError(f"bad rule example: {item!r}")
+
+
+def rule_from_module(mod) -> Rule:
+    fix = getattr(mod, "FIX", None)
+    return Rule(
+        code=mod.CODE,
+        name=mod.NAME,
+        message=mod.MESSAGE,
+        triggers=tuple(getattr(mod, "TRIGGERS", ())),
+        default_enabled=getattr(mod, "DEFAULT_ENABLED", True),
+        fix=Applicability(fix) if fix else None,
+        doc=inspect.cleandoc(mod.__doc__ or ""),
+        check=mod.check,
+        valid=tuple(_as_example(e) for e in getattr(mod, "VALID", ())),
+        invalid=tuple(_as_example(e) for e in getattr(mod, "INVALID", ())),
+        module=mod.__name__,
+    )
+
+
+@lru_cache(maxsize=None)
+def all_rules() -> Dict[str, Rule]:
+    package = importlib.import_module("mllint.rules")
+    rules = {}
+    for modname in package.RULE_MODULES:
+        rule = rule_from_module(importlib.import_module(f"mllint.rules.{modname}"))
+        rules[rule.code] = rule
+    return dict(sorted(rules.items()))
+
+
+def rules_for(codes: Iterable[str]) -> Sequence[Rule]:
+    table = all_rules()
+    return [table[c] for c in sorted(set(codes)) if c in table]
+
+
+# ML000 is not a rule module: the engine reports it for files it cannot read or parse.
+PARSE_ERROR_CODE = "ML000"
+PARSE_ERROR_NAME = "syntax-error"

@@ -1,0 +1,554 @@
+"""One walk over the tree that fills a FileModel."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from mllint.semantics import roles as R
+from mllint.semantics.model import (
+    ANY,
+    BACKWARD,
+    CALL,
+    CLEAR,
+    EVAL,
+    FORWARD,
+    MODULE_SCOPE,
+    STEP,
+    TRAIN,
+    ClassInfo,
+    Context,
+    Effect,
+    FileModel,
+    Function,
+    Loop,
+)
+from mllint.semantics.names import dotted, ref_of
+
+GRAD_OFF_CONTEXTS = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
+GRAD_ON_CONTEXTS = {"torch.enable_grad", "torch.autograd.enable_grad"}
+SET_GRAD_ENABLED = {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"}
+# Calls that return (a wrapper of) their first argument when iterated or used as a model.
+_ITER_WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "zip", "list", "rich.progress.track", "track"}
+_MODEL_WRAPPERS = ("DistributedDataParallel", "DataParallel", "compile", "FullyShardedDataParallel", "prepare")
+_MODEL_RETURNING_METHODS = {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_", "share_memory"}
+_CONDITIONAL_NODES = (cst.If, cst.Try, cst.Match) if hasattr(cst, "Match") else (cst.If, cst.Try)
+try:
+    _CONDITIONAL_NODES = _CONDITIONAL_NODES + (cst.TryStar,)  # type: ignore[attr-defined]
+except AttributeError:
+    pass
+
+
+def _positional_and_keywords(call: cst.Call) -> Tuple[List[cst.BaseExpression], Dict[str, cst.BaseExpression]]:
+    positional, keywords = [], {}
+    for arg in call.args:
+        if arg.keyword is not None:
+            keywords[arg.keyword.value] = arg.value
+        elif not arg.star:
+            positional.append(arg.value)
+    return positional, keywords
+
+
+def grad_mode_of(qualname: Optional[str], call: Optional[cst.Call]) -> Optional[str]:
+    """Grad mode set by a context manager or decorator expression (None if not one)."""
+    if qualname in GRAD_OFF_CONTEXTS:
+        if qualname == "torch.inference_mode" and call is not None and call.args:
+            value = call.args[0].value
+            if isinstance(value, cst.Name) and value.value == "False":
+                return "on"
+        return "off"
+    if qualname in GRAD_ON_CONTEXTS:
+        return "on"
+    if qualname in SET_GRAD_ENABLED and call is not None and call.args:
+        value = call.args[0].value
+        if isinstance(value, cst.Name) and value.value in ("True", "False"):
+            return "on" if value.value == "True" else "off"
+        name = dotted(value)
+        return f"flag:{name}" if name else "flag:?"
+    return None
+
+
+class _Builder(cst.CSTVisitor):
+    def __init__(self, model: FileModel) -> None:
+        super().__init__()
+        self.m = model
+        self.scope = MODULE_SCOPE
+        self.cls: Optional[str] = None
+        self.loop: Optional[Loop] = None
+        self.conditional = False
+        self.grad: Optional[str] = None
+        self.statement: Optional[cst.CSTNode] = None
+        self.block: Optional[cst.CSTNode] = model.module
+        self.withs: Tuple[cst.With, ...] = ()
+        self.order = 0
+        self.pending_calls: List[Tuple[cst.Call, Context]] = []
+
+    # --- context ---------------------------------------------------------------------
+    def ctx(self) -> Context:
+        return Context(self.scope, self.loop, self.conditional, self.grad, self.statement, self.block, self.withs)
+
+    def _next(self) -> int:
+        self.order += 1
+        return self.order
+
+    def _visit_block(self, suite: cst.BaseSuite) -> None:
+        saved = self.block
+        self.block = suite
+        suite.visit(self)
+        self.block = saved
+
+    def _visit_in(self, node: Optional[cst.CSTNode], **changes) -> None:
+        if node is None:
+            return
+        saved = {k: getattr(self, k) for k in changes}
+        for k, v in changes.items():
+            setattr(self, k, v)
+        if isinstance(node, cst.BaseSuite):
+            self._visit_block(node)
+        else:
+            node.visit(self)
+        for k, v in saved.items():
+            setattr(self, k, v)
+
+    # --- statements ------------------------------------------------------------------
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.statement = node
+
+    def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.statement = None
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self.m.imports.add_import(node)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self.m.imports.add_import_from(node)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        for decorator in node.decorators:
+            decorator.visit(self)
+        bases = tuple(self.m.imports.qualname(b.value) or "" for b in node.bases)
+        name = node.name.value
+        info = ClassInfo(name, node, bases, is_module=False)
+        for stmt in node.body.body:
+            if isinstance(stmt, cst.FunctionDef):
+                info.methods.add(stmt.name.value)
+        self.m.classes[name] = info
+        saved_cls = self.cls
+        self.cls = name
+        self._visit_in(node.body, scope=name if self.scope == MODULE_SCOPE else f"{self.scope}.{name}", loop=None, conditional=False, statement=node)
+        self.cls = saved_cls
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        decorators = []
+        grad = None
+        for decorator in node.decorators:
+            expr = decorator.decorator
+            call = expr if isinstance(expr, cst.Call) else None
+            qual = self.m.imports.qualname(call.func if call else expr) or ""
+            decorators.append(qual)
+            grad = grad_mode_of(qual, call) or grad
+            self._visit_in(decorator, statement=node)
+        for param in node.params.params + node.params.kwonly_params + node.params.posonly_params:
+            if param.default is not None:
+                self._visit_in(param.default, statement=node)
+        name = node.name.value
+        if self.scope == MODULE_SCOPE:
+            key = name
+        else:
+            key = f"{self.scope}.{name}"
+        params = tuple(p.name.value for p in list(node.params.posonly_params) + list(node.params.params))
+        kwonly = tuple(p.name.value for p in node.params.kwonly_params)
+        in_class_body = self.cls is not None and self.scope.rsplit(".", 1)[-1] == self.cls
+        func = Function(key, node, self.cls if in_class_body else None, params + kwonly, tuple(decorators), grad)
+        self.m.functions[key] = func
+        for param in list(node.params.params) + list(node.params.kwonly_params) + list(node.params.posonly_params):
+            if param.annotation is not None:
+                role = R.role_of_annotation(self.m.imports.qualname(param.annotation.annotation))
+                if role:
+                    self.m.roles.setdefault(param.name.value, set()).add(role)
+        self._visit_in(node.body, scope=key, loop=None, conditional=False, grad=grad, statement=None, withs=())
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> Optional[bool]:
+        return True  # a lambda's calls are treated as happening where it is written
+
+    # --- control flow ------------------------------------------------------------------
+    def _loop_targets(self, target: cst.BaseExpression) -> Tuple[str, ...]:
+        names = []
+        for n in _target_names(target):
+            names.append(n)
+            self.m.iteration_vars.add(n)
+        return tuple(names)
+
+    def visit_For(self, node: cst.For) -> bool:
+        node.iter.visit(self)
+        iter_ref, iter_call = self._iterated(node.iter)
+        loop = Loop(node, self.scope, self.loop, self._loop_targets(node.target), iter_ref, iter_call, node.body, self._next())
+        self.m.loops.append(loop)
+        self._visit_in(node.body, loop=loop, conditional=False, statement=None)
+        self._visit_in(node.orelse, statement=None, conditional=True)
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        loop = Loop(node, self.scope, self.loop, (), None, None, node.body, self._next())
+        self.m.loops.append(loop)
+        self._visit_in(node.test, loop=loop, conditional=False, statement=node)
+        self._visit_in(node.body, loop=loop, conditional=False, statement=None)
+        self._visit_in(node.orelse, statement=None, conditional=True)
+        return False
+
+    def visit_If(self, node: cst.If) -> bool:
+        self._visit_in(node.test, statement=node)
+        self._visit_in(node.body, conditional=True, statement=None)
+        self._visit_in(node.orelse, conditional=True, statement=None)
+        return False
+
+    def visit_Else(self, node: cst.Else) -> bool:
+        self._visit_in(node.body, conditional=True, statement=None)
+        return False
+
+    def visit_Try(self, node: cst.Try) -> bool:
+        # The try body runs unconditionally in the normal case; handlers do not.
+        self._visit_in(node.body, statement=None)
+        for handler in node.handlers:
+            self._visit_in(handler.body, conditional=True, statement=None)
+        self._visit_in(node.orelse, statement=None)
+        self._visit_in(node.finalbody, statement=None)
+        return False
+
+    def visit_With(self, node: cst.With) -> bool:
+        grad = self.grad
+        for item in node.items:
+            self._visit_in(item.item, statement=node)
+            expr = item.item
+            call = expr if isinstance(expr, cst.Call) else None
+            mode = grad_mode_of(self.m.imports.qualname(call.func if call else expr), call)
+            if mode is not None:
+                grad = mode
+            if item.asname is not None:
+                for name in _target_names(item.asname.name):
+                    self.m.roles.setdefault(name, set())
+        self._visit_in(node.body, grad=grad, statement=None, withs=self.withs + (node,))
+        return False
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._loop_targets(node.target)
+
+    # --- assignments -------------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        targets: List[str] = []
+        for target in node.targets:
+            targets.extend(_target_names(target.target))
+            self._maybe_clear_by_assignment(target.target, node)
+        self._record_assignment(tuple(targets), node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        targets = tuple(_target_names(node.target))
+        role = R.role_of_annotation(self.m.imports.qualname(node.annotation.annotation))
+        for t in targets:
+            if role:
+                self.m.roles.setdefault(t, set()).add(role)
+        if node.value is not None:
+            self._maybe_clear_by_assignment(node.target, node)
+            self._record_assignment(targets, node.value)
+
+    def _maybe_clear_by_assignment(self, target: cst.BaseExpression, node: cst.CSTNode) -> None:
+        # ``p.grad = None`` (or ``= torch.zeros_like(p)``) clears a parameter's gradient.
+        if isinstance(target, cst.Attribute) and target.attr.value == "grad":
+            self._effect(CLEAR, ANY, node)
+
+    def _record_assignment(self, targets: Tuple[str, ...], value: cst.BaseExpression) -> None:
+        ctx = self.ctx()
+        self.m.assignments.append((targets, value, ctx))
+        if len(targets) != 1:
+            return
+        target = targets[0]
+        role, source = self._value_role(value)
+        if role is not None:
+            self.m.roles.setdefault(target, set()).add(role)
+            if role == R.OPTIMIZER and isinstance(value, cst.Call):
+                self.m.optimizer_params[target] = _parameter_owners(value)
+        if source is not None and source != target:
+            self.m.aliases.setdefault(target, source)
+
+    def _value_role(self, value: cst.BaseExpression) -> Tuple[Optional[str], Optional[str]]:
+        """(role, aliased ref) of an assigned value."""
+        ref = ref_of(value)
+        if ref is not None:
+            return None, ref
+        if isinstance(value, cst.Call):
+            func = value.func
+            qual = self.m.imports.qualname(func)
+            name = dotted(func)
+            if name is not None and name in self.m.classes:
+                cls = self.m.classes[name]
+                return (R.MODEL if self._is_module_class(cls) else R.OTHER), None
+            role = R.role_of_constructor(qual)
+            if role is not None:
+                if role == R.MODEL and qual and qual.endswith(_MODEL_WRAPPERS) and value.args:
+                    return role, ref_of(value.args[0].value)
+                return role, None
+            # model.to(device), model.cuda(), accelerator.prepare(model) return the same object
+            if isinstance(func, cst.Attribute):
+                receiver = ref_of(func.value)
+                if func.attr.value in _MODEL_RETURNING_METHODS and receiver is not None:
+                    return None, receiver
+                if func.attr.value in ("prepare", "setup") and len(value.args) == 1:
+                    return None, ref_of(value.args[0].value)
+            if name is not None and name.split(".")[-1] in _MODEL_WRAPPERS and value.args:
+                return None, ref_of(value.args[0].value)
+        return None, None
+
+    def _is_module_class(self, cls: ClassInfo, seen=None) -> bool:
+        seen = seen or set()
+        if cls.name in seen:
+            return False
+        seen.add(cls.name)
+        for base in cls.bases:
+            if R.is_module_base(base):
+                return True
+            parent = self.m.classes.get(base)
+            if parent is not None and self._is_module_class(parent, seen):
+                return True
+        return False
+
+    # --- calls -------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx()
+        self.m.calls.append((node, ctx))
+        self.pending_calls.append((node, ctx))
+
+    def _effect(self, kind: str, ref: str, node: cst.CSTNode, ctx: Optional[Context] = None, **extra) -> None:
+        self.m.effects.append(Effect(kind, ref, node, ctx or self.ctx(), self._next(), **extra))
+
+    def visit_Module(self, node: cst.Module) -> None:
+        pass
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        # Calls are classified after the walk, when every class and function is known.
+        for call, ctx in self.pending_calls:
+            self._classify_call(call, ctx)
+        self.m.effects.sort(key=lambda e: e.order)
+
+    def _classify_call(self, call: cst.Call, ctx: Context) -> None:
+        func = call.func
+        order = self._order_of(call)
+        positional, keywords = _positional_and_keywords(call)
+
+        def emit(kind, ref, **extra):
+            self.m.effects.append(Effect(kind, ref, call, ctx, order, **extra))
+
+        qual = self.m.imports.qualname(func)
+        if qual in ("torch.autograd.backward",):
+            emit(BACKWARD, ANY)
+            return
+        local = self._resolve_local(func, ctx)
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = ref_of(func.value) or ANY
+            if method in ("backward", "manual_backward") and local is None:
+                emit(BACKWARD, receiver)
+                return
+            if method == "zero_grad" or method == "clear_grad":
+                emit(CLEAR, self._clear_ref(receiver))
+                return
+            if method in ("zero_", "fill_", "mul_") and "grad" in receiver.replace("[", ".").split("."):
+                emit(CLEAR, ANY)  # p.grad.zero_(), p.grad.data.zero_()
+                return
+            if method == "step":
+                if self.m.has_role(receiver, R.SCALER) and positional:
+                    emit(STEP, ref_of(positional[0]) or ANY)
+                elif self.m.has_role(receiver, R.OPTIMIZER) and not self.m.has_role(receiver, R.SCHEDULER, by_name=False):
+                    emit(STEP, receiver)
+                # step(closure): the closure runs inside the step
+                for arg in positional[:1] + ([keywords["closure"]] if "closure" in keywords else []):
+                    closure = self._resolve_local(arg, ctx) if isinstance(arg, (cst.Name, cst.Attribute)) else None
+                    if closure is not None:
+                        emit(CALL, closure, callee=closure, args={})
+                return
+            if method == "optimizer_step" and positional:  # torch_xla's xm.optimizer_step(optimizer)
+                emit(STEP, ref_of(positional[0]) or ANY)
+                return
+            if method == "eval" and not call.args and local is None:
+                emit(EVAL, receiver)
+                return
+            if method == "train" and local is None:
+                mode = TRAIN
+                if positional and isinstance(positional[0], cst.Name) and positional[0].value == "False":
+                    mode = EVAL
+                if "mode" in keywords and isinstance(keywords["mode"], cst.Name) and keywords["mode"].value == "False":
+                    mode = EVAL
+                if positional or keywords:
+                    if mode == TRAIN and not (positional and isinstance(positional[0], cst.Name) and positional[0].value == "True"):
+                        return  # train(flag): unknown mode
+                emit(mode, receiver)
+                return
+        if local is not None:
+            emit(CALL, local, callee=local, args=self._bind_arguments(local, call, func))
+            return
+        name = dotted(func) or ""
+        last = name.rsplit(".", 1)[-1].lower()
+        if "zero_grad" in last or (("clear" in last or "reset" in last or "zero" in last) and "grad" in last):
+            emit(CLEAR, ANY)  # an unseen helper that clears gradients
+            return
+        ref = ref_of(func)
+        if ref is not None and self._is_model_ref(ref):
+            emit(FORWARD, ref)
+
+    def _order_of(self, node: cst.CSTNode) -> int:
+        return self._next()
+
+    def _clear_ref(self, receiver: str) -> str:
+        head = receiver.split(".")[0].split("[")[0]
+        if head in self.m.iteration_vars:
+            return ANY  # for opt in optimizers: opt.zero_grad()
+        return receiver
+
+    def _is_model_ref(self, ref: str) -> bool:
+        if ref in self.m.instance_of:
+            return True
+        return self.m.has_role(ref, R.MODEL)
+
+    def _resolve_local(self, func: cst.BaseExpression, ctx: Context) -> Optional[str]:
+        """Scope key of the function defined in this file that ``func`` calls, if any."""
+        if isinstance(func, cst.Name):
+            name = func.value
+            scope = ctx.scope
+            while True:
+                key = name if scope == MODULE_SCOPE else f"{scope}.{name}"
+                if key in self.m.functions:
+                    return key
+                if scope == MODULE_SCOPE:
+                    return None
+                scope = scope.rsplit(".", 1)[0] if "." in scope else MODULE_SCOPE
+        if isinstance(func, cst.Attribute):
+            receiver = ref_of(func.value)
+            method = func.attr.value
+            cls = None
+            if receiver in ("self", "cls"):
+                cls = self._enclosing_class(ctx.scope)
+            elif receiver is not None:
+                cls = self.m.instance_of.get(receiver) or self._instance_class(receiver)
+            return self._method_key(cls, method) if cls else None
+        return None
+
+    def _enclosing_class(self, scope: str) -> Optional[str]:
+        parts = scope.split(".")
+        for end in range(len(parts) - 1, 0, -1):
+            if parts[end - 1] in self.m.classes:
+                return parts[end - 1]
+        return None
+
+    def _instance_class(self, ref: str) -> Optional[str]:
+        for targets, value, _ in self.m.assignments:
+            if targets == (ref,) and isinstance(value, cst.Call):
+                name = dotted(value.func)
+                if name in self.m.classes:
+                    self.m.instance_of[ref] = name
+                    return name
+        return None
+
+    def _method_key(self, cls: Optional[str], method: str, seen=None) -> Optional[str]:
+        if cls is None:
+            return None
+        seen = seen or set()
+        if cls in seen:
+            return None
+        seen.add(cls)
+        key = f"{cls}.{method}"
+        if key in self.m.functions:
+            return key
+        info = self.m.classes.get(cls)
+        for base in info.bases if info else ():
+            found = self._method_key(base.rsplit(".", 1)[-1], method, seen)
+            if found:
+                return found
+        return None
+
+    def _bind_arguments(self, key: str, call: cst.Call, func: cst.BaseExpression) -> Dict[str, Optional[str]]:
+        fn = self.m.functions[key]
+        params = list(fn.params)
+        mapping: Dict[str, Optional[str]] = {}
+        if fn.cls and params and params[0] in ("self", "cls"):
+            receiver = ref_of(func.value) if isinstance(func, cst.Attribute) else None
+            mapping[params[0]] = receiver or ANY
+            params = params[1:]
+        index = 0
+        for arg in call.args:
+            if arg.star:
+                return {p: ANY for p in fn.params}
+            ref = ref_of(arg.value)
+            if arg.keyword is not None:
+                mapping[arg.keyword.value] = ref or ANY
+            elif index < len(params):
+                mapping[params[index]] = ref or ANY
+                index += 1
+        for p in fn.params:
+            mapping.setdefault(p, ANY)  # defaults: unknown
+        return mapping
+
+
+def _target_names(target: cst.BaseExpression) -> List[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out = []
+        for element in target.elements:
+            out.extend(_target_names(element.value))
+        return out
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    ref = ref_of(target)
+    return [ref] if ref else []
+
+
+def _parameter_owners(call: cst.Call):
+    """Models whose ``.parameters()`` an optimizer constructor receives (None: unknown)."""
+    params = None
+    for arg in call.args:
+        if arg.keyword is None or arg.keyword.value == "params":
+            params = arg.value
+            break
+    if params is None:
+        return None
+    owners = set()
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("parameters", "named_parameters"):
+                ref = ref_of(node.func.value)
+                if ref:
+                    owners.add(ref)
+
+    params.visit(Finder())
+    return frozenset(owners) or None
+
+
+def _iter_unwrap(builder: _Builder, expr: cst.BaseExpression) -> Tuple[Optional[str], Optional[str]]:
+    call_name = None
+    while isinstance(expr, cst.Call):
+        qual = builder.m.imports.qualname(expr.func) or dotted(expr.func) or ""
+        call_name = call_name or qual
+        if (qual in _ITER_WRAPPERS or qual.endswith("tqdm")) and expr.args:
+            expr = expr.args[0].value
+            continue
+        return None, call_name
+    return ref_of(expr), call_name
+
+
+def _iterated(self: _Builder, expr: cst.BaseExpression) -> Tuple[Optional[str], Optional[str]]:
+    return _iter_unwrap(self, expr)
+
+
+_Builder._iterated = _iterated  # type: ignore[attr-defined]
+
+
+def build(module: cst.Module, source: str, path: str) -> FileModel:
+    model = FileModel(module, source, path)
+    builder = _Builder(model)
+    module.visit(builder)
+    for cls in model.classes.values():
+        cls.is_module = builder._is_module_class(cls)
+    return model

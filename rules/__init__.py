@@ -1,0 +1,10 @@
+"""mllint's rules, one module each; installed as the package ``mllint.rules``.
+
+Each module defines CODE, NAME, MESSAGE, TRIGGERS, DEFAULT_ENABLED, FIX ("safe",
+"unsafe" or None), a docstring (the user-facing documentation), VALID and INVALID
+examples, and ``check(model) -> Iterable[Finding]``.
+"""
+
+RULE_MODULES = [
+    "ml001_missing_zero_grad",
+]
