@@ -1,0 +1,25 @@
+"""One line per finding, ``path:line:col: ML001 message``, then the summary line.
+
+No code frames and no fix marker: a format for grepping and for editors' error
+parsers. ``statistics`` replaces the listing as in the text format.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from ._common import ReportOptions, Style, all_findings, summary_lines, use_color
+from .text import finding_line, statistics_rows
+
+
+def report(results, opts: ReportOptions, out: TextIO) -> None:
+    style = Style(use_color(out, opts))
+    findings = [finding for _, finding in all_findings(results)]
+    if opts.statistics:
+        for row in statistics_rows(findings, opts, style):
+            out.write(row + "\n")
+    else:
+        for finding in findings:
+            out.write(finding_line(finding, opts, style, fix_marker=False) + "\n")
+    for line in summary_lines(findings, opts):
+        out.write(line + "\n")
