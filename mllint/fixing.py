@@ -1,0 +1,526 @@
+"""Applying fixes: lint, apply, re-parse, re-lint, and write the file atomically.
+
+``fix_source`` is the pure core (text in, text and accounting out); ``fix_file``
+adds reading, decoding and the atomic write; ``unified_diff`` renders ``--diff``.
+
+A fix is kept only if, after applying it, the text still parses, the finding it
+was made for is gone, and no finding appears that was not there before (findings
+are compared as multisets of ``(code, message)``, and a finding of the same code
+and message at the fixed finding's own position, mapped through the edits,
+counts as "still there"). Otherwise it is dropped, with a reason, and the text
+reverts to what it was before. Fixes whose edits do not overlap are tried as one
+batch; if the batch fails the check, its fixes are retried one at a time, so each
+rejection names the fix that caused it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from mllint import engine
+from mllint.findings import Applicability, Edit, Finding
+
+# Like Ruff: after this many lint -> fix rounds we stop and report what is left.
+MAX_ITERATIONS = 100
+
+
+@dataclass
+class FixOutcome:
+    source: str  # the fixed text (the input text when nothing was applied)
+    applied: List[Finding] = field(default_factory=list)
+    rejected: List[Tuple[Finding, str]] = field(default_factory=list)
+    remaining: List[Finding] = field(default_factory=list)  # findings of the fixed text
+    initial: List[Finding] = field(default_factory=list)  # findings of the input text
+    iterations: int = 0
+    hit_limit: bool = False  # stopped by the iteration bound with applicable fixes left
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+
+@dataclass
+class FileFixResult:
+    path: str
+    old: Optional[str]  # decoded text as read (None if the file could not be read)
+    new: Optional[str]  # text after fixing (== old when nothing changed)
+    outcome: FixOutcome
+    encoding: str = "utf-8"
+    written: bool = False
+    error: Optional[str] = None  # a one-line message when reading or writing failed
+
+    @property
+    def changed(self) -> bool:
+        return self.old is not None and self.new is not None and self.old != self.new
+
+    def file_result(self) -> engine.FileResult:
+        """The file's findings after fixing, in the shape reporters take."""
+        source = self.new if self.written or self.error is None else self.old
+        return engine.FileResult(self.path, list(self.outcome.remaining), source, self.encoding)
+
+
+# --- positions -------------------------------------------------------------------------
+
+class _Text:
+    """Offsets of a text, with lines split exactly as ``findings.apply_edits`` splits them."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.lines = text.splitlines(keepends=True)
+        starts = [0]
+        for line in self.lines:
+            starts.append(starts[-1] + len(line))
+        self.starts = starts
+
+    def offset(self, line: int, column: int) -> Optional[int]:
+        """Offset of a 1-based position, or None if it is not inside (or just past) the text."""
+        if line < 1 or column < 1:
+            return None
+        if line - 1 >= len(self.lines):
+            # apply_edits maps any line past the end to the end of the text; accept only
+            # the position right after the last line (what whole-line edits produce).
+            return len(self.text) if line == len(self.lines) + 1 and column == 1 else None
+        if column - 1 > len(self.lines[line - 1]):
+            return None
+        return self.starts[line - 1] + column - 1
+
+    def clamped_offset(self, line: int, column: int) -> int:
+        if line - 1 >= len(self.lines):
+            return len(self.text)
+        line = max(line, 1)
+        return self.starts[line - 1] + min(max(column, 1) - 1, len(self.lines[line - 1]))
+
+
+_Span = Tuple[int, int, str]  # start offset, end offset, replacement
+
+
+def _spans(text: _Text, edits: Sequence[Edit]) -> Optional[List[_Span]]:
+    spans = []
+    for edit in edits:
+        start = text.offset(edit.line, edit.column)
+        end = text.offset(edit.end_line, edit.end_column)
+        if start is None or end is None or end < start:
+            return None
+        spans.append((start, end, edit.content))
+    spans.sort(key=lambda s: (s[0], s[1]))
+    for (s1, e1, _), (s2, _e2, _) in zip(spans, spans[1:]):
+        if s2 < e1 or (s1 == s2 and s1 == e1):  # overlapping, or two insertions at one point
+            return None
+    return spans
+
+
+def _map_offset(offset: int, spans: Sequence[_Span]) -> int:
+    """Where an offset of the old text lands in the new text (inside a replaced range: its start)."""
+    delta = 0
+    for start, end, content in spans:
+        if offset >= end:  # includes an insertion exactly at the offset: the old text moves right
+            delta += len(content) - (end - start)
+        elif offset >= start:
+            return start + delta
+        else:
+            break
+    return offset + delta
+
+
+def _newline_of(text: str) -> str:
+    # The same choice engine.decode makes.
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _with_newline(content: str, newline: str) -> str:
+    if newline == "\n" or "\n" not in content:
+        return content
+    return content.replace("\r\n", "\n").replace("\n", newline)
+
+
+def _key(finding: Finding) -> Tuple[str, str]:
+    return (finding.code, finding.message)
+
+
+def _parses(text: str) -> Optional[str]:
+    """None if the text parses, else a one-line reason."""
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        first = str(exc.message).strip().splitlines()
+        return f"fix produced invalid syntax (line {exc.raw_line}: {first[0] if first else 'invalid syntax'})"
+    except (RecursionError, MemoryError) as exc:
+        return f"fix produced a file that cannot be parsed ({type(exc).__name__})"
+    return None
+
+
+def _describe(finding: Finding) -> str:
+    return f"{finding.code} at {finding.line}:{finding.column} ({finding.message})"
+
+
+# --- the fix loop ----------------------------------------------------------------------
+
+class _Candidate:
+    def __init__(self, finding: Finding, spans: List[_Span]):
+        self.finding = finding
+        self.spans = spans
+
+
+def _applicable(finding: Finding, unsafe: bool) -> bool:
+    fix = finding.fix
+    if fix is None or not fix.edits:
+        return False
+    if fix.applicability is Applicability.SAFE:
+        return True
+    return unsafe and fix.applicability is Applicability.UNSAFE
+
+
+def _apply(text: str, spans: Sequence[_Span]) -> str:
+    out = []
+    last = 0
+    for start, end, content in sorted(spans, key=lambda s: (s[0], s[1])):
+        out.append(text[last:start])
+        out.append(content)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _check(
+    old: _Text,
+    old_findings: Sequence[Finding],
+    batch: Sequence[_Candidate],
+    new_text: str,
+    new_findings: Sequence[Finding],
+    spans: Sequence[_Span],
+) -> Optional[str]:
+    """None if the batch's fixes are all good, else a one-line reason.
+
+    Every finding of the new text must be matched to a finding of the old text, other
+    than the ones being fixed, with the same code and message: first one at the same
+    position (old positions mapped through the edits), then any left over (a rule may
+    report at a spot that moved in other ways). Whatever cannot be matched is new, or,
+    if it sits where a fixed finding was, that finding was not removed.
+    """
+    new_index = _Text(new_text)
+
+    def old_at(f: Finding) -> Tuple[str, str, int]:
+        return (f.code, f.message, _map_offset(old.clamped_offset(f.line, f.column), spans))
+
+    def new_at(f: Finding) -> Tuple[str, str, int]:
+        return (f.code, f.message, new_index.clamped_offset(f.line, f.column))
+
+    fixed_ids = {id(c.finding) for c in batch}
+    # At each fixed finding's place, the count of findings of its kind must drop (another
+    # finding of the same kind at the same place, e.g. for a second optimizer, may stay).
+    count_before = Counter(old_at(f) for f in old_findings)
+    count_after = Counter(new_at(f) for f in new_findings)
+    for where in {old_at(c.finding) for c in batch}:
+        if count_after[where] >= count_before[where]:
+            f = next(f for f in new_findings if new_at(f) == where)
+            return f"fix did not remove its finding ({f.code} is still reported at {f.line}:{f.column})"
+
+    pool_at = Counter(old_at(f) for f in old_findings if id(f) not in fixed_ids)
+    pool_key = Counter(_key(f) for f in old_findings if id(f) not in fixed_ids)
+    unmatched = []
+    for f in new_findings:
+        where = new_at(f)
+        if pool_at[where] > 0:
+            pool_at[where] -= 1
+            pool_key[_key(f)] -= 1
+        else:
+            unmatched.append(f)
+    for f in unmatched:
+        if pool_key[_key(f)] > 0:
+            pool_key[_key(f)] -= 1
+        else:
+            return f"fix introduced a new finding: {_describe(f)}"
+    return None
+
+
+def _mark(finding: Finding, index: _Text) -> Tuple[tuple, int]:
+    """What identifies a rejected fix across later changes: its code, message and edits'
+    texts (old and new), and the finding's offset (mapped through every later change)."""
+    edits = tuple(
+        (index.text[index.clamped_offset(e.line, e.column):index.clamped_offset(e.end_line, e.end_column)], e.content)
+        for e in finding.fix.edits
+    )
+    return ((finding.code, finding.message, edits), index.clamped_offset(finding.line, finding.column))
+
+
+def _spans_overlap(a: Sequence[_Span], b: Sequence[_Span]) -> bool:
+    for s1, e1, _ in a:
+        for s2, e2, _ in b:
+            if s1 < e2 and s2 < e1:
+                return True
+            if s1 == s2:  # two insertions (or an insertion and a replacement) at one point
+                return True
+    return False
+
+
+def _try(
+    index: _Text,
+    findings: Sequence[Finding],
+    batch: Sequence[_Candidate],
+    path: str,
+    rules,
+    encoding: Optional[str],
+):
+    """Apply a batch to the text; (new text, its findings, spans) if it passes, else a reason."""
+    spans = sorted((s for cand in batch for s in cand.spans), key=lambda s: (s[0], s[1]))
+    new_text = _apply(index.text, spans)
+    if new_text == index.text:
+        return "fix changes nothing"
+    if encoding is not None:
+        try:
+            new_text.encode(encoding)
+        except UnicodeEncodeError:
+            return f"fix produced text that cannot be encoded as {encoding}"
+        except LookupError:
+            pass
+    reason = _parses(new_text)
+    if reason is not None:
+        return reason
+    new_findings = engine.lint_source(new_text, path, rules)
+    reason = _check(index, findings, batch, new_text, new_findings, spans)
+    if reason is not None:
+        return reason
+    return new_text, new_findings, spans
+
+
+def fix_source(
+    source: str,
+    path: str,
+    rules,
+    *,
+    unsafe: bool = False,
+    encoding: Optional[str] = None,
+    max_iterations: int = MAX_ITERATIONS,
+) -> FixOutcome:
+    """Apply the applicable fixes of ``rules`` to ``source`` (see the module docstring).
+
+    ``unsafe`` also applies fixes marked unsafe. With ``encoding``, a fix whose result
+    cannot be encoded in it is rejected. Stops after ``max_iterations`` rounds.
+    """
+    rules = list(rules)
+    newline = _newline_of(source)
+    text = source
+    findings = engine.lint_source(text, path, rules)
+    outcome = FixOutcome(source=source, initial=list(findings))
+    rejected_marks: List[Tuple[tuple, int]] = []
+    seen_texts = {text}
+
+    iterations = 0
+    while True:
+        index = _Text(text)
+        candidates: List[_Candidate] = []
+        for finding in findings:
+            if not _applicable(finding, unsafe):
+                continue
+            mark = _mark(finding, index)
+            if mark in rejected_marks:
+                continue
+            edits = [
+                Edit(e.line, e.column, e.end_line, e.end_column, _with_newline(e.content, newline))
+                for e in finding.fix.edits
+            ]
+            spans = _spans(index, edits)
+            if spans is None:
+                outcome.rejected.append((finding, "fix has invalid or overlapping edit positions"))
+                rejected_marks.append(mark)
+                continue
+            candidates.append(_Candidate(finding, spans))
+        if not candidates:
+            break
+        if iterations >= max_iterations:
+            outcome.hit_limit = True
+            break
+        iterations += 1
+
+        # A batch of fixes whose edits do not overlap, in source order. If the batch as a
+        # whole fails the check, only its first fix is tried this round, on its own; the
+        # others come back next round (re-linted against the new text).
+        batch: List[_Candidate] = []
+        for cand in sorted(candidates, key=lambda c: (c.spans[0][0], c.finding.sort_key())):
+            if all(not _spans_overlap(cand.spans, other.spans) for other in batch):
+                batch.append(cand)
+        result = _try(index, findings, batch, path, rules, encoding)
+        if isinstance(result, str) and len(batch) > 1:
+            batch = batch[:1]
+            result = _try(index, findings, batch, path, rules, encoding)
+        if isinstance(result, str):
+            outcome.rejected.append((batch[0].finding, result))
+            rejected_marks.append(_mark(batch[0].finding, index))
+            continue
+        new_text, new_findings, spans = result
+        if new_text in seen_texts:  # a cycle: never go back to a text we already had
+            for cand in batch:
+                outcome.rejected.append((cand.finding, "fix returns the file to an earlier state"))
+                rejected_marks.append(_mark(cand.finding, index))
+            continue
+        seen_texts.add(new_text)
+        outcome.applied.extend(c.finding for c in batch)
+        rejected_marks = [(m, _map_offset(o, spans)) for m, o in rejected_marks]
+        text, findings = new_text, new_findings
+
+    outcome.source = text
+    outcome.remaining = list(findings)
+    outcome.iterations = iterations
+    return outcome
+
+
+# --- writing ---------------------------------------------------------------------------
+
+def _pure_crlf(data: bytes) -> bool:
+    return b"\r\n" in data and data.count(b"\n") == data.count(b"\r\n")
+
+
+def _to_crlf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+def write_atomic(path: str, text: str, encoding: str) -> bool:
+    """Write ``text`` to ``path`` in ``encoding``, atomically; True if the file changed.
+
+    The bytes go to a temporary file in the same directory, which is fsynced, given
+    the original file's permission bits (and owner, where allowed) and then renamed
+    over the original, so a reader sees the old file or the new one, never a mix.
+    If the original file used CRLF line endings throughout, lone LF in ``text``
+    become CRLF. ``utf-8-sig`` writes a BOM. Nothing is written if the bytes would
+    not change. A symlink is followed: its target is replaced, the link stays.
+    Raises OSError (the original is untouched) or UnicodeEncodeError (nothing written).
+    """
+    target = os.path.realpath(path)
+    try:
+        st: Optional[os.stat_result] = os.stat(target)
+        with open(target, "rb") as handle:
+            original: Optional[bytes] = handle.read()
+    except FileNotFoundError:
+        st, original = None, None
+    if original is not None and _pure_crlf(original):
+        text = _to_crlf(text)
+    data = text.encode(encoding)
+    if data == original:
+        return False
+
+    directory = os.path.dirname(target) or "."
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".mllint-tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+            if hasattr(os, "chown"):
+                tst = os.stat(tmp)
+                if (tst.st_uid, tst.st_gid) != (st.st_uid, st.st_gid):
+                    try:
+                        os.chown(tmp, st.st_uid, st.st_gid)
+                    except OSError:
+                        pass
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(directory)
+    return True
+
+
+def _fsync_directory(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --- --diff ----------------------------------------------------------------------------
+
+def unified_diff(path: str, old: str, new: str) -> str:
+    """A unified diff (``--- a/path`` / ``+++ b/path``, 3 lines of context); "" if equal."""
+    if old == new:
+        return ""
+    name = path.replace(os.sep, "/")
+    while name.startswith("./"):
+        name = name[2:]
+    name = name.lstrip("/")
+    out = []
+    for line in difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
+        n=3,
+    ):
+        if line.startswith(("---", "+++", "@@")):
+            out.append(line if line.endswith("\n") else line + "\n")
+        elif line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+# --- one file --------------------------------------------------------------------------
+
+def fix_file(path: str, rules, *, unsafe: bool = False, write: bool = True, max_iterations: int = MAX_ITERATIONS) -> FileFixResult:
+    """Read, fix and (if ``write`` and the text changed) atomically rewrite one file.
+
+    Never raises for a bad file: an unreadable file gives an ML000 finding, a failed
+    write gives ``error`` (and an ML000 finding) with the file left as it was.
+    """
+    rules = list(rules)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(engine.MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return _unreadable(path, f"cannot read file: {exc.strerror or exc}")
+    if len(data) > engine.MAX_FILE_BYTES:
+        return _unreadable(path, f"file larger than {engine.MAX_FILE_BYTES // (1024 * 1024)} MiB; skipped")
+    try:
+        decoded = engine.decode(data)
+    except engine.UnreadableFile as exc:
+        return _unreadable(path, str(exc))
+
+    outcome = fix_source(
+        decoded.text, path, rules, unsafe=unsafe, encoding=decoded.encoding, max_iterations=max_iterations
+    )
+    result = FileFixResult(path, decoded.text, outcome.source, outcome, decoded.encoding)
+    if write and outcome.source != decoded.text:
+        try:
+            result.written = write_atomic(path, outcome.source, decoded.encoding)
+        except (OSError, UnicodeError) as exc:
+            message = f"cannot write fixed file: {getattr(exc, 'strerror', None) or exc}"
+            result.error = message
+            result.new = decoded.text
+            result.outcome = FixOutcome(
+                source=decoded.text,
+                applied=[],
+                rejected=[],
+                remaining=list(outcome.initial) + [engine.file_error(path, message)],
+                initial=list(outcome.initial),
+                iterations=outcome.iterations,
+            )
+    return result
+
+
+def _unreadable(path: str, message: str) -> FileFixResult:
+    finding = engine.file_error(path, message)
+    outcome = FixOutcome(source="", remaining=[finding], initial=[finding])
+    return FileFixResult(path, None, None, outcome, error=None)
