@@ -117,3 +117,112 @@ def lint_file(path: str, rules: Sequence[Rule]) -> FileResult:
         return FileResult(path, [file_error(path, str(exc))])
     findings = lint_source(decoded.text, path, rules)
     return FileResult(path, findings, decoded.text, decoded.encoding)
+
+
+# --- many files: cache and process pool (Helper A) ----------------------------------------
+
+POOL_MIN_FILES = 8  # below this many uncached files, a process pool costs more than it saves
+
+
+class InternalError(Exception):
+    """A bug in mllint itself while linting one file (the message names the file)."""
+
+
+def _lint_one(item):
+    path, codes = item
+    from mllint.registry import rules_for
+
+    try:
+        return lint_file(path, rules_for(codes))
+    except Exception as exc:  # a rule or the model crashed: name the file for the bug report
+        raise InternalError(f"while linting {path}: {type(exc).__name__}: {exc}") from exc
+
+
+def _read_for_cache(path: str):
+    """(bytes, sha256) of a file, or None when it cannot be read or is too large to lint."""
+    from mllint.cache import content_hash
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_FILE_BYTES:
+        return None
+    return data, content_hash(data)
+
+
+def lint_paths(
+    files, settings, *, use_cache: bool = True, jobs: Optional[int] = None, stats: Optional[dict] = None
+) -> List[FileResult]:
+    """Lint `files` (display paths) with the rules `settings` enables for each of them.
+
+    Results come back in the order of `files`. Cached results (same bytes, mllint version,
+    rule sources and settings) are reused and marked ``cached``. The remaining files are
+    linted in a process pool when there are more than POOL_MIN_FILES of them and more than
+    one CPU (or `jobs` allows it), otherwise in this process. `stats`, when given, receives
+    ``workers`` (processes used for linting; 1 = in this process) and ``cache_written``.
+    """
+    import os
+
+    cache = None
+    if use_cache:
+        from mllint.cache import Cache
+
+        cache = Cache(settings.cache_dir, settings.fingerprint())
+
+    results: List[Optional[FileResult]] = [None] * len(files)
+    pending = []  # (index, path, codes, digest)
+    for index, path in enumerate(files):
+        codes = tuple(sorted(settings.codes_for(path)))
+        digest = None
+        if cache is not None:
+            read = _read_for_cache(path)
+            if read is not None:
+                data, digest = read
+                findings = cache.get(os.path.abspath(path), digest, path)
+                if findings is not None:
+                    results[index] = _cached_result(path, data, findings)
+                    continue
+        pending.append((index, path, codes, digest))
+
+    items = [(path, codes) for _, path, codes, _ in pending]
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    linted = None
+    used = 1
+    if len(items) > POOL_MIN_FILES and workers > 1:
+        used = min(workers, len(items))
+        linted = _lint_in_pool(items, used)
+    if linted is None:
+        used = 1
+        linted = [_lint_one(item) for item in items]
+
+    for (index, path, _, digest), result in zip(pending, linted):
+        results[index] = result
+        if cache is not None and digest is not None:
+            cache.put(os.path.abspath(path), digest, result.findings)
+    written = cache.save() if cache is not None else False
+    if stats is not None:
+        stats.update(workers=used, cache_written=written)
+    return results  # type: ignore[return-value]
+
+
+def _cached_result(path: str, data: bytes, findings: List[Finding]) -> FileResult:
+    try:
+        decoded = decode(data)
+    except UnreadableFile:
+        return FileResult(path, findings, cached=True)
+    return FileResult(path, findings, decoded.text, decoded.encoding, cached=True)
+
+
+def _lint_in_pool(items, workers: int):
+    """Lint in worker processes; None when a pool cannot be used here (the caller goes serial)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    chunksize = max(1, len(items) // (workers * 4))
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(_lint_one, items, chunksize=chunksize))
+    except (BrokenProcessPool, OSError, NotImplementedError, PermissionError):
+        return None
