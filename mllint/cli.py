@@ -1,0 +1,351 @@
+"""The ``mllint`` command.
+
+    mllint [OPTIONS] [PATHS]...     lint (default: the current directory)
+    mllint rules [--format json]    the rule catalogue
+    mllint explain CODE             one rule's documentation and an example
+
+How subcommands and paths share the command line: ``rules`` and ``explain`` are
+subcommands only as the very first argument, spelled exactly so. Anything else is the
+lint command, so ``mllint src/`` and ``mllint --fix rules/`` lint paths, and a
+directory literally named ``rules`` or ``explain`` is linted with ``mllint ./rules``
+or ``mllint -- rules``. No other word is reserved.
+
+Exit codes: 0 no findings, 1 findings remain (or ``--diff`` would change files),
+2 a usage, configuration or internal error. Errors are one line on stderr, never a
+traceback (set MLLINT_DEBUG=1 to see the traceback of an internal error).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional, Sequence
+
+import click
+
+from mllint import __version__
+
+FORMATS = ("text", "concise", "json", "sarif", "github")
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+_EPILOG = """\b
+Commands (only as the first argument):
+  mllint rules [--format json]   list the rules
+  mllint explain CODE            explain a rule
+To lint a directory named `rules` or `explain`, write `mllint ./rules` or `mllint -- rules`.
+
+\b
+Exit status: 0 no problems, 1 problems found, 2 usage, configuration or internal error.
+"""
+
+
+def _warn(message: str) -> None:
+    click.echo(f"mllint: warning: {message}", err=True)
+
+
+def _debug(enabled: bool, message: str) -> None:
+    if enabled:
+        click.echo(f"mllint: debug: {message}", err=True)
+
+
+@click.command(
+    name="mllint",
+    epilog=_EPILOG,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--select", multiple=True, metavar="CODES",
+              help="Comma-separated rule codes or prefixes to enable (replaces the configured set); ALL for every rule.")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Comma-separated rule codes or prefixes to disable.")
+@click.option("--extend-select", multiple=True, metavar="CODES",
+              help="Comma-separated rule codes or prefixes to enable on top of the configured set.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes to the files, then report what remains.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or show (with --diff) unsafe fixes.")
+@click.option("--diff", is_flag=True,
+              help="Print a unified diff of what --fix would change; write nothing. Exit 1 if there are changes.")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(FORMATS), default="text",
+              show_default=True, help="Output format.")
+@click.option("--show-source", is_flag=True, help="Show the source code around each finding.")
+@click.option("--statistics", is_flag=True, help="Show the number of findings per rule instead of each finding.")
+@click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when problems are found.")
+@click.option("--no-cache", is_flag=True, envvar="MLLINT_NO_CACHE",
+              help="Neither read nor write the result cache (.mllint_cache/). [env: MLLINT_NO_CACHE]")
+@click.option("--config", "config_path", metavar="PATH", type=click.Path(dir_okay=False, path_type=str),
+              help="Use this pyproject.toml instead of searching for the nearest one.")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply exclude patterns and .gitignore even to files named on the command line (for pre-commit).")
+@click.option("-v", "--verbose", is_flag=True, help="Print debug information (configuration, files, cache use) on stderr.")
+@click.version_option(__version__, "--version", prog_name="mllint", message="%(prog)s %(version)s")
+def lint_command(
+    paths: Sequence[str],
+    select: Sequence[str],
+    ignore: Sequence[str],
+    extend_select: Sequence[str],
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    output_format: str,
+    show_source: bool,
+    statistics: bool,
+    exit_zero: bool,
+    no_cache: bool,
+    config_path: Optional[str],
+    force_exclude: bool,
+    verbose: bool,
+) -> int:
+    """Find silent ML bugs (PyTorch, scikit-learn) in Python files under PATHS (default: .)."""
+    from mllint import engine
+    from mllint.config import load_settings
+    from mllint.files import discover
+
+    paths = list(paths) or ["."]
+    settings = load_settings(
+        paths,
+        {
+            "config": config_path,
+            "select": list(select) if select else None,
+            "ignore": list(ignore),
+            "extend_select": list(extend_select),
+            "force_exclude": force_exclude,
+        },
+    )
+    _debug(verbose, f"config: {settings.config_path or 'none'}; root: {settings.root}")
+    _debug(verbose, f"rules: {', '.join(sorted(settings.select))}")
+    files = discover(paths, settings, on_warning=_warn)
+    if not files:
+        _warn("no Python files found under the given path(s)")
+    use_cache = not no_cache
+    stats: dict = {}
+    results = engine.lint_paths(files, settings, use_cache=use_cache, stats=stats)
+    cached = sum(1 for r in results if r.cached)
+    _debug(verbose, f"{len(files)} files: {cached} from cache, {len(files) - cached} linted"
+           f" in {stats.get('workers', 1)} process(es)")
+    if use_cache:
+        _debug(verbose, f"cache: {settings.cache_dir}" + ("" if stats.get("cache_written") else " (not writable)"))
+    else:
+        _debug(verbose, "cache: disabled")
+
+    if diff:
+        return _diff(results, settings, unsafe_fixes, exit_zero)
+
+    fixed = _fix(results, settings, unsafe_fixes) if fix else 0
+
+    from mllint.findings import Applicability
+    from mllint.report import REPORTERS, ReportOptions
+
+    findings = [f for r in results for f in r.findings]
+    hidden = 0
+    if not unsafe_fixes:
+        hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
+    options = ReportOptions(
+        show_source=show_source,
+        statistics=statistics,
+        fix_applied=fixed,
+        unsafe_hidden=hidden,
+        unsafe_fixes=unsafe_fixes,
+    )
+    REPORTERS[output_format](results, options, sys.stdout)
+    sys.stdout.flush()
+    if findings and not exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def _fixable(result, unsafe: bool) -> bool:
+    from mllint.findings import Applicability
+
+    return any(
+        f.fix is not None and (unsafe or f.fix.applicability is Applicability.SAFE) for f in result.findings
+    )
+
+
+def _run_fixes(results, settings, unsafe: bool, write: bool):
+    """Fix every file that has an applicable fix; yields (result, FileFixResult)."""
+    from mllint.fixing import fix_file
+    from mllint.registry import rules_for
+
+    for result in results:
+        if not _fixable(result, unsafe):
+            continue
+        outcome = fix_file(result.path, rules_for(settings.codes_for(result.path)), unsafe=unsafe, write=write)
+        for finding, reason in outcome.outcome.rejected:
+            _warn(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} fix not applied: {reason}")
+        if outcome.error:
+            _warn(f"{result.path}: {outcome.error}")
+        yield result, outcome
+
+
+def _fix(results, settings, unsafe: bool) -> int:
+    """Apply fixes in place; the results then hold the findings that remain. Returns the number fixed."""
+    fixed = 0
+    for result, outcome in _run_fixes(results, settings, unsafe, write=True):
+        fixed += len(outcome.outcome.applied)
+        result.findings = sorted(outcome.outcome.remaining, key=lambda f: f.sort_key())
+        if outcome.new is not None:
+            result.source = outcome.new
+    return fixed
+
+
+def _diff(results, settings, unsafe: bool, exit_zero: bool) -> int:
+    from mllint.findings import Applicability
+    from mllint.fixing import unified_diff
+
+    would_fix = 0
+    changed = 0
+    for _, outcome in _run_fixes(results, settings, unsafe, write=False):
+        if outcome.old is None or outcome.new is None or outcome.old == outcome.new:
+            continue
+        click.echo(unified_diff(outcome.path, outcome.old, outcome.new), nl=False)
+        would_fix += len(outcome.outcome.applied)
+        changed += 1
+    hidden = 0
+    if not unsafe:
+        hidden = sum(
+            1 for r in results for f in r.findings
+            if f.fix is not None and f.fix.applicability is Applicability.UNSAFE
+        )
+    if changed:
+        noun = "problem" if would_fix == 1 else "problems"
+        click.echo(f"Would fix {would_fix} {noun}.", err=True)
+    else:
+        click.echo("No fixes available.", err=True)
+    if hidden:
+        verb = "fix can" if hidden == 1 else "fixes can"
+        click.echo(f"{hidden} hidden {verb} be enabled with the --unsafe-fixes option.", err=True)
+    return EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN
+
+
+# --- the rule catalogue ----------------------------------------------------------------
+
+
+def _catalogue() -> List[dict]:
+    from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, all_rules
+
+    rows = [{
+        "code": PARSE_ERROR_CODE,
+        "name": PARSE_ERROR_NAME,
+        "default_enabled": True,
+        "fix": None,
+        "message": "The file could not be read or parsed as Python (always on).",
+    }]
+    for rule in all_rules().values():
+        rows.append({
+            "code": rule.code,
+            "name": rule.name,
+            "default_enabled": rule.default_enabled,
+            "fix": rule.fix.value if rule.fix else None,
+            "message": rule.message,
+        })
+    return rows
+
+
+@click.command(name="rules", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--format", "--output-format", "output_format", type=click.Choice(("text", "json")), default="text",
+              show_default=True, help="Output format.")
+def rules_command(output_format: str) -> int:
+    """List the rules: code, name, on by default, and whether --fix can fix it."""
+    rows = _catalogue()
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(rows, indent=2))
+        return EXIT_CLEAN
+    table = [("CODE", "NAME", "DEFAULT", "FIX")]
+    for row in rows:
+        table.append((row["code"], row["name"], "on" if row["default_enabled"] else "off", row["fix"] or "no"))
+    widths = [max(len(line[i]) for line in table) for i in range(3)]
+    for line in table:
+        click.echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line[:3])) + "  " + line[3])
+    return EXIT_CLEAN
+
+
+@click.command(name="explain", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("code")
+def explain_command(code: str) -> int:
+    """Print the documentation of rule CODE, with an example and its fix."""
+    from mllint.config import ConfigError
+    from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, all_rules
+
+    wanted = code.strip().upper()
+    rules = all_rules()
+    if wanted == PARSE_ERROR_CODE:
+        from mllint.report._common import PARSE_ERROR_DOC
+
+        click.echo(f"{PARSE_ERROR_CODE} ({PARSE_ERROR_NAME})\n\nAlways on. No fix.\n\n{PARSE_ERROR_DOC}")
+        return EXIT_CLEAN
+    rule = rules.get(wanted)
+    if rule is None:
+        raise ConfigError(f"unknown rule code `{code}` (known codes: {', '.join(sorted(rules))}; see `mllint rules`)")
+    fix = {None: "No fix.", "safe": "Fix: safe (applied by --fix).",
+           "unsafe": "Fix: unsafe (applied by --fix --unsafe-fixes)."}[rule.fix.value if rule.fix else None]
+    default = "On by default." if rule.default_enabled else "Off by default (enable with --extend-select)."
+    parts = [f"{rule.code} ({rule.name})", f"{default} {fix}", f"Message: {rule.message}", rule.doc.strip()]
+    example = next((e for e in rule.invalid if e.fixed), rule.invalid[0] if rule.invalid else None)
+    if example is not None:
+        parts.append("Example (flagged):\n\n" + _indent(example.code))
+        fixed = example.fixed or example.unsafe_fixed
+        if fixed:
+            parts.append(("Fixed:" if example.fixed else "Fixed (unsafe fix):") + "\n\n" + _indent(fixed))
+    click.echo("\n\n".join(p for p in parts if p))
+    return EXIT_CLEAN
+
+
+def _indent(code: str) -> str:
+    return "\n".join(("    " + line) if line.strip() else "" for line in code.rstrip("\n").splitlines())
+
+
+SUBCOMMANDS = {"rules": rules_command, "explain": explain_command}
+
+
+# --- entry point -----------------------------------------------------------------------
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run mllint with the arguments `argv` (without the program name); returns the exit status."""
+    from mllint.config import ConfigError
+
+    args = list(argv)
+    if args and args[0] in SUBCOMMANDS:
+        command, prog, args = SUBCOMMANDS[args[0]], f"mllint {args[0]}", args[1:]
+    else:
+        command, prog = lint_command, "mllint"
+    try:
+        status = command.main(args, prog_name=prog, standalone_mode=False)
+        return status if isinstance(status, int) else EXIT_CLEAN
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("mllint: interrupted", err=True)
+        return 130
+    except click.ClickException as exc:
+        message = " ".join(exc.format_message().split())
+        click.echo(f"mllint: error: {message} (see '{prog} --help')", err=True)
+        return EXIT_ERROR
+    except ConfigError as exc:
+        click.echo(f"mllint: error: {exc}", err=True)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        click.echo("mllint: interrupted", err=True)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`mllint | head`): stop quietly.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_FINDINGS
+    except Exception as exc:
+        if os.environ.get("MLLINT_DEBUG") == "1":
+            raise
+        from mllint.engine import InternalError
+
+        detail = " ".join(str(exc).split())
+        if not isinstance(exc, InternalError):
+            detail = f"{type(exc).__name__}: {detail}"
+        click.echo(f"mllint: internal error: {detail} (please report)", err=True)
+        return EXIT_ERROR
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    sys.exit(run(sys.argv[1:] if argv is None else argv))
