@@ -38,11 +38,15 @@ class Rule:
         return not self.triggers or any(word in source for word in self.triggers)
 
 
+def _clean(text: Optional[str]) -> Optional[str]:
+    return None if text is None else inspect.cleandoc(text) + "\n"
+
+
 def _as_example(item) -> Example:
     if isinstance(item, Example):
-        return item
+        return Example(_clean(item.code), _clean(item.fixed), _clean(item.unsafe_fixed))
     if isinstance(item, str):
-        return Example(inspect.cleandoc(item) + "\n")
+        return Example(_clean(item))
     raise TypeError(f"bad rule example: {item!r}")
 
 

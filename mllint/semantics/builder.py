@@ -290,17 +290,9 @@ class _Builder(cst.CSTVisitor):
             role = R.role_of_constructor(qual)
             if role is not None:
                 if role == R.MODEL and qual and qual.endswith(_MODEL_WRAPPERS) and value.args:
-                    return role, ref_of(value.args[0].value)
+                    return role, _source_ref(value.args[0].value)
                 return role, None
-            # model.to(device), model.cuda(), accelerator.prepare(model) return the same object
-            if isinstance(func, cst.Attribute):
-                receiver = ref_of(func.value)
-                if func.attr.value in _MODEL_RETURNING_METHODS and receiver is not None:
-                    return None, receiver
-                if func.attr.value in ("prepare", "setup") and len(value.args) == 1:
-                    return None, ref_of(value.args[0].value)
-            if name is not None and name.split(".")[-1] in _MODEL_WRAPPERS and value.args:
-                return None, ref_of(value.args[0].value)
+            return None, _source_ref(value)
         return None, None
 
     def _is_module_class(self, cls: ClassInfo, seen=None) -> bool:
@@ -329,7 +321,9 @@ class _Builder(cst.CSTVisitor):
         pass
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        # Calls are classified after the walk, when every class and function is known.
+        # Calls are classified after the walk, when every class and function is known,
+        # and after roles have flowed from arguments into the parameters of local helpers.
+        self._propagate_roles_to_parameters()
         for call, ctx in self.pending_calls:
             self._classify_call(call, ctx)
         self.m.effects.sort(key=lambda e: e.order)
@@ -347,10 +341,13 @@ class _Builder(cst.CSTVisitor):
             emit(BACKWARD, ANY)
             return
         local = self._resolve_local(func, ctx)
+        if local is not None:
+            emit(CALL, local, callee=local, args=self._bind_arguments(local, call, func))
+            return
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = ref_of(func.value) or ANY
-            if method in ("backward", "manual_backward") and local is None:
+            if method in ("backward", "manual_backward"):
                 emit(BACKWARD, receiver)
                 return
             if method == "zero_grad" or method == "clear_grad":
@@ -373,10 +370,10 @@ class _Builder(cst.CSTVisitor):
             if method == "optimizer_step" and positional:  # torch_xla's xm.optimizer_step(optimizer)
                 emit(STEP, ref_of(positional[0]) or ANY)
                 return
-            if method == "eval" and not call.args and local is None:
+            if method == "eval" and not call.args:
                 emit(EVAL, receiver)
                 return
-            if method == "train" and local is None:
+            if method == "train":
                 mode = TRAIN
                 if positional and isinstance(positional[0], cst.Name) and positional[0].value == "False":
                     mode = EVAL
@@ -387,9 +384,6 @@ class _Builder(cst.CSTVisitor):
                         return  # train(flag): unknown mode
                 emit(mode, receiver)
                 return
-        if local is not None:
-            emit(CALL, local, callee=local, args=self._bind_arguments(local, call, func))
-            return
         name = dotted(func) or ""
         last = name.rsplit(".", 1)[-1].lower()
         if "zero_grad" in last or (("clear" in last or "reset" in last or "zero" in last) and "grad" in last):
@@ -398,6 +392,27 @@ class _Builder(cst.CSTVisitor):
         ref = ref_of(func)
         if ref is not None and self._is_model_ref(ref):
             emit(FORWARD, ref)
+
+    _PROPAGATED_ROLES = (R.OPTIMIZER, R.MODEL, R.SCALER, R.SCHEDULER, R.LOADER)
+
+    def _propagate_roles_to_parameters(self) -> None:
+        """``step(o)`` called as ``step(optimizer)``: the parameter ``o`` holds an optimizer."""
+        bindings = []
+        for call, ctx in self.pending_calls:
+            local = self._resolve_local(call.func, ctx)
+            if local is not None:
+                bindings.extend(self._bind_arguments(local, call, call.func).items())
+        for _ in range(3):  # helpers handing arguments on to helpers
+            changed = False
+            for param, arg in bindings:
+                if not arg or arg == ANY or self.m.roles.get(param):
+                    continue
+                found = {role for role in self._PROPAGATED_ROLES if self.m.has_role(arg, role)}
+                if found:
+                    self.m.roles[param] = found
+                    changed = True
+            if not changed:
+                break
 
     def _order_of(self, node: cst.CSTNode) -> int:
         return self._next()
@@ -490,6 +505,24 @@ class _Builder(cst.CSTVisitor):
         for p in fn.params:
             mapping.setdefault(p, ANY)  # defaults: unknown
         return mapping
+
+
+def _source_ref(value: cst.BaseExpression) -> Optional[str]:
+    """The object an expression returns when it returns (a wrapper of) an existing one:
+    ``model.to(device)``, ``DDP(model)``, ``torch.compile(model)``, ``accelerator.prepare(model)``."""
+    for _ in range(10):
+        ref = ref_of(value)
+        if ref is not None or not isinstance(value, cst.Call):
+            return ref
+        func = value.func
+        name = dotted(func) or ""
+        if isinstance(func, cst.Attribute) and func.attr.value in _MODEL_RETURNING_METHODS:
+            value = func.value
+        elif (name.rsplit(".", 1)[-1] in _MODEL_WRAPPERS or name.endswith(("prepare", "setup"))) and len(value.args) == 1:
+            value = value.args[0].value
+        else:
+            return None
+    return None
 
 
 def _target_names(target: cst.BaseExpression) -> List[str]:

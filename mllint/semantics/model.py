@@ -216,23 +216,11 @@ class FileModel:
                 out.append(LoopEffect(STEP, translate(ref, mapping), node, depth, conditional or cond, via))
         return out
 
-    def is_bound_in(self, scope: str, name: str) -> bool:
-        """Whether ``name`` (a plain name) is a parameter of, or assigned in, ``scope``,
-        an enclosing scope, or the module."""
-        if name in self.imports.aliases:
-            return True
-        scopes = {MODULE_SCOPE}
-        parts = scope.split(".") if scope != MODULE_SCOPE else []
-        for end in range(1, len(parts) + 1):
-            scopes.add(".".join(parts[:end]))
-        for key in scopes:
-            fn = self.functions.get(key)
-            if fn is not None and name in fn.params:
-                return True
-        for targets, _value, ctx in self.assignments:
-            if ctx.scope in scopes and any(t == name or t.startswith(name + ".") for t in targets):
-                return True
-        return any(loop.scope in scopes and name in loop.targets for loop in self.loops)
+    def assigns_locally(self, scope: str, name: str) -> bool:
+        """Whether ``name`` is assigned (so local) in exactly ``scope``."""
+        return any(ctx.scope == scope and name in targets for targets, _value, ctx in self.assignments) or any(
+            loop.scope == scope and name in loop.targets for loop in self.loops
+        )
 
     # --- fixes -----------------------------------------------------------------------------
     def fix_replacing(self, old: cst.CSTNode, new: cst.CSTNode, applicability: Applicability, description: str) -> Optional[Fix]:
@@ -249,7 +237,7 @@ class FileModel:
             return None
         return Fix(applicability, tuple(edits), description)
 
-    def finding(self, node: cst.CSTNode, rule, message: Optional[str] = None, fix: Optional[Fix] = None) -> Finding:
+    def finding(self, node: cst.CSTNode, code: str, name: str, message: str, fix: Optional[Fix] = None) -> Finding:
         pos = self.position(node)
         return Finding(
             path=self.path,
@@ -257,9 +245,9 @@ class FileModel:
             column=pos.start.column + 1,
             end_line=pos.end.line,
             end_column=pos.end.column + 1,
-            code=rule.CODE,
-            name=rule.NAME,
-            message=message or rule.MESSAGE,
+            code=code,
+            name=name,
+            message=message,
             severity=Severity.ERROR,
             fix=fix,
         )

@@ -1,0 +1,626 @@
+"""Gradients accumulate across optimizer steps because nothing clears them.
+
+Why it matters
+    PyTorch adds each ``backward()`` into ``.grad``; it never resets it by itself.
+    In a loop that calls ``backward()`` and ``optimizer.step()`` but never clears
+    that optimizer's gradients, step *k* applies the sum of all *k* gradients seen
+    so far: the effective learning rate grows every step, momentum and Adam
+    statistics are fed the wrong values, and training silently diverges or
+    plateaus. No error is raised.
+
+    Calling ``zero_grad()`` once before the loop, or once per epoch around an inner
+    loop that steps on every batch, is the same bug.
+
+When the code is fine
+    - ``optimizer.zero_grad()`` (or ``model.zero_grad()`` on the model whose
+      parameters the optimizer holds, or ``p.grad = None`` over the parameters, or
+      a helper that does one of these) anywhere in the loop body, before or after
+      the step;
+    - gradient accumulation: ``step()`` and ``zero_grad()`` both run every N
+      iterations;
+    - ``optimizer.step(closure)`` where the closure clears the gradients;
+    - an inner micro-batch loop with ``zero_grad()``/``step()`` in the outer loop;
+    - frameworks that own the loop (Lightning ``training_step``, HF ``Trainer``).
+    With two optimizers (GANs) each stepped optimizer needs its own clearing.
+
+How to fix
+    Call ``optimizer.zero_grad()`` at the start of every iteration, before the
+    forward pass (``--fix`` inserts it there). When the step only runs every N
+    iterations (gradient accumulation), clear right after the step instead (that is
+    what ``--fix`` does in that case).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, List, Optional
+
+import libcst as cst
+
+from mllint.findings import Applicability, Finding, Fix
+from mllint.semantics import roles as R
+from mllint.semantics.model import ANY, BACKWARD, CLEAR, STEP, FileModel, Loop, LoopEffect
+
+CODE = "ML001"
+NAME = "missing-zero-grad"
+MESSAGE = "gradients accumulate across optimizer steps: nothing clears them in this loop"
+TRIGGERS = ("backward",)
+DEFAULT_ENABLED = True
+FIX = "safe"
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def clears_optimizer(model: FileModel, target: str, optimizer: str) -> bool:
+    """Whether ``target.zero_grad()`` (or an anonymous clearing) clears ``optimizer``'s gradients."""
+    if target == ANY or optimizer == ANY:
+        return True
+    if target == optimizer or model.canonical(target) == model.canonical(optimizer):
+        return True
+    if model.has_role(target, R.OPTIMIZER) and not model.has_role(target, R.MODEL, by_name=False):
+        return False  # another optimizer's zero_grad()
+    owners = model.optimizer_params.get(optimizer) or model.optimizer_params.get(model.canonical(optimizer))
+    if not owners:
+        return True  # we do not know which parameters it holds: any model's zero_grad() may clear them
+    canonical_target = model.canonical(target)
+    for owner in owners:
+        if _related(target, owner) or _related(canonical_target, model.canonical(owner)):
+            return True
+    # Only a model known to be a different one is evidence of a missing clear.
+    return not (model.has_role(target, R.MODEL) or target in model.instance_of)
+
+
+def _preceding_backward(model: FileModel, backwards: List[LoopEffect], step: LoopEffect) -> LoopEffect:
+    step_pos = model.position(step.node).start
+    before = [b for b in backwards if (model.position(b.node).start.line, model.position(b.node).start.column) <= (step_pos.line, step_pos.column)]
+    if before:
+        return max(before, key=lambda b: (model.position(b.node).start.line, model.position(b.node).start.column))
+    return min(backwards, key=lambda b: (model.position(b.node).start.line, model.position(b.node).start.column))
+
+
+def _cleared_elsewhere(model: FileModel, loop: Loop, optimizer: str) -> Optional[str]:
+    """Where the optimizer *is* cleared, if only outside this loop (for the message)."""
+    outer = loop.parent
+    while outer is not None:
+        for effect in model.loop_effects(outer):
+            if effect.kind == CLEAR and effect.depth == 0 and clears_optimizer(model, effect.ref, optimizer) and effect.ref != ANY:
+                return "only once per iteration of the enclosing loop"
+        outer = outer.parent
+    for effect in model.effects_in(loop.scope):
+        if effect.kind == CLEAR and effect.ctx.loop is None and effect.ref != ANY and clears_optimizer(model, effect.ref, optimizer):
+            return "only once, before the loop"
+    return None
+
+
+def _zero_grad_statement(optimizer: str) -> Optional[cst.SimpleStatementLine]:
+    try:
+        statement = cst.parse_statement(f"{optimizer}.zero_grad()\n")
+    except cst.ParserSyntaxError:
+        return None
+    return statement if isinstance(statement, cst.SimpleStatementLine) else None
+
+
+def _fix(model: FileModel, loop: Loop, step: LoopEffect) -> Optional[Fix]:
+    optimizer = step.ref
+    if optimizer == ANY or "[" in optimizer:
+        return None
+    head = optimizer.split(".")[0]
+    for call in step.via:
+        # The optimizer reached us through a helper: its name must mean the same in the loop's scope.
+        callee = model.functions.get(call.callee or "")
+        if callee is not None and head not in callee.params and model.assigns_locally(callee.key, head):
+            return None
+    statement = _zero_grad_statement(optimizer)
+    if statement is None:
+        return None
+    description = f"Insert `{optimizer}.zero_grad()`"
+    if step.conditional:
+        # Gradient accumulation: clear right after the (conditional) step, in the same block.
+        origin = step.origin
+        if origin is None or not isinstance(origin.ctx.statement, cst.SimpleStatementLine):
+            return None
+        block = origin.ctx.block
+        if not isinstance(block, cst.IndentedBlock):
+            return None
+        body = list(block.body)
+        index = next((i for i, s in enumerate(body) if s is origin.ctx.statement), None)
+        if index is None:
+            return None
+        body.insert(index + 1, statement)
+        return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, description + " after the step")
+    block = loop.body
+    if not isinstance(block, cst.IndentedBlock):
+        return None
+    new_block = block.with_changes(body=[statement, *block.body])
+    return model.fix_replacing(block, new_block, Applicability.SAFE, description + " at the start of the loop body")
+
+
+def check(model: FileModel) -> Iterable[Finding]:
+    reported = set()
+    for loop in sorted(model.loops, key=lambda l: l.order):
+        effects = model.loop_effects(loop)
+        backwards = [e for e in effects if e.kind == BACKWARD]
+        if not backwards:
+            continue
+        clears = [e for e in effects if e.kind == CLEAR]
+        for step in effects:
+            if step.kind != STEP or step.depth != 0:
+                continue
+            if any(clears_optimizer(model, clear.ref, step.ref) for clear in clears):
+                continue
+            site = _preceding_backward(model, backwards, step)
+            if site.node in reported:
+                continue
+            reported.add(site.node)
+            name = step.ref if step.ref != ANY else "the optimizer"
+            every = "every few iterations" if step.conditional else "on every iteration"
+            where = _cleared_elsewhere(model, loop, step.ref)
+            detail = f"`{name}.zero_grad()` runs {where}" if where else f"nothing clears `{name}`'s gradients in the loop"
+            message = f"gradients accumulate across steps: `{name}.step()` runs {every} but {detail}"
+            yield model.finding(site.node, CODE, NAME, message, _fix(model, loop, step))
+
+
+# ---------------------------------------------------------------------------------------
+# Examples (collected by the test suite). INVALID examples carry the expected --fix output.
+
+from mllint.registry import Example  # noqa: E402
+
+VALID = [
+    # zero_grad at the top of the loop
+    """
+    import torch
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+    """,
+    # zero_grad after the step is just as good
+    """
+    for epoch in range(epochs):
+        for batch in train_loader:
+            loss = compute_loss(model, batch)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    """,
+    # model.zero_grad() on the model whose parameters the optimizer holds
+    """
+    import torch
+    net = Net()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    for inputs, targets in loader:
+        net.zero_grad()
+        loss = criterion(net(inputs), targets)
+        loss.backward()
+        opt.step()
+    """,
+    # gradient accumulation: step and zero_grad both every N iterations
+    """
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / accum_steps
+        loss.backward()
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+    """,
+    # AMP with a GradScaler; clearing through a local helper
+    """
+    import torch
+    scaler = torch.cuda.amp.GradScaler()
+
+    def reset(opt):
+        opt.zero_grad(set_to_none=True)
+
+    while step < max_steps:
+        reset(optimizer)
+        with torch.autocast("cuda"):
+            loss = model(batch)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        step += 1
+    """,
+    # LBFGS-style closure that clears the gradients
+    """
+    import torch
+    optimizer = torch.optim.LBFGS(model.parameters())
+    for epoch in range(20):
+        def closure():
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            return loss
+        optimizer.step(closure)
+    """,
+    # p.grad = None over the parameters
+    """
+    for x, y in loader:
+        for p in model.parameters():
+            p.grad = None
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+    """,
+    # GAN: each optimizer cleared through its own model
+    """
+    import torch
+    netD, netG = Discriminator(), Generator()
+    optimizerD = torch.optim.Adam(netD.parameters(), lr=2e-4)
+    optimizerG = torch.optim.Adam(netG.parameters(), lr=2e-4)
+    for real in dataloader:
+        netD.zero_grad()
+        errD = criterion(netD(real), ones) + criterion(netD(netG(noise).detach()), zeros)
+        errD.backward()
+        optimizerD.step()
+        netG.zero_grad()
+        errG = criterion(netD(netG(noise)), ones)
+        errG.backward()
+        optimizerG.step()
+    """,
+    # micro-batches: backward in the inner loop, zero_grad and step in the outer loop
+    """
+    for batch in loader:
+        optimizer.zero_grad()
+        for micro in batch.split(4):
+            loss = model(micro).mean() / 4
+            loss.backward()
+        optimizer.step()
+    """,
+    # the training step lives in a helper that clears; the loop calls it
+    """
+    def train_step(model, optimizer, batch):
+        optimizer.zero_grad()
+        loss = model(batch).mean()
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    for epoch in range(10):
+        for batch in loader:
+            train_step(model, optimizer, batch)
+    """,
+    # a scheduler's step is not an optimizer step; no optimizer steps in this loop
+    """
+    for epoch in range(epochs):
+        loss = model(x).sum()
+        grads = torch.autograd.grad(loss, params)
+        scheduler.step()
+    """,
+    # a step and backward but no loop: called from elsewhere, we cannot tell (Lightning manual optimization)
+    """
+    class LitModel(LightningModule):
+        def training_step(self, batch, batch_idx):
+            opt = self.optimizers()
+            loss = self.compute_loss(batch)
+            self.manual_backward(loss)
+            opt.step()
+            opt.zero_grad()
+    """,
+    # several optimizers cleared in a loop over them
+    """
+    for batch in loader:
+        for opt in optimizers:
+            opt.zero_grad()
+        loss = model(batch).mean()
+        loss.backward()
+        for opt in optimizers:
+            opt.step()
+    """,
+    # DeepSpeed-style engine: engine.step() clears gradients itself, and it is not an optimizer
+    """
+    for batch in loader:
+        loss = model_engine(batch)
+        model_engine.backward(loss)
+        model_engine.step()
+    """,
+    # clearing by an imported helper we cannot see: stay silent
+    """
+    from utils import zero_grads
+    for batch in loader:
+        zero_grads(model)
+        loss = model(batch).mean()
+        loss.backward()
+        optimizer.step()
+    """,
+]
+
+INVALID = [
+    # no clearing at all
+    Example(
+        """
+import torch
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
+        fixed="""
+import torch
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
+    ),
+    # zero_grad only once, before the loop
+    Example(
+        """
+optimizer.zero_grad()
+for step, batch in enumerate(train_loader):
+    # forward pass
+    output = model(batch["input"])
+    loss = criterion(output, batch["target"])
+    loss.backward()
+    optimizer.step()
+""",
+        fixed="""
+optimizer.zero_grad()
+for step, batch in enumerate(train_loader):
+    optimizer.zero_grad()
+    # forward pass
+    output = model(batch["input"])
+    loss = criterion(output, batch["target"])
+    loss.backward()
+    optimizer.step()
+""",
+    ),
+    # zero_grad once per epoch around a batch loop that steps every batch
+    Example(
+        """
+def train(model, loader, opt, epochs):
+    for epoch in range(epochs):
+        opt.zero_grad()
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+""",
+        fixed="""
+def train(model, loader, opt, epochs):
+    for epoch in range(epochs):
+        opt.zero_grad()
+        for x, y in loader:
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+""",
+    ),
+    # while loop, backward and step nested in with/if blocks
+    Example(
+        """
+import torch
+while global_step < max_steps:
+    batch = next(data_iter)
+    with torch.autocast("cpu"):
+        loss = model(batch).mean()
+    if torch.isfinite(loss):
+        loss.backward()
+        optimizer.step()
+    global_step += 1
+""",
+        fixed="""
+import torch
+while global_step < max_steps:
+    batch = next(data_iter)
+    with torch.autocast("cpu"):
+        loss = model(batch).mean()
+    if torch.isfinite(loss):
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    global_step += 1
+""",
+    ),
+    # GradScaler: scaler.step(optimizer) is the optimizer step
+    Example(
+        """
+import torch
+scaler = torch.cuda.amp.GradScaler()
+for images, labels in loader:
+    with torch.autocast("cuda"):
+        loss = criterion(model(images), labels)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+""",
+        fixed="""
+import torch
+scaler = torch.cuda.amp.GradScaler()
+for images, labels in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda"):
+        loss = criterion(model(images), labels)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+""",
+    ),
+    # GAN: the generator's optimizer is never cleared (only the discriminator is)
+    Example(
+        """
+import torch
+netD, netG = Discriminator(), Generator()
+optD = torch.optim.Adam(netD.parameters())
+optG = torch.optim.Adam(netG.parameters())
+for real in loader:
+    netD.zero_grad()
+    errD = bce(netD(real), ones) + bce(netD(netG(z).detach()), zeros)
+    errD.backward()
+    optD.step()
+    errG = bce(netD(netG(z)), ones)
+    errG.backward()
+    optG.step()
+""",
+        fixed="""
+import torch
+netD, netG = Discriminator(), Generator()
+optD = torch.optim.Adam(netD.parameters())
+optG = torch.optim.Adam(netG.parameters())
+for real in loader:
+    optG.zero_grad()
+    netD.zero_grad()
+    errD = bce(netD(real), ones) + bce(netD(netG(z).detach()), zeros)
+    errD.backward()
+    optD.step()
+    errG = bce(netD(netG(z)), ones)
+    errG.backward()
+    optG.step()
+""",
+    ),
+    # the step happens in a helper called from the loop; nothing clears
+    Example(
+        """
+def update(model, optimizer, x, y):
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+for epoch in range(num_epochs):
+    for x, y in train_loader:
+        update(model, opt, x, y)
+""",
+        fixed="""
+def update(model, optimizer, x, y):
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+for epoch in range(num_epochs):
+    for x, y in train_loader:
+        opt.zero_grad()
+        update(model, opt, x, y)
+""",
+    ),
+    # gradient accumulation that never clears after the step
+    Example(
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accumulation_steps
+    loss.backward()
+    if (i + 1) % accumulation_steps == 0:
+        optimizer.step()
+""",
+        fixed="""
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accumulation_steps
+    loss.backward()
+    if (i + 1) % accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    ),
+    # full-batch training over epochs, optimizer held on self
+    Example(
+        """
+import torch.optim as optim
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = optim.Adam(model.parameters(), lr=1e-3)
+
+    def fit(self, x, y, epochs=100):
+        for epoch in range(epochs):
+            pred = self.model(x)
+            loss = ((pred - y) ** 2).mean()
+            loss.backward()
+            self.optimizer.step()
+""",
+        fixed="""
+import torch.optim as optim
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = optim.Adam(model.parameters(), lr=1e-3)
+
+    def fit(self, x, y, epochs=100):
+        for epoch in range(epochs):
+            self.optimizer.zero_grad()
+            pred = self.model(x)
+            loss = ((pred - y) ** 2).mean()
+            loss.backward()
+            self.optimizer.step()
+""",
+    ),
+    # accelerate: accelerator.backward(loss) is a backward pass; zero_grad on a different optimizer
+    Example(
+        """
+from accelerate import Accelerator
+accelerator = Accelerator()
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    outputs = model(**batch)
+    accelerator.backward(outputs.loss)
+    optimizer.step()
+    lr_scheduler.step()
+""",
+        fixed="""
+from accelerate import Accelerator
+accelerator = Accelerator()
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    optimizer.zero_grad()
+    outputs = model(**batch)
+    accelerator.backward(outputs.loss)
+    optimizer.step()
+    lr_scheduler.step()
+""",
+    ),
+    # the other optimizer's zero_grad does not clear this one
+    Example(
+        """
+import torch
+enc_opt = torch.optim.Adam(encoder.parameters())
+dec_opt = torch.optim.Adam(decoder.parameters())
+for src, tgt in pairs:
+    enc_opt.zero_grad()
+    loss = seq2seq_loss(encoder, decoder, src, tgt)
+    loss.backward()
+    enc_opt.step()
+    dec_opt.step()
+""",
+        fixed="""
+import torch
+enc_opt = torch.optim.Adam(encoder.parameters())
+dec_opt = torch.optim.Adam(decoder.parameters())
+for src, tgt in pairs:
+    dec_opt.zero_grad()
+    enc_opt.zero_grad()
+    loss = seq2seq_loss(encoder, decoder, src, tgt)
+    loss.backward()
+    enc_opt.step()
+    dec_opt.step()
+""",
+    ),
+    # torch.autograd.backward counts as a backward pass
+    Example(
+        """
+import torch
+for step in range(1000):
+    losses = [head(features) for head in heads]
+    torch.autograd.backward(losses)
+    optimizer.step()
+""",
+        fixed="""
+import torch
+for step in range(1000):
+    optimizer.zero_grad()
+    losses = [head(features) for head in heads]
+    torch.autograd.backward(losses)
+    optimizer.step()
+""",
+    ),
+]

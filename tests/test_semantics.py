@@ -1,0 +1,299 @@
+"""The semantic model on its own: names, roles, loops, grad regions, modes, summaries."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from mllint.semantics import build_model
+from mllint.semantics import roles as R
+from mllint.semantics.model import ANY, BACKWARD, CALL, CLEAR, EVAL, FORWARD, STEP, TRAIN
+
+
+def model_of(source: str):
+    source = textwrap.dedent(source)
+    return build_model(cst.parse_module(source), source, "t.py")
+
+
+def kinds(model, kind):
+    return [e for e in model.effects if e.kind == kind]
+
+
+# --- names -----------------------------------------------------------------------------
+
+
+def test_import_aliases_resolve_to_qualified_names():
+    m = model_of(
+        """
+        import torch as T
+        import torch.nn.functional as F
+        from torch import no_grad as ng
+        from torch.optim import lr_scheduler
+        import torch.nn
+        """
+    )
+    q = m.imports.qualify
+    assert q("T.no_grad") == "torch.no_grad"
+    assert q("F.cross_entropy") == "torch.nn.functional.cross_entropy"
+    assert q("ng") == "torch.no_grad"
+    assert q("lr_scheduler.StepLR") == "torch.optim.lr_scheduler.StepLR"
+    assert q("torch.nn.Linear") == "torch.nn.Linear"
+    assert q("unknown.thing") == "unknown.thing"
+
+
+def test_relative_and_star_imports_do_not_crash():
+    m = model_of("from . import utils\nfrom ..models import Net as N\nfrom x import *\n")
+    assert m.imports.qualify("N") == "..models.Net"
+
+
+# --- roles -----------------------------------------------------------------------------
+
+
+def test_roles_from_constructors_beat_spelling():
+    m = model_of(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+        class Net(torch.nn.Module):
+            pass
+        class Config:
+            pass
+        weird = torch.optim.AdamW(params)
+        model = Config()
+        net = Net()
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(weird, 10)
+        scaler = torch.cuda.amp.GradScaler()
+        batches = DataLoader(ds)
+        crit = torch.nn.CrossEntropyLoss()
+        """
+    )
+    assert m.has_role("weird", R.OPTIMIZER)
+    assert not m.has_role("model", R.MODEL)  # assigned from a non-Module class: spelling loses
+    assert m.has_role("net", R.MODEL)
+    assert m.has_role("sched", R.SCHEDULER) and not m.has_role("sched", R.OPTIMIZER)
+    assert m.has_role("scaler", R.SCALER)
+    assert m.has_role("batches", R.LOADER)
+    assert m.has_role("crit", R.CRITERION)
+    assert m.classes["Net"].is_module and not m.classes["Config"].is_module
+
+
+def test_roles_from_spelling_and_annotations():
+    m = model_of(
+        """
+        import torch
+        def train(model: torch.nn.Module, opt_thing: torch.optim.Optimizer, optimizerD, val_loader):
+            pass
+        """
+    )
+    assert m.has_role("model", R.MODEL)
+    assert m.has_role("opt_thing", R.OPTIMIZER)
+    assert m.has_role("optimizerD", R.OPTIMIZER)
+    assert m.has_role("val_loader", R.LOADER)
+    assert R.role_of_name("options") is None and R.role_of_name("model_path") is None
+
+
+def test_module_subclass_through_local_base():
+    m = model_of(
+        """
+        from torch import nn
+        class Base(nn.Module):
+            pass
+        class Child(Base):
+            pass
+        c = Child()
+        """
+    )
+    assert m.classes["Child"].is_module
+    assert m.has_role("c", R.MODEL)
+
+
+def test_optimizer_parameter_owners_and_aliases():
+    m = model_of(
+        """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        net = Net()
+        model = DDP(net.to(device))
+        opt = torch.optim.SGD([{"params": model.backbone.parameters()}, {"params": head.parameters()}], lr=0.1)
+        opt2 = torch.optim.SGD(params, lr=0.1)
+        """
+    )
+    assert m.optimizer_params["opt"] == frozenset({"model.backbone", "head"})
+    assert m.optimizer_params["opt2"] is None  # unknown
+    assert m.canonical("model") == "net"
+
+
+# --- loops ------------------------------------------------------------------------------
+
+
+def test_loops_nesting_and_iterated_objects():
+    m = model_of(
+        """
+        from tqdm import tqdm
+        for epoch in range(10):
+            for i, (x, y) in enumerate(tqdm(train_loader)):
+                pass
+        while True:
+            break
+        """
+    )
+    outer, inner, wl = sorted(m.loops, key=lambda l: l.order)
+    assert outer.iter_call == "range" and outer.targets == ("epoch",)
+    assert inner.parent is outer and inner.iter_ref == "train_loader"
+    assert set(inner.targets) == {"i", "x", "y"}
+    assert wl.parent is None and outer.encloses(inner) and not inner.encloses(outer)
+
+
+# --- effects, grad regions, mode switches ----------------------------------------------------
+
+
+def test_effects_backward_step_clear_forward_modes():
+    m = model_of(
+        """
+        import torch
+        model = torch.nn.Linear(2, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.cuda.amp.GradScaler()
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1)
+        model.train()
+        for x in loader:
+            out = model(x)
+            scaler.scale(out.sum()).backward()
+            scaler.step(optimizer)
+            scheduler.step()
+            for p in model.parameters():
+                p.grad = None
+        model.eval()
+        model.train(False)
+        """
+    )
+    assert [e.ref for e in kinds(m, STEP)] == ["optimizer"]  # the scheduler's step is not one
+    assert len(kinds(m, BACKWARD)) == 1
+    assert [e.ref for e in kinds(m, CLEAR)] == [ANY]
+    assert [e.ref for e in kinds(m, FORWARD)] == ["model"]
+    assert [(e.kind, e.ref) for e in m.effects if e.kind in (EVAL, TRAIN)] == [
+        (TRAIN, "model"),
+        (EVAL, "model"),
+        (EVAL, "model"),
+    ]
+
+
+def test_grad_regions_context_managers_decorators_and_flags():
+    m = model_of(
+        """
+        import torch
+        from torch import inference_mode
+        @torch.no_grad()
+        def evaluate(model, x):
+            return model(x)
+        def run(model, x, is_train):
+            with inference_mode():
+                a = model(x)
+            with torch.set_grad_enabled(is_train):
+                b = model(x)
+            with torch.set_grad_enabled(False):
+                c = model(x)
+            with torch.enable_grad():
+                d = model(x)
+            return model(x)
+        """
+    )
+    assert m.functions["evaluate"].grad == "off"
+    grads = [e.ctx.grad for e in kinds(m, FORWARD) if e.ctx.scope == "run"]
+    assert grads == ["off", "flag:is_train", "off", "on", None]
+
+
+def test_conditional_and_loop_context():
+    m = model_of(
+        """
+        for i, batch in enumerate(loader):
+            loss.backward()
+            if i % 4 == 0:
+                optimizer.step()
+        """
+    )
+    (step,) = kinds(m, STEP)
+    (backward,) = kinds(m, BACKWARD)
+    assert step.ctx.conditional and not backward.ctx.conditional
+    assert step.ctx.loop is backward.ctx.loop is m.loops[0]
+
+
+# --- summaries ----------------------------------------------------------------------------------
+
+
+def test_summaries_reach_a_fixpoint_through_helpers_and_recursion():
+    m = model_of(
+        """
+        def clear(o):
+            o.zero_grad()
+        def inner(m, o, loss):
+            loss.backward()
+            o.step()
+            clear(o)
+        def outer(net, opt, l):
+            inner(net, opt, l)
+        def ping(n):
+            pong(n)
+        def pong(n):
+            ping(n)
+            n.eval()
+        """
+    )
+    s = m.summaries
+    assert s["clear"].clears == frozenset({"o"})
+    assert s["inner"].clears == frozenset({"o"})
+    assert {ref for ref, _node, _cond in s["outer"].top_steps} == {"opt"}
+    assert s["outer"].clears == frozenset({"opt"}) and len(s["outer"].backward_sites) == 1
+    assert s["ping"].evals == frozenset({"n"}) and s["pong"].evals == frozenset({"n"})
+
+
+def test_methods_resolve_through_self_and_instances():
+    m = model_of(
+        """
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model, self.optimizer = model, optimizer
+            def step(self, batch):
+                self.optimizer.zero_grad()
+                self.model(batch).sum().backward()
+                self.optimizer.step()
+            def fit(self, loader):
+                for batch in loader:
+                    self.step(batch)
+        trainer = Trainer(net, opt)
+        trainer.fit(loader)
+        """
+    )
+    calls = [e for e in kinds(m, CALL)]
+    assert {e.callee for e in calls} == {"Trainer.step", "Trainer.fit"}
+    loop = m.loops[0]
+    effects = m.loop_effects(loop)
+    assert {(e.kind, e.ref) for e in effects if e.kind in (STEP, CLEAR)} == {
+        (STEP, "self.optimizer"),
+        (CLEAR, "self.optimizer"),
+    }
+    assert any(e.kind == BACKWARD for e in effects)
+
+
+def test_loop_effects_depth_and_closure_steps():
+    m = model_of(
+        """
+        for epoch in range(3):
+            optimizer.zero_grad()
+            for batch in loader:
+                loss = model(batch).sum()
+                loss.backward()
+                optimizer.step()
+        for epoch in range(3):
+            def closure():
+                optimizer.zero_grad()
+                return 1
+            optimizer.step(closure)
+        """
+    )
+    first, inner, second = sorted(m.loops, key=lambda l: l.order)
+    by_kind = {(e.kind, e.depth) for e in m.loop_effects(first)}
+    assert (CLEAR, 0) in by_kind and (STEP, 1) in by_kind
+    assert {(e.kind, e.depth) for e in m.loop_effects(inner)} >= {(STEP, 0), (BACKWARD, 0)}
+    assert (CLEAR, 0) in {(e.kind, e.depth) for e in m.loop_effects(second)}
