@@ -4,13 +4,18 @@
 adds reading, decoding and the atomic write; ``unified_diff`` renders ``--diff``.
 
 A fix is kept only if, after applying it, the text still parses, the finding it
-was made for is gone, and no finding appears that was not there before (findings
-are compared as multisets of ``(code, message)``, and a finding of the same code
-and message at the fixed finding's own position, mapped through the edits,
-counts as "still there"). Otherwise it is dropped, with a reason, and the text
-reverts to what it was before. Fixes whose edits do not overlap are tried as one
-batch; if the batch fails the check, its fixes are retried one at a time, so each
-rejection names the fix that caused it.
+was made for is gone, and no finding appears that was not there before. Findings
+are matched by code and message, as multisets, preferring the same position
+(old positions are mapped through the edits, so line shifts do not matter); a
+finding of the fixed kind at the fixed finding's own place means it is still
+there. Otherwise the fix is dropped, with a reason, and the text reverts to what
+it was before. Fixes whose edits do not overlap are tried as one batch; if the
+batch fails, ever smaller leading parts of it are tried, down to a single fix,
+so a rejection always names the fix that caused it.
+
+Since every kept round removes at least one finding and adds none, the loop
+ends by itself; ``MAX_ITERATIONS`` (Ruff's bound) is a second guard, and a fix
+that would bring back an earlier text is refused.
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ class FileFixResult:
 
     def file_result(self) -> engine.FileResult:
         """The file's findings after fixing, in the shape reporters take."""
-        source = self.new if self.written or self.error is None else self.old
+        source = self.new if self.new is not None else self.old
         return engine.FileResult(self.path, list(self.outcome.remaining), source, self.encoding)
 
 
@@ -338,29 +343,28 @@ def fix_source(
         if iterations >= max_iterations:
             outcome.hit_limit = True
             break
-        iterations += 1
 
-        # A batch of fixes whose edits do not overlap, in source order. If the batch as a
-        # whole fails the check, only its first fix is tried this round, on its own; the
-        # others come back next round (re-linted against the new text).
+        # A batch of fixes whose edits do not overlap, in source order. If it fails the
+        # check, its first half is tried, and so on down to a single fix, which is then
+        # rejected on its own account; what was not tried comes back next round.
         batch: List[_Candidate] = []
         for cand in sorted(candidates, key=lambda c: (c.spans[0][0], c.finding.sort_key())):
             if all(not _spans_overlap(cand.spans, other.spans) for other in batch):
                 batch.append(cand)
-        result = _try(index, findings, batch, path, rules, encoding)
-        if isinstance(result, str) and len(batch) > 1:
-            batch = batch[:1]
+        while True:
             result = _try(index, findings, batch, path, rules, encoding)
+            if not isinstance(result, str) and result[0] in seen_texts:
+                result = "fix returns the file to an earlier state"  # never cycle
+            if not isinstance(result, str) or len(batch) == 1:
+                break
+            batch = batch[: len(batch) // 2]
         if isinstance(result, str):
+            # The text is unchanged, so this round does not count towards the bound.
             outcome.rejected.append((batch[0].finding, result))
             rejected_marks.append(_mark(batch[0].finding, index))
             continue
+        iterations += 1
         new_text, new_findings, spans = result
-        if new_text in seen_texts:  # a cycle: never go back to a text we already had
-            for cand in batch:
-                outcome.rejected.append((cand.finding, "fix returns the file to an earlier state"))
-                rejected_marks.append(_mark(cand.finding, index))
-            continue
         seen_texts.add(new_text)
         outcome.applied.extend(c.finding for c in batch)
         rejected_marks = [(m, _map_offset(o, spans)) for m, o in rejected_marks]
