@@ -25,7 +25,7 @@ class Rule:
     code: str
     name: str
     message: str
-    triggers: Tuple[str, ...]
+    triggers: Tuple[str, ...]  # the file must contain one of these (and every word of `requires`)
     default_enabled: bool
     fix: Optional[Applicability]
     doc: str
@@ -33,9 +33,12 @@ class Rule:
     valid: Tuple[Example, ...]
     invalid: Tuple[Example, ...]
     module: str
+    requires: Tuple[str, ...] = ()  # without all of these the rule cannot fire: the file is not parsed for it
 
     def triggered_by(self, source: str) -> bool:
-        return not self.triggers or any(word in source for word in self.triggers)
+        return (not self.triggers or any(word in source for word in self.triggers)) and all(
+            word in source for word in self.requires
+        )
 
 
 def _clean(text: Optional[str]) -> Optional[str]:
@@ -57,6 +60,7 @@ def rule_from_module(mod) -> Rule:
         name=mod.NAME,
         message=mod.MESSAGE,
         triggers=tuple(getattr(mod, "TRIGGERS", ())),
+        requires=tuple(getattr(mod, "REQUIRES", ())),
         default_enabled=getattr(mod, "DEFAULT_ENABLED", True),
         fix=Applicability(fix) if fix else None,
         doc=inspect.cleandoc(mod.__doc__ or ""),

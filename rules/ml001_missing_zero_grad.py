@@ -43,7 +43,8 @@ from mllint.semantics.model import ANY, BACKWARD, CLEAR, STEP, FileModel, Loop, 
 CODE = "ML001"
 NAME = "missing-zero-grad"
 MESSAGE = "gradients accumulate across optimizer steps: nothing clears them in this loop"
-TRIGGERS = ("backward",)
+TRIGGERS = ("backward(",)  # loss.backward(), accelerator.backward(loss), torch.autograd.backward(...)
+REQUIRES = ("step",)  # optimizer.step(), scaler.step(optimizer), xm.optimizer_step(optimizer)
 DEFAULT_ENABLED = True
 FIX = "safe"
 
@@ -316,6 +317,27 @@ VALID = [
         loss = model_engine(batch)
         model_engine.backward(loss)
         model_engine.step()
+    """,
+    # a shared train/val loop: the step only runs in the training phase, cleared every batch
+    """
+    import torch
+    for phase in ["train", "val"]:
+        for inputs, labels in dataloaders[phase]:
+            optimizer.zero_grad()
+            with torch.set_grad_enabled(phase == "train"):
+                loss = criterion(model(inputs), labels)
+                if phase == "train":
+                    loss.backward()
+                    optimizer.step()
+    """,
+    # optimizers kept in a dict, cleared through a variable key: we cannot tell which, stay silent
+    """
+    for batch in loader:
+        for name in optimizers:
+            optimizers[name].zero_grad()
+        loss = model(batch)
+        loss.backward()
+        optimizers["main"].step()
     """,
     # clearing by an imported helper we cannot see: stay silent
     """

@@ -419,8 +419,8 @@ class _Builder(cst.CSTVisitor):
 
     def _clear_ref(self, receiver: str) -> str:
         head = receiver.split(".")[0].split("[")[0]
-        if head in self.m.iteration_vars:
-            return ANY  # for opt in optimizers: opt.zero_grad()
+        if head in self.m.iteration_vars or "[" in receiver:
+            return ANY  # for opt in optimizers: opt.zero_grad(); optimizers[name].zero_grad()
         return receiver
 
     def _is_model_ref(self, ref: str) -> bool:
