@@ -7,6 +7,7 @@ position points just past the last character. Edits use the same positions.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
@@ -90,9 +91,18 @@ class Finding:
         }
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str):
+    """Lines with their endings, breaking only at \n, \r\n and \r (as Python's tokenizer
+    and LibCST do; str.splitlines also breaks at form feeds and other separators)."""
+    return _LINE.findall(text)
+
+
 def apply_edits(source: str, edits) -> str:
     """Apply non-overlapping edits to `source` (positions refer to the original text)."""
-    lines = source.splitlines(keepends=True)
+    lines = split_lines(source)
     starts = [0]
     for text in lines:
         starts.append(starts[-1] + len(text))

@@ -31,7 +31,7 @@ from typing import List, Optional, Sequence, Tuple
 import libcst as cst
 
 from mllint import engine
-from mllint.findings import Applicability, Edit, Finding
+from mllint.findings import Applicability, Edit, Finding, split_lines
 
 # Like Ruff: after this many lint -> fix rounds we stop and report what is left.
 MAX_ITERATIONS = 100
@@ -79,7 +79,7 @@ class _Text:
 
     def __init__(self, text: str):
         self.text = text
-        self.lines = text.splitlines(keepends=True)
+        self.lines = split_lines(text)
         starts = [0]
         for line in self.lines:
             starts.append(starts[-1] + len(line))
@@ -466,8 +466,8 @@ def unified_diff(path: str, old: str, new: str) -> str:
     name = name.lstrip("/")
     out = []
     for line in difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
+        split_lines(old),
+        split_lines(new),
         fromfile=f"a/{name}",
         tofile=f"b/{name}",
         n=3,

@@ -102,7 +102,7 @@ def _zero_grad_statement(optimizer: str) -> Optional[cst.SimpleStatementLine]:
     return statement if isinstance(statement, cst.SimpleStatementLine) else None
 
 
-def _fix(model: FileModel, loop: Loop, step: LoopEffect) -> Optional[Fix]:
+def _fixable_name(model: FileModel, step: LoopEffect) -> Optional[str]:
     optimizer = step.ref
     if optimizer == ANY or "[" in optimizer:
         return None
@@ -112,29 +112,46 @@ def _fix(model: FileModel, loop: Loop, step: LoopEffect) -> Optional[Fix]:
         callee = model.functions.get(call.callee or "")
         if callee is not None and head not in callee.params and model.assigns_locally(callee.key, head):
             return None
-    statement = _zero_grad_statement(optimizer)
-    if statement is None:
+    return optimizer
+
+
+def _fix(model: FileModel, loop: Loop, steps: List[LoopEffect]) -> Optional[Fix]:
+    names = [_fixable_name(model, step) for step in steps]
+    statements = [_zero_grad_statement(name) for name in names if name is not None]
+    if len(statements) != len(steps):
         return None
-    description = f"Insert `{optimizer}.zero_grad()`"
-    if step.conditional:
+    calls = ", ".join(f"`{name}.zero_grad()`" for name in names)
+    if any(step.conditional for step in steps):
         # Gradient accumulation: clear right after the (conditional) step, in the same block.
-        origin = step.origin
-        if origin is None or not isinstance(origin.ctx.statement, cst.SimpleStatementLine):
+        if len(steps) != 1 or steps[0].origin is None:
             return None
+        origin = steps[0].origin
         block = origin.ctx.block
-        if not isinstance(block, cst.IndentedBlock):
+        if not isinstance(origin.ctx.statement, cst.SimpleStatementLine) or not isinstance(block, cst.IndentedBlock):
             return None
         body = list(block.body)
         index = next((i for i, s in enumerate(body) if s is origin.ctx.statement), None)
         if index is None:
             return None
-        body.insert(index + 1, statement)
-        return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, description + " after the step")
+        body.insert(index + 1, statements[0])
+        return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} after the step")
     block = loop.body
     if not isinstance(block, cst.IndentedBlock):
         return None
-    new_block = block.with_changes(body=[statement, *block.body])
-    return model.fix_replacing(block, new_block, Applicability.SAFE, description + " at the start of the loop body")
+    new_block = block.with_changes(body=[*statements, *block.body])
+    return model.fix_replacing(block, new_block, Applicability.SAFE, f"Insert {calls} at the start of the loop body")
+
+
+def _message(model: FileModel, loop: Loop, steps: List[LoopEffect]) -> str:
+    if len(steps) > 1:
+        names = " and ".join(f"`{s.ref}`" for s in steps)
+        return f"gradients accumulate across steps: nothing in the loop clears the gradients of {names}"
+    step = steps[0]
+    name = step.ref if step.ref != ANY else "the optimizer"
+    every = "every few iterations" if step.conditional else "on every iteration"
+    where = _cleared_elsewhere(model, loop, step.ref)
+    detail = f"`{name}.zero_grad()` runs {where}" if where else f"nothing clears `{name}`'s gradients in the loop"
+    return f"gradients accumulate across steps: `{name}.step()` runs {every} but {detail}"
 
 
 def check(model: FileModel) -> Iterable[Finding]:
@@ -145,21 +162,21 @@ def check(model: FileModel) -> Iterable[Finding]:
         if not backwards:
             continue
         clears = [e for e in effects if e.kind == CLEAR]
+        by_site = {}  # backward site -> the uncleared steps whose gradients it produces
         for step in effects:
             if step.kind != STEP or step.depth != 0:
                 continue
             if any(clears_optimizer(model, clear.ref, step.ref) for clear in clears):
                 continue
-            site = _preceding_backward(model, backwards, step)
-            if site.node in reported:
+            site = _preceding_backward(model, backwards, step).node
+            steps = by_site.setdefault(site, [])
+            if all(s.ref != step.ref for s in steps):
+                steps.append(step)
+        for site, steps in by_site.items():
+            if site in reported:
                 continue
-            reported.add(site.node)
-            name = step.ref if step.ref != ANY else "the optimizer"
-            every = "every few iterations" if step.conditional else "on every iteration"
-            where = _cleared_elsewhere(model, loop, step.ref)
-            detail = f"`{name}.zero_grad()` runs {where}" if where else f"nothing clears `{name}`'s gradients in the loop"
-            message = f"gradients accumulate across steps: `{name}.step()` runs {every} but {detail}"
-            yield model.finding(site.node, CODE, NAME, message, _fix(model, loop, step))
+            reported.add(site)
+            yield model.finding(site, CODE, NAME, _message(model, loop, steps), _fix(model, loop, steps))
 
 
 # ---------------------------------------------------------------------------------------
@@ -625,6 +642,25 @@ for src, tgt in pairs:
     loss.backward()
     enc_opt.step()
     dec_opt.step()
+""",
+    ),
+    # one backward feeding two optimizers, neither cleared: one finding, one fix for both
+    Example(
+        """
+for batch in loader:
+    loss = vae_loss(encoder, decoder, batch)
+    loss.backward()
+    enc_optimizer.step()
+    dec_optimizer.step()
+""",
+        fixed="""
+for batch in loader:
+    enc_optimizer.zero_grad()
+    dec_optimizer.zero_grad()
+    loss = vae_loss(encoder, decoder, batch)
+    loss.backward()
+    enc_optimizer.step()
+    dec_optimizer.step()
 """,
     ),
     # torch.autograd.backward counts as a backward pass

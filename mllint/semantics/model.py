@@ -16,7 +16,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from mllint.findings import Applicability, Edit, Finding, Fix, Severity
+from mllint.findings import Applicability, Edit, Finding, Fix, Severity, split_lines
 from mllint.semantics.names import ImportTable
 
 MODULE_SCOPE = "<module>"
@@ -273,8 +273,8 @@ def translate(ref: Optional[str], mapping: Dict[str, str]) -> str:
 
 def line_edits(old: str, new: str) -> List[Edit]:
     """Minimal whole-line edits turning ``old`` into ``new``."""
-    a = old.splitlines(keepends=True)
-    b = new.splitlines(keepends=True)
+    a = split_lines(old)
+    b = split_lines(new)
     edits = []
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
