@@ -20,8 +20,9 @@ TRAIN = (
     "\tloss.backward()\n"
     "\toptimizer.step()\n"
 )
-# mentions `backward` so that the prefilter parses it (files no rule cares about are never parsed)
-BROKEN = "def f(:  # loss.backward()\n    pass\n"
+# A broken training loop: the prefilter skips files that no rule could flag, so the
+# syntax error sits in code that ML001 would otherwise read.
+BROKEN = "for x, y in loader:\n    loss.backward()\n    optimizer.step(\n"
 
 
 def mllint_command():
