@@ -91,9 +91,10 @@ class _GitIgnores:
                 break
             current = parent
         if git_root is None:
-            # Outside a git repository: the .gitignore files up to the project root apply.
-            inside = relative_to_root(directory, Path(self.root)) is not None
-            ancestors = [a for a in ancestors if inside and relative_to_root(a, Path(self.root)) is not None]
+            # Outside a git repository: the .gitignore files up to the project root apply
+            # (only the directory's own one when the directory lies outside the project).
+            root = Path(self.root)
+            ancestors = [a for a in ancestors if a == directory or relative_to_root(a, root) is not None]
         chain: List[Tuple[str, object]] = []
         if git_root is not None:
             info = self.spec_for(os.path.join(git_root, ".git", "info"), "exclude")
@@ -175,9 +176,10 @@ def discover(
             add(given)
             continue
         base = os.path.abspath(given)
-        stack = [(given, gitignores.chain_to(os.path.dirname(base)) if os.path.dirname(base) != base else ())]
+        # (directory, the .gitignore chain of its parent, or of itself when complete=True)
+        stack = [(given, gitignores.chain_to(base), True)]
         while stack:
-            directory, chain = stack.pop()
+            directory, chain, complete = stack.pop()
             try:
                 info = os.stat(directory)
             except OSError:
@@ -186,7 +188,8 @@ def discover(
             if key in visited_dirs:
                 continue
             visited_dirs.add(key)
-            chain = gitignores.extend(chain, directory)
+            if not complete:
+                chain = gitignores.extend(chain, directory)
             try:
                 with os.scandir(directory) as entries:
                     listing = sorted(entries, key=lambda e: e.name)
@@ -207,7 +210,7 @@ def discover(
                 if chain and gitignores.ignored(chain, entry.path, entry_is_dir):
                     continue
                 if entry_is_dir:
-                    subdirs.append((entry.path, chain))
+                    subdirs.append((entry.path, chain, False))
                 else:
                     add(entry.path)
             stack.extend(reversed(subdirs))
