@@ -93,18 +93,18 @@ class Cache:
         self.directory = Path(directory)
         key = hashlib.sha256(f"{FORMAT}|{__version__}|{settings_fingerprint}|{code_digest()}".encode())
         self.path = self.directory / f"{key.hexdigest()[:24]}.json"
-        self.entries: Dict[str, Dict[str, Any]] = {}
-        self.dirty = False
-        self._load()
+        self.entries: Dict[str, Dict[str, Any]] = self._load()
+        self.updated: Dict[str, Dict[str, Any]] = {}
 
-    def _load(self) -> None:
+    def _load(self) -> Dict[str, Dict[str, Any]]:
         try:
             with open(self.path, encoding="utf-8") as handle:
                 data = json.load(handle)
         except (OSError, ValueError):
-            return
+            return {}
         if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("files"), dict):
-            self.entries = data["files"]
+            return data["files"]
+        return {}
 
     def get(self, abspath: str, digest: str, display_path: str) -> Optional[List[Finding]]:
         entry = self.entries.get(abspath)
@@ -116,17 +116,23 @@ class Cache:
             return None  # a corrupt entry is a miss
 
     def put(self, abspath: str, digest: str, findings: List[Finding]) -> None:
-        self.entries[abspath] = {"sha256": digest, "findings": [finding_to_json(f) for f in findings]}
-        self.dirty = True
+        entry = {"sha256": digest, "findings": [finding_to_json(f) for f in findings]}
+        self.entries[abspath] = self.updated[abspath] = entry
 
     def save(self) -> bool:
-        """Write the cache if anything changed; False (and nothing raised) when it cannot be written."""
-        if not self.dirty:
+        """Write the cache if anything changed; False (and nothing raised) when it cannot be written.
+
+        Entries written meanwhile by another run (pre-commit runs several at once) are kept:
+        the file is read again and only this run's entries replace what it holds.
+        """
+        if not self.updated:
             return True
         try:
             self._prepare_directory()
+            merged = self._load()
+            merged.update(self.updated)
             # Forget files that no longer exist (moved or deleted since they were cached).
-            self.entries = {path: entry for path, entry in self.entries.items() if os.path.exists(path)}
+            self.entries = {path: entry for path, entry in merged.items() if os.path.exists(path)}
             payload = json.dumps({"format": FORMAT, "version": __version__, "files": self.entries})
             handle, temporary = tempfile.mkstemp(dir=str(self.directory), prefix=".tmp-", suffix=".json")
             try:
@@ -142,7 +148,7 @@ class Cache:
             self._prune()
         except OSError:
             return False
-        self.dirty = False
+        self.updated = {}
         return True
 
     def _prepare_directory(self) -> None:
