@@ -302,8 +302,6 @@ SUBCOMMANDS = {"rules": rules_command, "explain": explain_command}
 
 def run(argv: Sequence[str]) -> int:
     """Run mllint with the arguments `argv` (without the program name); returns the exit status."""
-    from mllint.config import ConfigError
-
     args = list(argv)
     if args and args[0] in SUBCOMMANDS:
         command, prog, args = SUBCOMMANDS[args[0]], f"mllint {args[0]}", args[1:]
@@ -321,9 +319,6 @@ def run(argv: Sequence[str]) -> int:
         message = " ".join(exc.format_message().split())
         click.echo(f"mllint: error: {message} (see '{prog} --help')", err=True)
         return EXIT_ERROR
-    except ConfigError as exc:
-        click.echo(f"mllint: error: {exc}", err=True)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         click.echo("mllint: interrupted", err=True)
         return 130
@@ -336,6 +331,11 @@ def run(argv: Sequence[str]) -> int:
             pass
         return EXIT_FINDINGS
     except Exception as exc:
+        from mllint.config import ConfigError
+
+        if isinstance(exc, ConfigError):  # a user error in the configuration or the arguments
+            click.echo(f"mllint: error: {exc}", err=True)
+            return EXIT_ERROR
         if os.environ.get("MLLINT_DEBUG") == "1":
             raise
         from mllint.engine import InternalError
