@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -487,6 +488,22 @@ def test_cache_is_invalidated_by_settings(project):
     proc = run(["-v", "--ignore", "ML001"], project)
     assert "0 from cache" in proc.stderr
     assert proc.returncode == 0
+
+
+def test_concurrent_runs_keep_each_others_cache_entries(tmp_path):
+    from mllint.cache import Cache
+    from mllint.findings import Finding
+
+    a, b = write(tmp_path / "a.py", GOOD), write(tmp_path / "b.py", BAD)
+    first, second = Cache(tmp_path / "cache", "fp"), Cache(tmp_path / "cache", "fp")  # both start empty
+    finding = Finding("b.py", 6, 5, 6, 20, "ML001", "missing-zero-grad", "msg")
+    first.put(str(a), "hash-a", [])
+    second.put(str(b), "hash-b", [finding])
+    assert first.save() and second.save()
+    reread = Cache(tmp_path / "cache", "fp")
+    assert reread.get(str(a), "hash-a", "a.py") == []
+    assert reread.get(str(b), "hash-b", "shown/b.py") == [dataclasses.replace(finding, path="shown/b.py")]
+    assert reread.get(str(b), "other-hash", "b.py") is None
 
 
 def test_no_cache(project):
