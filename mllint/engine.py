@@ -6,7 +6,9 @@ and decoding; ``lint_paths`` runs many files (process pool, cache).
 
 from __future__ import annotations
 
+import ast
 import io
+import re
 import tokenize
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
@@ -72,9 +74,40 @@ def file_error(path: str, message: str, line: int = 1, column: int = 1) -> Findi
     )
 
 
-def _syntax_error(path: str, exc: cst.ParserSyntaxError) -> Finding:
-    first = str(exc.message).strip().splitlines()[0] if str(exc.message).strip() else "invalid syntax"
-    return file_error(path, f"SyntaxError: {first}", exc.raw_line, exc.raw_column + 1)
+_CST_POSITION = re.compile(r"error at (\d+):(\d+):\s*")
+
+
+def _libcst_parses(source: str) -> bool:
+    try:
+        cst.parse_module(source)
+    except Exception:
+        return False
+    return True
+
+
+def syntax_error(source: str, path: str, exc: Optional[cst.ParserSyntaxError] = None) -> Optional[Finding]:
+    """ML000 for a source that does not parse, or None when it parses.
+
+    CPython's own parser gives the clearest message and position (and is fast enough to
+    check every file, also those no rule needs to parse); LibCST's error is the fallback
+    for code that CPython accepts but LibCST does not."""
+    try:
+        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as err:
+        if exc is None and _libcst_parses(source):
+            return None  # newer syntax than the running Python knows (LibCST has its own grammar)
+        return file_error(path, f"SyntaxError: {err.msg}", err.lineno or 1, max(err.offset or 1, 1))
+    except (ValueError, RecursionError, MemoryError) as err:
+        return file_error(path, f"could not parse: {type(err).__name__}: {err}")
+    if exc is None:
+        return None
+    text = str(exc.message).strip().splitlines()[0] if str(exc.message).strip() else "invalid syntax"
+    match = _CST_POSITION.search(text)
+    line, column = exc.raw_line, exc.raw_column + 1
+    if match:
+        line, column = int(match.group(1)), int(match.group(2)) + 1
+        text = text[match.end():]
+    return file_error(path, f"SyntaxError (LibCST): {text}", line, column)
 
 
 def lint_source(source: str, path: str, rules: Sequence[Rule]) -> List[Finding]:
@@ -84,11 +117,13 @@ def lint_source(source: str, path: str, rules: Sequence[Rule]) -> List[Finding]:
         return []
     active = [rule for rule in rules if rule.triggered_by(source)]
     if not active:
-        return []
+        error = syntax_error(source, path)
+        return [error] if error else []
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        return [_syntax_error(path, exc)]
+        error = syntax_error(source, path, exc)
+        return [error] if error else []
     except (RecursionError, MemoryError) as exc:  # pathological nesting
         return [file_error(path, f"could not parse: {type(exc).__name__}")]
 
