@@ -130,18 +130,14 @@ def lint_command(
 
     fixed = _fix(results, settings, unsafe_fixes) if fix else 0
 
-    from mllint.findings import Applicability
     from mllint.report import REPORTERS, ReportOptions
 
     findings = [f for r in results for f in r.findings]
-    hidden = 0
-    if not unsafe_fixes:
-        hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
     options = ReportOptions(
         show_source=show_source,
         statistics=statistics,
         fix_applied=fixed,
-        unsafe_hidden=hidden,
+        unsafe_hidden=0 if unsafe_fixes else _unsafe_fix_count(results),
         unsafe_fixes=unsafe_fixes,
     )
     REPORTERS[output_format](results, options, sys.stdout)
@@ -149,6 +145,15 @@ def lint_command(
     if findings and not exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _unsafe_fix_count(results) -> int:
+    """Findings whose fix only --unsafe-fixes applies ("N hidden fixes")."""
+    from mllint.findings import Applicability
+
+    return sum(
+        1 for r in results for f in r.findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE
+    )
 
 
 def _fixable(result, unsafe: bool) -> bool:
@@ -187,7 +192,6 @@ def _fix(results, settings, unsafe: bool) -> int:
 
 
 def _diff(results, settings, unsafe: bool, exit_zero: bool) -> int:
-    from mllint.findings import Applicability
     from mllint.fixing import unified_diff
 
     would_fix = 0
@@ -198,12 +202,7 @@ def _diff(results, settings, unsafe: bool, exit_zero: bool) -> int:
         click.echo(unified_diff(outcome.path, outcome.old, outcome.new), nl=False)
         would_fix += len(outcome.outcome.applied)
         changed += 1
-    hidden = 0
-    if not unsafe:
-        hidden = sum(
-            1 for r in results for f in r.findings
-            if f.fix is not None and f.fix.applicability is Applicability.UNSAFE
-        )
+    hidden = 0 if unsafe else _unsafe_fix_count(results)
     if changed:
         noun = "problem" if would_fix == 1 else "problems"
         click.echo(f"Would fix {would_fix} {noun}.", err=True)

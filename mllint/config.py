@@ -254,8 +254,8 @@ def resolve_codes(layers: Sequence[Layer], all_codes: Mapping[str, bool]) -> Fro
     enabled = {code for code, on in all_codes.items() if on}
     for layer in layers:
         chosen = set()
+        on = (layer.select or []) + layer.extend_select
         for code in all_codes:
-            on = (layer.select or []) + layer.extend_select
             best_on = max((s for s in (_specificity(x, code) for x in on) if s is not None), default=None)
             best_off = max((s for s in (_specificity(x, code) for x in layer.ignore) if s is not None), default=None)
             if best_on is not None and (best_off is None or best_on > best_off):

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -123,10 +122,6 @@ class _GitIgnores:
         return False
 
 
-def _display(path: str) -> str:
-    return os.path.normpath(path)
-
-
 def discover(
     paths: Sequence[str],
     settings: Settings,
@@ -141,27 +136,23 @@ def discover(
 
     def add(path: str) -> None:
         real = os.path.realpath(path)
-        display = _display(path)
+        display = os.path.normpath(path)
         if real not in found or display < found[real]:
             found[real] = display
 
     def force_excluded(path: str, is_dir: bool) -> bool:
-        """For --force-exclude: is the path, or one of its parents, excluded or gitignored?"""
-        absolute = os.path.abspath(path)
-        parent = os.path.dirname(absolute)
-        chain = gitignores.chain_to(parent)
-        if excluder.excluded(absolute, is_dir, parent) or gitignores.ignored(chain, absolute, is_dir):
-            return True
-        if relative_to_root(absolute, settings.root) is None:
-            return False
-        current = os.path.dirname(absolute)
+        """For --force-exclude: is the path, or a parent below the project root, excluded or gitignored?"""
+        current, current_is_dir = os.path.abspath(path), is_dir
         root = str(settings.root)
-        while len(current) > len(root) and current.startswith(root):
-            up = os.path.dirname(current)
-            if excluder.excluded(current, True, up) or gitignores.ignored(gitignores.chain_to(up), current, True):
+        while True:
+            parent = os.path.dirname(current)
+            if excluder.excluded(current, current_is_dir, parent) or gitignores.ignored(
+                gitignores.chain_to(parent), current, current_is_dir
+            ):
                 return True
-            current = up
-        return False
+            if parent == current or parent == root or relative_to_root(parent, settings.root) is None:
+                return False
+            current, current_is_dir = parent, True
 
     for given in paths:
         if not os.path.exists(given):
@@ -198,12 +189,11 @@ def discover(
                 continue
             subdirs = []
             for entry in listing:
-                try:
-                    mode = os.stat(entry.path).st_mode  # follows symlinks
-                except OSError:  # broken link, link loop, permission
-                    continue
-                entry_is_dir = stat.S_ISDIR(mode)
-                if not entry_is_dir and not (stat.S_ISREG(mode) and entry.name.endswith(SOURCE_SUFFIX)):
+                try:  # both follow symbolic links
+                    entry_is_dir = entry.is_dir()
+                    if not entry_is_dir and not (entry.name.endswith(SOURCE_SUFFIX) and entry.is_file()):
+                        continue
+                except OSError:  # link loop, permission
                     continue
                 if excluder.excluded(entry.path, entry_is_dir, base):
                     continue
