@@ -38,8 +38,7 @@ GOOD = textwrap.dedent(
 # What --fix turns BAD into.
 FIXED = GOOD
 
-# A training loop (so ML001's prefilter lets it through to the parser) that does not parse.
-# Note: a file that triggers no rule is never parsed, so its syntax errors go unreported.
+# A training loop (something the rules would parse anyway) that does not parse.
 SYNTAX_ERROR = BAD + "def broken(:\n    pass\n"
 
 # Test-only rules, registered by a wrapper around the real entry point (see run(extra_rules=True)):

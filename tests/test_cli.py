@@ -309,6 +309,15 @@ def test_syntax_error_is_ml000_and_run_continues(project):
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
+def test_syntax_error_in_file_no_rule_needs(project):
+    write(project / "plain.py", "def f(:\n    pass\n")
+    proc = run(["--ignore", "ML001"], project)
+    assert proc.returncode == 1
+    assert reported_paths(proc) == ["plain.py"]
+    line = proc.stdout.splitlines()[0]
+    assert line.startswith("plain.py:1:") and " ML000 SyntaxError" in line
+
+
 def test_only_syntax_error_exits_1(tmp_path):
     write(tmp_path / "broken.py", SYNTAX_ERROR)
     assert run([], tmp_path).returncode == 1
