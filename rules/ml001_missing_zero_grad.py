@@ -32,6 +32,7 @@ How to fix
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, List, Optional
 
 import libcst as cst
@@ -53,31 +54,65 @@ def _related(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-def clears_optimizer(model: FileModel, target: str, optimizer: str) -> bool:
+def clears_optimizer(model: FileModel, target: str, optimizer: str, scope: str) -> bool:
     """Whether ``target.zero_grad()`` (or an anonymous clearing) clears ``optimizer``'s gradients."""
     if target == ANY or optimizer == ANY:
         return True
-    if target == optimizer or model.canonical(target) == model.canonical(optimizer):
+    canonical_target = model.canonical(target, scope)
+    if target == optimizer or canonical_target == model.canonical(optimizer, scope):
         return True
-    if model.has_role(target, R.OPTIMIZER) and not model.has_role(target, R.MODEL, by_name=False):
+    if model.has_role(target, R.OPTIMIZER, scope) and not model.has_role(target, R.MODEL, scope, by_name=False):
         return False  # another optimizer's zero_grad()
-    owners = model.optimizer_params.get(optimizer) or model.optimizer_params.get(model.canonical(optimizer))
+    owners = model.optimizer_owners(optimizer, scope)
     if not owners:
         return True  # we do not know which parameters it holds: any model's zero_grad() may clear them
-    canonical_target = model.canonical(target)
     for owner in owners:
-        if _related(target, owner) or _related(canonical_target, model.canonical(owner)):
+        if _related(target, owner) or _related(canonical_target, model.canonical(owner, scope)):
             return True
     # Only a model known to be a different one is evidence of a missing clear.
-    return not (model.has_role(target, R.MODEL) or target in model.instance_of)
+    return not model.has_role(target, R.MODEL, scope)
 
 
-def _preceding_backward(model: FileModel, backwards: List[LoopEffect], step: LoopEffect) -> LoopEffect:
-    step_pos = model.position(step.node).start
-    before = [b for b in backwards if (model.position(b.node).start.line, model.position(b.node).start.column) <= (step_pos.line, step_pos.column)]
-    if before:
-        return max(before, key=lambda b: (model.position(b.node).start.line, model.position(b.node).start.column))
-    return min(backwards, key=lambda b: (model.position(b.node).start.line, model.position(b.node).start.column))
+def _between(order: int, start: int, end: int) -> bool:
+    """Whether ``order`` lies strictly between two positions of a loop body, going round."""
+    if start < end:
+        return start < order < end
+    return order > start or order < end
+
+
+def _backward_before(backwards: List[LoopEffect], step: LoopEffect, since: Optional[LoopEffect] = None) -> Optional[LoopEffect]:
+    """The backward pass whose gradients ``step`` applies: the last one before it (going
+    round the loop body), after ``since`` when given."""
+    if since is not None:
+        candidates = [b for b in backwards if _between(b.order, since.order, step.order) or b.order == step.order]
+    else:
+        candidates = backwards
+    if not candidates:
+        return None
+    before = [b for b in candidates if b.order <= step.order]
+    return max(before or candidates, key=lambda b: b.order)
+
+
+_COUNTER_WORDS = re.compile(r"step|iter|accum|count|idx|index|sync|boundary|last|batch|epoch", re.IGNORECASE)
+
+
+def _counts_iterations(loop: Loop, guard: Optional[cst.BaseExpression]) -> bool:
+    """Whether an ``if`` guarding the step counts iterations (gradient accumulation:
+    ``(i + 1) % k == 0``, ``accelerator.sync_gradients``) rather than testing values."""
+    if guard is None:
+        return False
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Modulo(self, node: cst.Modulo) -> None:
+            found.append(True)
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value in loop.targets or _COUNTER_WORDS.search(node.value):
+                found.append(True)
+
+    guard.visit(Finder())
+    return bool(found)
 
 
 def _cleared_elsewhere(model: FileModel, loop: Loop, optimizer: str) -> Optional[str]:
@@ -85,11 +120,11 @@ def _cleared_elsewhere(model: FileModel, loop: Loop, optimizer: str) -> Optional
     outer = loop.parent
     while outer is not None:
         for effect in model.loop_effects(outer):
-            if effect.kind == CLEAR and effect.depth == 0 and clears_optimizer(model, effect.ref, optimizer) and effect.ref != ANY:
+            if effect.kind == CLEAR and effect.depth == 0 and clears_optimizer(model, effect.ref, optimizer, outer.scope) and effect.ref != ANY:
                 return "only once per iteration of the enclosing loop"
         outer = outer.parent
     for effect in model.effects_in(loop.scope):
-        if effect.kind == CLEAR and effect.ctx.loop is None and effect.ref != ANY and clears_optimizer(model, effect.ref, optimizer):
+        if effect.kind == CLEAR and effect.ctx.loop is None and effect.ref != ANY and clears_optimizer(model, effect.ref, optimizer, loop.scope):
             return "only once, before the loop"
     return None
 
@@ -115,61 +150,116 @@ def _fixable_name(model: FileModel, step: LoopEffect) -> Optional[str]:
     return optimizer
 
 
-def _fix(model: FileModel, loop: Loop, steps: List[LoopEffect]) -> Optional[Fix]:
+def _insert_after(model: FileModel, step: LoopEffect, names: List[str], calls: str) -> Optional[Fix]:
+    origin = step.origin
+    if origin is None or not isinstance(origin.ctx.statement, cst.SimpleStatementLine):
+        return None
+    block = origin.ctx.block
+    if not isinstance(block, cst.IndentedBlock):
+        return None
+    body = list(block.body)
+    index = next((i for i, stmt in enumerate(body) if stmt is origin.ctx.statement), None)
+    if index is None:
+        return None
+    body[index + 1:index + 1] = [_zero_grad_statement(name) for name in names]
+    return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} after the step")
+
+
+def _fix(model: FileModel, loop: Loop, steps: List[LoopEffect], after: Optional[LoopEffect] = None) -> Optional[Fix]:
+    """Clear at the start of the loop body; right after the step when the step only runs
+    every few iterations (accumulation) or when the optimizer steps twice per iteration."""
     names = [_fixable_name(model, step) for step in steps]
-    statements = [_zero_grad_statement(name) for name in names if name is not None]
-    if len(statements) != len(steps):
+    if None in names or None in [_zero_grad_statement(n) for n in names]:
         return None
     calls = ", ".join(f"`{name}.zero_grad()`" for name in names)
-    if any(step.conditional for step in steps):
-        # Gradient accumulation: clear right after the (conditional) step, in the same block.
-        if len(steps) != 1 or steps[0].origin is None:
+    if after is not None:
+        return _insert_after(model, after, names, calls)
+    accumulating = [s for s in steps if s.conditional and (s.origin is None or _counts_iterations(loop, s.origin.ctx.guard))]
+    if accumulating:
+        if len(steps) != 1:
             return None
-        origin = steps[0].origin
-        block = origin.ctx.block
-        if not isinstance(origin.ctx.statement, cst.SimpleStatementLine) or not isinstance(block, cst.IndentedBlock):
-            return None
-        body = list(block.body)
-        index = next((i for i, s in enumerate(body) if s is origin.ctx.statement), None)
-        if index is None:
-            return None
-        body.insert(index + 1, statements[0])
-        return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} after the step")
+        return _insert_after(model, steps[0], names, calls)
     block = loop.body
     if not isinstance(block, cst.IndentedBlock):
         return None
-    new_block = block.with_changes(body=[*statements, *block.body])
+    new_block = block.with_changes(body=[*(_zero_grad_statement(n) for n in names), *block.body])
     return model.fix_replacing(block, new_block, Applicability.SAFE, f"Insert {calls} at the start of the loop body")
 
 
-def _message(model: FileModel, loop: Loop, steps: List[LoopEffect]) -> str:
+def _how_often(loop: Loop, step: LoopEffect) -> str:
+    if not step.conditional:
+        return "on every iteration"
+    if step.origin is not None and _counts_iterations(loop, step.origin.ctx.guard):
+        return "every few iterations"
+    return "in the loop"
+
+
+def _message(model: FileModel, loop: Loop, steps: List[LoopEffect], previous: Optional[LoopEffect] = None) -> str:
+    if previous is not None:
+        step = steps[0]
+        line = model.position(previous.node).start.line
+        return (
+            f"gradients accumulate across steps: `{step.ref}.step()` runs again in the same iteration, but nothing "
+            f"clears `{step.ref}`'s gradients after its step on line {line}, so this step re-applies them"
+        )
     if len(steps) > 1:
         names = " and ".join(f"`{s.ref}`" for s in steps)
         return f"gradients accumulate across steps: nothing in the loop clears the gradients of {names}"
     step = steps[0]
     name = step.ref if step.ref != ANY else "the optimizer"
-    every = "every few iterations" if step.conditional else "on every iteration"
     where = _cleared_elsewhere(model, loop, step.ref)
     detail = f"`{name}.zero_grad()` runs {where}" if where else f"nothing clears `{name}`'s gradients in the loop"
-    return f"gradients accumulate across steps: `{name}.step()` runs {every} but {detail}"
+    return f"gradients accumulate across steps: `{name}.step()` runs {_how_often(loop, step)} but {detail}"
+
+
+def _uncleared(model: FileModel, loop: Loop, effects: List[LoopEffect]):
+    """(step, previous step or None) for each optimizer step whose gradients were not
+    cleared since that optimizer's previous step (None: not cleared anywhere in the loop)."""
+    clears = [e for e in effects if e.kind == CLEAR]
+    groups = {}
+    for step in effects:
+        if step.kind == STEP and step.depth == 0:
+            group = groups.setdefault(model.canonical(step.ref, loop.scope), [])
+            if all(other.node is not step.node for other in group):
+                group.append(step)
+    for optimizer, group in groups.items():
+        relevant = [c for c in clears if clears_optimizer(model, c.ref, group[0].ref, loop.scope)]
+        if not relevant:
+            yield group[0], None
+            continue
+        # Stepped more than once per iteration, in plain sight, all steps running together
+        # (unconditional, or under the same guard): each needs a clear since the previous one.
+        if len(group) < 2 or any(s.origin is None for s in group):
+            continue
+        same_block = len({id(s.origin.ctx.block) for s in group}) == 1
+        if not same_block and any(s.conditional for s in group):
+            continue
+        group.sort(key=lambda s: s.order)
+        for index, step in enumerate(group):
+            previous = group[index - 1]
+            if not any(_between(c.order, previous.order, step.order) for c in relevant):
+                yield step, previous
 
 
 def check(model: FileModel) -> Iterable[Finding]:
     reported = set()
     for loop in sorted(model.loops, key=lambda l: l.order):
+        if loop.trip_count is not None and loop.trip_count <= 1:
+            continue  # runs once: nothing can accumulate between steps
         effects = model.loop_effects(loop)
         backwards = [e for e in effects if e.kind == BACKWARD]
         if not backwards:
             continue
-        clears = [e for e in effects if e.kind == CLEAR]
         by_site = {}  # backward site -> the uncleared steps whose gradients it produces
-        for step in effects:
-            if step.kind != STEP or step.depth != 0:
+        for step, previous in _uncleared(model, loop, effects):
+            site = _backward_before(backwards, step, previous)
+            if site is None or site.node in reported:
                 continue
-            if any(clears_optimizer(model, clear.ref, step.ref) for clear in clears):
+            if previous is not None:
+                reported.add(site.node)
+                yield model.finding(site.node, CODE, NAME, _message(model, loop, [step], previous), _fix(model, loop, [step], previous))
                 continue
-            site = _preceding_backward(model, backwards, step).node
-            steps = by_site.setdefault(site, [])
+            steps = by_site.setdefault(site.node, [])
             if all(s.ref != step.ref for s in steps):
                 steps.append(step)
         for site, steps in by_site.items():
@@ -335,6 +425,23 @@ VALID = [
         model_engine.backward(loss)
         model_engine.step()
     """,
+    # a loop that runs once: nothing can accumulate between steps
+    """
+    for _ in range(1):
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+    """,
+    # two steps of one optimizer with a clear between them and one at the top
+    """
+    for real, fake in loader:
+        opt_d.zero_grad()
+        bce(disc(fake), zeros).backward()
+        opt_d.step()
+        opt_d.zero_grad()
+        bce(disc(real), ones).backward()
+        opt_d.step()
+    """,
     # a shared train/val loop: the step only runs in the training phase, cleared every batch
     """
     import torch
@@ -434,7 +541,9 @@ def train(model, loader, opt, epochs):
             opt.step()
 """,
     ),
-    # while loop, backward and step nested in with/if blocks
+    # while loop, backward and step nested in with/if blocks; the guard tests a value, not an
+    # iteration count, so the fix clears at the start of the body (clearing after the step
+    # would leave a skipped step's gradients in place forever)
     Example(
         """
 import torch
@@ -450,13 +559,13 @@ while global_step < max_steps:
         fixed="""
 import torch
 while global_step < max_steps:
+    optimizer.zero_grad()
     batch = next(data_iter)
     with torch.autocast("cpu"):
         loss = model(batch).mean()
     if torch.isfinite(loss):
         loss.backward()
         optimizer.step()
-        optimizer.zero_grad()
     global_step += 1
 """,
     ),
@@ -642,6 +751,30 @@ for src, tgt in pairs:
     loss.backward()
     enc_opt.step()
     dec_opt.step()
+""",
+    ),
+    # one optimizer stepped twice per iteration, cleared only once: the second step re-applies the first loss
+    Example(
+        """
+for real, fake in loader:
+    opt_d.zero_grad()
+    loss_fake = bce(disc(fake), zeros)
+    loss_fake.backward()
+    opt_d.step()
+    loss_real = bce(disc(real), ones)
+    loss_real.backward()
+    opt_d.step()
+""",
+        fixed="""
+for real, fake in loader:
+    opt_d.zero_grad()
+    loss_fake = bce(disc(fake), zeros)
+    loss_fake.backward()
+    opt_d.step()
+    opt_d.zero_grad()
+    loss_real = bce(disc(real), ones)
+    loss_real.backward()
+    opt_d.step()
 """,
     ),
     # one backward feeding two optimizers, neither cleared: one finding, one fix for both

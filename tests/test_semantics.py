@@ -68,13 +68,13 @@ def test_roles_from_constructors_beat_spelling():
         crit = torch.nn.CrossEntropyLoss()
         """
     )
-    assert m.has_role("weird", R.OPTIMIZER)
-    assert not m.has_role("model", R.MODEL)  # assigned from a non-Module class: spelling loses
-    assert m.has_role("net", R.MODEL)
-    assert m.has_role("sched", R.SCHEDULER) and not m.has_role("sched", R.OPTIMIZER)
-    assert m.has_role("scaler", R.SCALER)
-    assert m.has_role("batches", R.LOADER)
-    assert m.has_role("crit", R.CRITERION)
+    assert m.has_role("weird", R.OPTIMIZER, "<module>")
+    assert not m.has_role("model", R.MODEL, "<module>")  # assigned from a non-Module class: spelling loses
+    assert m.has_role("net", R.MODEL, "<module>")
+    assert m.has_role("sched", R.SCHEDULER, "<module>") and not m.has_role("sched", R.OPTIMIZER, "<module>")
+    assert m.has_role("scaler", R.SCALER, "<module>")
+    assert m.has_role("batches", R.LOADER, "<module>")
+    assert m.has_role("crit", R.CRITERION, "<module>")
     assert m.classes["Net"].is_module and not m.classes["Config"].is_module
 
 
@@ -86,10 +86,10 @@ def test_roles_from_spelling_and_annotations():
             pass
         """
     )
-    assert m.has_role("model", R.MODEL)
-    assert m.has_role("opt_thing", R.OPTIMIZER)
-    assert m.has_role("optimizerD", R.OPTIMIZER)
-    assert m.has_role("val_loader", R.LOADER)
+    assert m.has_role("model", R.MODEL, "train")
+    assert m.has_role("opt_thing", R.OPTIMIZER, "train")
+    assert m.has_role("optimizerD", R.OPTIMIZER, "train")
+    assert m.has_role("val_loader", R.LOADER, "train")
     assert R.role_of_name("options") is None and R.role_of_name("model_path") is None
 
 
@@ -105,7 +105,7 @@ def test_module_subclass_through_local_base():
         """
     )
     assert m.classes["Child"].is_module
-    assert m.has_role("c", R.MODEL)
+    assert m.has_role("c", R.MODEL, "<module>")
 
 
 def test_optimizer_parameter_owners_and_aliases():
@@ -119,9 +119,34 @@ def test_optimizer_parameter_owners_and_aliases():
         opt2 = torch.optim.SGD(params, lr=0.1)
         """
     )
-    assert m.optimizer_params["opt"] == frozenset({"model.backbone", "head"})
-    assert m.optimizer_params["opt2"] is None  # unknown
-    assert m.canonical("model") == "net"
+    assert m.optimizer_owners("opt", "<module>") == frozenset({"model.backbone", "head"})
+    assert m.optimizer_owners("opt2", "<module>") is None  # unknown
+    assert m.canonical("model", "<module>") == "net"
+
+
+def test_facts_are_scoped_like_python_names():
+    m = model_of(
+        """
+        import torch
+        optimizer = torch.optim.Adam(encoder.parameters())
+        class Trainer:
+            def __init__(self, net):
+                self.opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            def fit(self):
+                pass
+        def pretrain(model):
+            optimizer = torch.optim.Adam(model.parameters())
+        def finetune(head, optimizer=None):
+            pass
+        def uses_global():
+            pass
+        """
+    )
+    assert m.optimizer_owners("optimizer", "pretrain") == frozenset({"model"})
+    assert m.optimizer_owners("optimizer", "finetune") is None  # a parameter shadows the global
+    assert m.optimizer_owners("optimizer", "uses_global") == frozenset({"encoder"})
+    assert m.optimizer_owners("self.opt", "Trainer.fit") == frozenset({"net"})
+    assert m.has_role("self.opt", R.OPTIMIZER, "Trainer.fit", by_name=False)
 
 
 # --- loops ------------------------------------------------------------------------------

@@ -82,11 +82,16 @@ class _Builder(cst.CSTVisitor):
         self.block: Optional[cst.CSTNode] = model.module
         self.withs: Tuple[cst.With, ...] = ()
         self.order = 0
-        self.pending_calls: List[Tuple[cst.Call, Context]] = []
+        self.guard: Optional[cst.BaseExpression] = None
+        self.pending_calls: List[Tuple[cst.Call, Context, int]] = []
 
     # --- context ---------------------------------------------------------------------
     def ctx(self) -> Context:
-        return Context(self.scope, self.loop, self.conditional, self.grad, self.statement, self.block, self.withs)
+        return Context(self.scope, self.loop, self.conditional, self.grad, self.statement, self.block, self.withs, self.guard)
+
+    def _bind_local(self, name: str) -> None:
+        if "." not in name and "[" not in name and self.scope != MODULE_SCOPE:
+            self.m.locals.setdefault(self.scope, set()).add(name)
 
     def _next(self) -> int:
         self.order += 1
@@ -165,12 +170,17 @@ class _Builder(cst.CSTVisitor):
         in_class_body = self.cls is not None and self.scope.rsplit(".", 1)[-1] == self.cls
         func = Function(key, node, self.cls if in_class_body else None, params + kwonly, tuple(decorators), grad)
         self.m.functions[key] = func
+        local_names = self.m.locals.setdefault(key, set())
+        local_names.update(params + kwonly)
+        for star in (node.params.star_arg, node.params.star_kwarg):
+            if isinstance(star, cst.Param):
+                local_names.add(star.name.value)
         for param in list(node.params.params) + list(node.params.kwonly_params) + list(node.params.posonly_params):
             if param.annotation is not None:
                 role = R.role_of_annotation(self.m.imports.qualname(param.annotation.annotation))
                 if role:
-                    self.m.roles.setdefault(param.name.value, set()).add(role)
-        self._visit_in(node.body, scope=key, loop=None, conditional=False, grad=grad, statement=None, withs=())
+                    self.m.roles.setdefault(key, param.name.value, set()).add(role)
+        self._visit_in(node.body, scope=key, loop=None, conditional=False, grad=grad, statement=None, withs=(), guard=None)
         return False
 
     def visit_Lambda(self, node: cst.Lambda) -> Optional[bool]:
@@ -182,29 +192,30 @@ class _Builder(cst.CSTVisitor):
         for n in _target_names(target):
             names.append(n)
             self.m.iteration_vars.add(n)
+            self._bind_local(n)
         return tuple(names)
 
     def visit_For(self, node: cst.For) -> bool:
         node.iter.visit(self)
         iter_ref, iter_call = self._iterated(node.iter)
-        loop = Loop(node, self.scope, self.loop, self._loop_targets(node.target), iter_ref, iter_call, node.body, self._next())
+        loop = Loop(node, self.scope, self.loop, self._loop_targets(node.target), iter_ref, iter_call, node.body, self._next(), _trip_count(node.iter))
         self.m.loops.append(loop)
-        self._visit_in(node.body, loop=loop, conditional=False, statement=None)
+        self._visit_in(node.body, loop=loop, conditional=False, statement=None, guard=None)
         self._visit_in(node.orelse, statement=None, conditional=True)
         return False
 
     def visit_While(self, node: cst.While) -> bool:
         loop = Loop(node, self.scope, self.loop, (), None, None, node.body, self._next())
         self.m.loops.append(loop)
-        self._visit_in(node.test, loop=loop, conditional=False, statement=node)
-        self._visit_in(node.body, loop=loop, conditional=False, statement=None)
+        self._visit_in(node.test, loop=loop, conditional=False, statement=node, guard=None)
+        self._visit_in(node.body, loop=loop, conditional=False, statement=None, guard=None)
         self._visit_in(node.orelse, statement=None, conditional=True)
         return False
 
     def visit_If(self, node: cst.If) -> bool:
         self._visit_in(node.test, statement=node)
-        self._visit_in(node.body, conditional=True, statement=None)
-        self._visit_in(node.orelse, conditional=True, statement=None)
+        self._visit_in(node.body, conditional=True, statement=None, guard=node.test)
+        self._visit_in(node.orelse, conditional=True, statement=None, guard=node.test)
         return False
 
     def visit_Else(self, node: cst.Else) -> bool:
@@ -231,7 +242,7 @@ class _Builder(cst.CSTVisitor):
                 grad = mode
             if item.asname is not None:
                 for name in _target_names(item.asname.name):
-                    self.m.roles.setdefault(name, set())
+                    self._bind_local(name)
         self._visit_in(node.body, grad=grad, statement=None, withs=self.withs + (node,))
         return False
 
@@ -243,6 +254,8 @@ class _Builder(cst.CSTVisitor):
         targets: List[str] = []
         for target in node.targets:
             targets.extend(_target_names(target.target))
+        for name in targets:
+            self._bind_local(name)
             self._maybe_clear_by_assignment(target.target, node)
         self._record_assignment(tuple(targets), node.value)
 
@@ -251,7 +264,8 @@ class _Builder(cst.CSTVisitor):
         role = R.role_of_annotation(self.m.imports.qualname(node.annotation.annotation))
         for t in targets:
             if role:
-                self.m.roles.setdefault(t, set()).add(role)
+                self.m.roles.setdefault(self.scope, t, set()).add(role)
+            self._bind_local(t)
         if node.value is not None:
             self._maybe_clear_by_assignment(node.target, node)
             self._record_assignment(targets, node.value)
@@ -269,11 +283,13 @@ class _Builder(cst.CSTVisitor):
         target = targets[0]
         role, source = self._value_role(value)
         if role is not None:
-            self.m.roles.setdefault(target, set()).add(role)
+            self.m.roles.setdefault(self.scope, target, set()).add(role)
             if role == R.OPTIMIZER and isinstance(value, cst.Call):
-                self.m.optimizer_params[target] = _parameter_owners(value)
+                self.m.optimizer_params.put(self.scope, target, _parameter_owners(value))
+        if isinstance(value, cst.Call) and dotted(value.func) in self.m.classes:
+            self.m.instance_of.setdefault(self.scope, target, dotted(value.func))
         if source is not None and source != target:
-            self.m.aliases.setdefault(target, source)
+            self.m.aliases.setdefault(self.scope, target, source)
 
     def _value_role(self, value: cst.BaseExpression) -> Tuple[Optional[str], Optional[str]]:
         """(role, aliased ref) of an assigned value."""
@@ -312,7 +328,7 @@ class _Builder(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx()
         self.m.calls.append((node, ctx))
-        self.pending_calls.append((node, ctx))
+        self.pending_calls.append((node, ctx, self._next()))
 
     def _effect(self, kind: str, ref: str, node: cst.CSTNode, ctx: Optional[Context] = None, **extra) -> None:
         self.m.effects.append(Effect(kind, ref, node, ctx or self.ctx(), self._next(), **extra))
@@ -324,13 +340,12 @@ class _Builder(cst.CSTVisitor):
         # Calls are classified after the walk, when every class and function is known,
         # and after roles have flowed from arguments into the parameters of local helpers.
         self._propagate_roles_to_parameters()
-        for call, ctx in self.pending_calls:
-            self._classify_call(call, ctx)
+        for call, ctx, order in self.pending_calls:
+            self._classify_call(call, ctx, order)
         self.m.effects.sort(key=lambda e: e.order)
 
-    def _classify_call(self, call: cst.Call, ctx: Context) -> None:
+    def _classify_call(self, call: cst.Call, ctx: Context, order: int) -> None:
         func = call.func
-        order = self._order_of(call)
         positional, keywords = _positional_and_keywords(call)
 
         def emit(kind, ref, **extra):
@@ -357,9 +372,9 @@ class _Builder(cst.CSTVisitor):
                 emit(CLEAR, ANY)  # p.grad.zero_(), p.grad.data.zero_()
                 return
             if method == "step":
-                if self.m.has_role(receiver, R.SCALER) and positional:
+                if self.m.has_role(receiver, R.SCALER, ctx.scope) and positional:
                     emit(STEP, ref_of(positional[0]) or ANY)
-                elif self.m.has_role(receiver, R.OPTIMIZER) and not self.m.has_role(receiver, R.SCHEDULER, by_name=False):
+                elif self.m.has_role(receiver, R.OPTIMIZER, ctx.scope):
                     emit(STEP, receiver)
                 # step(closure): the closure runs inside the step
                 for arg in positional[:1] + ([keywords["closure"]] if "closure" in keywords else []):
@@ -390,7 +405,7 @@ class _Builder(cst.CSTVisitor):
             emit(CLEAR, ANY)  # an unseen helper that clears gradients
             return
         ref = ref_of(func)
-        if ref is not None and self._is_model_ref(ref):
+        if ref is not None and self.m.has_role(ref, R.MODEL, ctx.scope):
             emit(FORWARD, ref)
 
     _PROPAGATED_ROLES = (R.OPTIMIZER, R.MODEL, R.SCALER, R.SCHEDULER, R.LOADER)
@@ -398,35 +413,31 @@ class _Builder(cst.CSTVisitor):
     def _propagate_roles_to_parameters(self) -> None:
         """``step(o)`` called as ``step(optimizer)``: the parameter ``o`` holds an optimizer."""
         bindings = []
-        for call, ctx in self.pending_calls:
+        for call, ctx, _order in self.pending_calls:
             local = self._resolve_local(call.func, ctx)
             if local is not None:
-                bindings.extend(self._bind_arguments(local, call, call.func).items())
+                for param, arg in self._bind_arguments(local, call, call.func).items():
+                    bindings.append((local, param, ctx.scope, arg))
         for _ in range(3):  # helpers handing arguments on to helpers
             changed = False
-            for param, arg in bindings:
-                if not arg or arg == ANY or self.m.roles.get(param):
+            for callee, param, caller_scope, arg in bindings:
+                if not arg or arg == ANY or self.m.roles.get(callee, param):
                     continue
-                found = {role for role in self._PROPAGATED_ROLES if self.m.has_role(arg, role)}
+                found = {role for role in self._PROPAGATED_ROLES if self.m.has_role(arg, role, caller_scope)}
                 if found:
-                    self.m.roles[param] = found
+                    self.m.roles.put(callee, param, found)
                     changed = True
+                owners = self.m.optimizer_owners(arg, caller_scope)
+                if owners and self.m.optimizer_params.get(callee, param) is None:
+                    self.m.optimizer_params.put(callee, param, owners)
             if not changed:
                 break
-
-    def _order_of(self, node: cst.CSTNode) -> int:
-        return self._next()
 
     def _clear_ref(self, receiver: str) -> str:
         head = receiver.split(".")[0].split("[")[0]
         if head in self.m.iteration_vars or "[" in receiver:
             return ANY  # for opt in optimizers: opt.zero_grad(); optimizers[name].zero_grad()
         return receiver
-
-    def _is_model_ref(self, ref: str) -> bool:
-        if ref in self.m.instance_of:
-            return True
-        return self.m.has_role(ref, R.MODEL)
 
     def _resolve_local(self, func: cst.BaseExpression, ctx: Context) -> Optional[str]:
         """Scope key of the function defined in this file that ``func`` calls, if any."""
@@ -447,7 +458,7 @@ class _Builder(cst.CSTVisitor):
             if receiver in ("self", "cls"):
                 cls = self._enclosing_class(ctx.scope)
             elif receiver is not None:
-                cls = self.m.instance_of.get(receiver) or self._instance_class(receiver)
+                cls = self.m.instance_of.get(ctx.scope, receiver)
             return self._method_key(cls, method) if cls else None
         return None
 
@@ -456,15 +467,6 @@ class _Builder(cst.CSTVisitor):
         for end in range(len(parts) - 1, 0, -1):
             if parts[end - 1] in self.m.classes:
                 return parts[end - 1]
-        return None
-
-    def _instance_class(self, ref: str) -> Optional[str]:
-        for targets, value, _ in self.m.assignments:
-            if targets == (ref,) and isinstance(value, cst.Call):
-                name = dotted(value.func)
-                if name in self.m.classes:
-                    self.m.instance_of[ref] = name
-                    return name
         return None
 
     def _method_key(self, cls: Optional[str], method: str, seen=None) -> Optional[str]:
@@ -522,6 +524,21 @@ def _source_ref(value: cst.BaseExpression) -> Optional[str]:
             value = value.args[0].value
         else:
             return None
+    return None
+
+
+def _trip_count(iterable: cst.BaseExpression) -> Optional[int]:
+    """How many times a loop over ``range(<literals>)`` or a literal list/tuple runs."""
+    if isinstance(iterable, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement) for e in iterable.elements):
+        return len(iterable.elements)
+    if isinstance(iterable, cst.Call) and dotted(iterable.func) == "range" and 1 <= len(iterable.args) <= 2:
+        values = []
+        for arg in iterable.args:
+            if arg.keyword is not None or not isinstance(arg.value, cst.Integer):
+                return None
+            values.append(int(arg.value.value, 0))
+        start, stop = (0, values[0]) if len(values) == 1 else values
+        return max(stop - start, 0)
     return None
 
 

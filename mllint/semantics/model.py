@@ -42,6 +42,7 @@ class Loop:
     iter_call: Optional[str]  # qualified callee when iterating a call (range, enumerate, ...)
     body: cst.BaseSuite
     order: int
+    trip_count: Optional[int] = None  # known number of iterations (range(3), a literal list)
 
     @property
     def depth(self) -> int:
@@ -66,6 +67,7 @@ class Context:
     statement: Optional[cst.CSTNode]  # the enclosing simple statement line / compound statement
     block: Optional[cst.CSTNode]  # the IndentedBlock / Module holding ``statement``
     withs: Tuple[cst.With, ...] = ()
+    guard: Optional[cst.BaseExpression] = None  # test of the innermost ``if`` within the loop
 
 
 @dataclass
@@ -124,6 +126,7 @@ class LoopEffect:
     node: cst.CSTNode
     depth: int
     conditional: bool
+    order: int  # position in the loop body (a helper's effects take the position of the call)
     via: Tuple[Effect, ...] = ()
     origin: Optional[Effect] = None  # the effect itself when it sits in the loop's own scope
 
@@ -140,10 +143,13 @@ class FileModel:
         self.effects: List[Effect] = []
         self.calls: List[Tuple[cst.Call, Context]] = []
         self.assignments: List[Tuple[Tuple[str, ...], cst.BaseExpression, Context]] = []
-        self.roles: Dict[str, Set[str]] = {}  # ref -> roles from assignment/annotation/usage
-        self.instance_of: Dict[str, str] = {}  # ref -> class defined in the file
-        self.optimizer_params: Dict[str, Optional[FrozenSet[str]]] = {}  # optimizer ref -> model refs
-        self.aliases: Dict[str, str] = {}  # ref -> canonical ref (model = net; net.to(dev))
+        # Facts about names are scoped like Python names: a function's parameter or local
+        # shadows a module-level name of the same spelling (see ScopedTable).
+        self.locals: Dict[str, Set[str]] = {}  # scope -> names local to it (parameters, assigned names)
+        self.roles = ScopedTable(self)  # ref -> roles from assignment/annotation/usage
+        self.instance_of = ScopedTable(self)  # ref -> class defined in the file
+        self.optimizer_params = ScopedTable(self)  # optimizer ref -> frozenset of model refs (None: unknown)
+        self.aliases = ScopedTable(self)  # ref -> the ref it was assigned from (model = net; net.to(dev))
         self.iteration_vars: Set[str] = set()  # names bound by loops/comprehensions
         self.summaries: Dict[str, Summary] = {}
         self._wrapper: Optional[MetadataWrapper] = None
@@ -157,30 +163,45 @@ class FileModel:
         return self._positions[node]
 
     # --- roles --------------------------------------------------------------------------
-    def canonical(self, ref: str) -> str:
+    def canonical(self, ref: str, scope: str) -> str:
+        """Follow assignments ``a = b`` / ``a = DDP(b.to(dev))`` back to the original object."""
         seen = set()
-        while ref in self.aliases and ref not in seen:
+        while ref not in seen:
             seen.add(ref)
-            ref = self.aliases[ref]
+            source = self.aliases.get(scope, ref)
+            if source is None:
+                break
+            ref = source
         return ref
 
-    def has_role(self, ref: Optional[str], role: str, *, by_name: bool = True) -> bool:
-        """Whether ``ref`` holds an object of ``role``: assignment evidence first, then spelling."""
+    def has_role(self, ref: Optional[str], role: str, scope: str, *, by_name: bool = True) -> bool:
+        """Whether ``ref`` (as seen from ``scope``) holds an object of ``role``: assignment and
+        annotation evidence first, then a class defined in the file, then spelling."""
         from mllint.semantics import roles as R
 
         if not ref or ref == ANY:
             return False
-        for candidate in (ref, self.canonical(ref)):
-            known = self.roles.get(candidate)
+        for candidate in (ref, self.canonical(ref, scope)):
+            known = self.roles.get(scope, candidate)
             if known:
                 return role in known
-        if ref in self.instance_of:
-            cls = self.classes.get(self.instance_of[ref])
+        cls_name = self.instance_of.get(scope, ref)
+        if cls_name is not None:
+            cls = self.classes.get(cls_name)
             return role == R.MODEL and cls is not None and cls.is_module
         return by_name and R.role_of_name(ref) == role
 
-    def known_roles(self, ref: str) -> Set[str]:
-        return self.roles.get(ref) or self.roles.get(self.canonical(ref)) or set()
+    def optimizer_owners(self, ref: str, scope: str) -> Optional[FrozenSet[str]]:
+        """Models whose ``.parameters()`` the optimizer ``ref`` was built from (None: unknown)."""
+        return self.optimizer_params.get(scope, ref) or self.optimizer_params.get(scope, self.canonical(ref, scope))
+
+    def class_scope_of(self, scope: str) -> Optional[str]:
+        """The scope key of the class whose method ``scope`` is (or is nested in)."""
+        parts = scope.split(".") if scope != MODULE_SCOPE else []
+        for end in range(len(parts) - 1, 0, -1):
+            if parts[end - 1] in self.classes:
+                return ".".join(parts[:end])
+        return None
 
     # --- effects seen from a loop ----------------------------------------------------------
     def effects_in(self, scope: str) -> List[Effect]:
@@ -201,7 +222,7 @@ class FileModel:
             depth = effect.ctx.loop.depth - loop.depth
             conditional = effect.ctx.conditional if depth == 0 else True
             if effect.kind != CALL:
-                out.append(LoopEffect(effect.kind, effect.ref, effect.node, depth, conditional, (), effect))
+                out.append(LoopEffect(effect.kind, effect.ref, effect.node, depth, conditional, effect.order, (), effect))
                 continue
             summary = self.summaries.get(effect.callee or "")
             if summary is None:
@@ -209,11 +230,11 @@ class FileModel:
             mapping = effect.args or {}
             via = (effect,)
             for node in summary.backward_sites:
-                out.append(LoopEffect(BACKWARD, ANY, node, depth, True, via))
+                out.append(LoopEffect(BACKWARD, ANY, node, depth, True, effect.order, via))
             for ref in summary.clears:
-                out.append(LoopEffect(CLEAR, translate(ref, mapping), effect.node, depth, True, via))
+                out.append(LoopEffect(CLEAR, translate(ref, mapping), effect.node, depth, True, effect.order, via))
             for ref, node, cond in summary.top_steps:
-                out.append(LoopEffect(STEP, translate(ref, mapping), node, depth, conditional or cond, via))
+                out.append(LoopEffect(STEP, translate(ref, mapping), node, depth, conditional or cond, effect.order, via))
         return out
 
     def assigns_locally(self, scope: str, name: str) -> bool:
@@ -254,6 +275,48 @@ class FileModel:
 
     def code_of(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+
+class ScopedTable:
+    """Facts keyed by (scope, reference), looked up the way Python resolves names.
+
+    A fact recorded in a function is visible there and in functions nested in it; a
+    module-level fact is visible everywhere unless the name is a parameter or local of a
+    scope in between (then that scope's own facts, or none, apply). Facts about
+    ``self.x`` live on the class, so ``__init__`` informs every method."""
+
+    def __init__(self, model: "FileModel") -> None:
+        self.model = model
+        self.data: Dict[Tuple[str, str], object] = {}
+
+    def home(self, scope: str, ref: str) -> str:
+        head = ref.split(".", 1)[0].split("[", 1)[0]
+        if head in ("self", "cls") and "." in ref:
+            return self.model.class_scope_of(scope) or scope
+        return scope
+
+    def put(self, scope: str, ref: str, value) -> None:
+        self.data[(self.home(scope, ref), ref)] = value
+
+    def setdefault(self, scope: str, ref: str, value):
+        return self.data.setdefault((self.home(scope, ref), ref), value)
+
+    def get(self, scope: str, ref: str, default=None):
+        head = ref.split(".", 1)[0].split("[", 1)[0]
+        home = self.home(scope, ref)
+        current = home
+        while True:
+            found = self.data.get((current, ref))
+            if found is not None:
+                return found
+            if current == MODULE_SCOPE:
+                return default
+            if head in self.model.locals.get(current, ()) and not (head in ("self", "cls") and current != home):
+                return default  # shadowed: a parameter or local of this scope
+            current = current.rsplit(".", 1)[0] if "." in current else MODULE_SCOPE
+
+    def __contains__(self, key) -> bool:
+        return key in self.data
 
 
 def translate(ref: Optional[str], mapping: Dict[str, str]) -> str:
