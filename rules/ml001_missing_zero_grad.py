@@ -25,9 +25,14 @@ When the code is fine
 
 How to fix
     Call ``optimizer.zero_grad()`` at the start of every iteration, before the
-    forward pass (``--fix`` inserts it there). When the step only runs every N
-    iterations (gradient accumulation), clear right after the step instead (that is
-    what ``--fix`` does in that case).
+    forward pass; ``--fix`` inserts it there. Where that would not isolate the step,
+    ``--fix`` puts it elsewhere:
+
+    - the step only runs every N iterations (gradient accumulation): right after
+      the step;
+    - the optimizer steps twice in one iteration: right after the first step;
+    - another backward pass runs earlier in the iteration (a GAN's other loss, an
+      adversarial attack): right before the backward pass that feeds the step.
 """
 
 from __future__ import annotations
@@ -58,6 +63,14 @@ def clears_optimizer(model: FileModel, target: str, optimizer: str, scope: str) 
     """Whether ``target.zero_grad()`` (or an anonymous clearing) clears ``optimizer``'s gradients."""
     if target == ANY or optimizer == ANY:
         return True
+    if target.endswith(".grad"):
+        # One tensor's gradient (``delta.grad.zero_()``): clears this optimizer only if it
+        # holds that tensor or the tensor is a parameter of a model it holds.
+        tensor = target[: -len(".grad")]
+        owners = model.optimizer_owners(optimizer, scope)
+        if owners:
+            return any(_related(tensor, owner) for owner in owners)
+        return model.has_role(tensor.split(".")[0], R.MODEL, scope)
     canonical_target = model.canonical(target, scope)
     if target == optimizer or canonical_target == model.canonical(optimizer, scope):
         return True
@@ -150,8 +163,9 @@ def _fixable_name(model: FileModel, step: LoopEffect) -> Optional[str]:
     return optimizer
 
 
-def _insert_after(model: FileModel, step: LoopEffect, names: List[str], calls: str) -> Optional[Fix]:
-    origin = step.origin
+def _insert_near(model: FileModel, effect: LoopEffect, names: List[str], calls: str, after: bool) -> Optional[Fix]:
+    """Insert the clearing statements right after (or before) the statement of ``effect``."""
+    origin = effect.origin
     if origin is None or not isinstance(origin.ctx.statement, cst.SimpleStatementLine):
         return None
     block = origin.ctx.block
@@ -161,24 +175,45 @@ def _insert_after(model: FileModel, step: LoopEffect, names: List[str], calls: s
     index = next((i for i, stmt in enumerate(body) if stmt is origin.ctx.statement), None)
     if index is None:
         return None
-    body[index + 1:index + 1] = [_zero_grad_statement(name) for name in names]
-    return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} after the step")
+    statements = [_zero_grad_statement(name) for name in names]
+    if after:
+        body[index + 1:index + 1] = statements
+        where = "after the step"
+    else:
+        # Keep the comments and blank lines above the backward statement above the clear.
+        first = statements[0].with_changes(leading_lines=body[index].leading_lines)
+        body[index:index] = [first, *statements[1:]]
+        body[index + len(statements)] = body[index + len(statements)].with_changes(leading_lines=())
+        where = "before the backward pass"
+    return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} {where}")
 
 
-def _fix(model: FileModel, loop: Loop, steps: List[LoopEffect], after: Optional[LoopEffect] = None) -> Optional[Fix]:
-    """Clear at the start of the loop body; right after the step when the step only runs
-    every few iterations (accumulation) or when the optimizer steps twice per iteration."""
+def _fix(
+    model: FileModel,
+    loop: Loop,
+    steps: List[LoopEffect],
+    site: LoopEffect,
+    backwards: List[LoopEffect],
+    after: Optional[LoopEffect] = None,
+) -> Optional[Fix]:
+    """Clear at the start of the loop body (before the forward pass); right after the step
+    when the step only runs every few iterations (accumulation) or twice per iteration;
+    right before the backward pass when other backward passes run earlier in the body
+    (a GAN's other loss, an adversarial attack), whose gradients a clear at the top would
+    let through."""
     names = [_fixable_name(model, step) for step in steps]
     if None in names or None in [_zero_grad_statement(n) for n in names]:
         return None
     calls = ", ".join(f"`{name}.zero_grad()`" for name in names)
     if after is not None:
-        return _insert_after(model, after, names, calls)
+        return _insert_near(model, after, names, calls, after=True)
     accumulating = [s for s in steps if s.conditional and (s.origin is None or _counts_iterations(loop, s.origin.ctx.guard))]
     if accumulating:
-        if len(steps) != 1:
+        return _insert_near(model, steps[0], names, calls, after=True) if len(steps) == 1 else None
+    if any(b.order < site.order and b.node is not site.node for b in backwards):
+        if site.depth != 0 or site.conditional:
             return None
-        return _insert_after(model, steps[0], names, calls)
+        return _insert_near(model, site, names, calls, after=False)
     block = loop.body
     if not isinstance(block, cst.IndentedBlock):
         return None
@@ -251,14 +286,17 @@ def check(model: FileModel) -> Iterable[Finding]:
         if not backwards:
             continue
         by_site = {}  # backward site -> the uncleared steps whose gradients it produces
+        sites = {}
         for step, previous in _uncleared(model, loop, effects):
             site = _backward_before(backwards, step, previous)
             if site is None or site.node in reported:
                 continue
             if previous is not None:
                 reported.add(site.node)
-                yield model.finding(site.node, CODE, NAME, _message(model, loop, [step], previous), _fix(model, loop, [step], previous))
+                fix = _fix(model, loop, [step], site, backwards, after=previous)
+                yield model.finding(site.node, CODE, NAME, _message(model, loop, [step], previous), fix)
                 continue
+            sites[site.node] = site
             steps = by_site.setdefault(site.node, [])
             if all(s.ref != step.ref for s in steps):
                 steps.append(step)
@@ -266,7 +304,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             if site in reported:
                 continue
             reported.add(site)
-            yield model.finding(site, CODE, NAME, _message(model, loop, steps), _fix(model, loop, steps))
+            fix = _fix(model, loop, steps, sites[site], backwards)
+            yield model.finding(site, CODE, NAME, _message(model, loop, steps), fix)
 
 
 # ---------------------------------------------------------------------------------------
@@ -442,6 +481,17 @@ VALID = [
         bce(disc(real), ones).backward()
         opt_d.step()
     """,
+    # an optimizer over plain tensors, cleared through the tensor's .grad
+    """
+    import torch
+    delta = torch.zeros(3, requires_grad=True)
+    opt = torch.optim.SGD([delta], lr=0.1)
+    for step in range(100):
+        loss = objective(x + delta)
+        loss.backward()
+        opt.step()
+        delta.grad.zero_()
+    """,
     # a shared train/val loop: the step only runs in the training phase, cleared every batch
     """
     import torch
@@ -593,7 +643,9 @@ for images, labels in loader:
     scaler.update()
 """,
     ),
-    # GAN: the generator's optimizer is never cleared (only the discriminator is)
+    # GAN: the generator's optimizer is never cleared (only the discriminator is); the fix
+    # clears right before the generator's backward, so the discriminator's backward (which
+    # may reach the generator when the fake batch is not detached) cannot leak into its step
     Example(
         """
 import torch
@@ -615,12 +667,12 @@ netD, netG = Discriminator(), Generator()
 optD = torch.optim.Adam(netD.parameters())
 optG = torch.optim.Adam(netG.parameters())
 for real in loader:
-    optG.zero_grad()
     netD.zero_grad()
     errD = bce(netD(real), ones) + bce(netD(netG(z).detach()), zeros)
     errD.backward()
     optD.step()
     errG = bce(netD(netG(z)), ones)
+    optG.zero_grad()
     errG.backward()
     optG.step()
 """,
@@ -775,6 +827,34 @@ for real, fake in loader:
     loss_real = bce(disc(real), ones)
     loss_real.backward()
     opt_d.step()
+""",
+    ),
+    # adversarial training: the attack clears the perturbation's gradient, never the model's
+    Example(
+        """
+for x, y in loader:
+    delta = torch.zeros_like(x, requires_grad=True)
+    for _ in range(attack_steps):
+        attack_loss = F.cross_entropy(model(x + delta), y)
+        attack_loss.backward()
+        delta.data = (delta + alpha * delta.grad.sign()).clamp(-eps, eps)
+        delta.grad.zero_()
+    loss = F.cross_entropy(model(x + delta.detach()), y)
+    loss.backward()
+    optimizer.step()
+""",
+        fixed="""
+for x, y in loader:
+    delta = torch.zeros_like(x, requires_grad=True)
+    for _ in range(attack_steps):
+        attack_loss = F.cross_entropy(model(x + delta), y)
+        attack_loss.backward()
+        delta.data = (delta + alpha * delta.grad.sign()).clamp(-eps, eps)
+        delta.grad.zero_()
+    loss = F.cross_entropy(model(x + delta.detach()), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 """,
     ),
     # one backward feeding two optimizers, neither cleared: one finding, one fix for both

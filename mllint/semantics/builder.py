@@ -271,9 +271,25 @@ class _Builder(cst.CSTVisitor):
             self._record_assignment(targets, node.value)
 
     def _maybe_clear_by_assignment(self, target: cst.BaseExpression, node: cst.CSTNode) -> None:
-        # ``p.grad = None`` (or ``= torch.zeros_like(p)``) clears a parameter's gradient.
+        # ``p.grad = None`` (or ``= torch.zeros_like(p)``) clears a gradient.
         if isinstance(target, cst.Attribute) and target.attr.value == "grad":
-            self._effect(CLEAR, ANY, node)
+            tensor = ref_of(target.value)
+            self._effect(CLEAR, self._grad_clear_ref(tensor, self.loop), node)
+
+    def _grad_clear_ref(self, tensor: Optional[str], loop: Optional[Loop]) -> str:
+        """What clearing ``tensor.grad`` clears: every parameter's gradient when ``tensor``
+        runs over parameters (``for p in model.parameters(): p.grad = None``), else only
+        that tensor's (``delta.grad.zero_()`` in an adversarial attack), written ``x.grad``."""
+        if tensor is None:
+            return ANY
+        head = tensor.split(".")[0].split("[")[0]
+        if "param" in tensor.lower() or tensor.rsplit(".", 1)[-1] in ("weight", "bias"):
+            return ANY
+        while loop is not None:
+            if head in loop.targets:
+                return ANY if "param" in f"{loop.iter_ref} {loop.iter_call}".lower() else f"{tensor}.grad"
+            loop = loop.parent
+        return f"{tensor}.grad"
 
     def _record_assignment(self, targets: Tuple[str, ...], value: cst.BaseExpression) -> None:
         ctx = self.ctx()
@@ -368,8 +384,10 @@ class _Builder(cst.CSTVisitor):
             if method == "zero_grad" or method == "clear_grad":
                 emit(CLEAR, self._clear_ref(receiver))
                 return
-            if method in ("zero_", "fill_", "mul_") and "grad" in receiver.replace("[", ".").split("."):
-                emit(CLEAR, ANY)  # p.grad.zero_(), p.grad.data.zero_()
+            parts = receiver.replace("[", ".").split(".")
+            if method in ("zero_", "fill_", "mul_") and "grad" in parts:
+                tensor = receiver[: receiver.index(".grad")] if ".grad" in receiver else None
+                emit(CLEAR, self._grad_clear_ref(tensor, ctx.loop))  # p.grad.zero_(), p.grad.data.zero_()
                 return
             if method == "step":
                 if self.m.has_role(receiver, R.SCALER, ctx.scope) and positional:
@@ -563,6 +581,8 @@ def _parameter_owners(call: cst.Call):
             break
     if params is None:
         return None
+    if isinstance(params, (cst.List, cst.Tuple)) and all(isinstance(e.value, (cst.Name, cst.Attribute)) for e in params.elements):
+        return frozenset(ref_of(e.value) for e in params.elements)  # SGD([delta], lr=...): plain tensors
     owners = set()
 
     class Finder(cst.CSTVisitor):
