@@ -60,7 +60,7 @@ def _debug(enabled: bool, message: str) -> None:
 @click.option("--extend-select", multiple=True, metavar="CODES",
               help="Comma-separated rule codes or prefixes to enable on top of the configured set.")
 @click.option("--fix", is_flag=True, help="Apply safe fixes to the files, then report what remains.")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or show (with --diff) unsafe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply unsafe fixes with --fix (--diff always shows them).")
 @click.option("--diff", is_flag=True,
               help="Print a unified diff of what --fix would change; write nothing. Exit 1 if there are changes.")
 @click.option("--format", "--output-format", "output_format", type=click.Choice(FORMATS), default="text",
@@ -126,7 +126,7 @@ def lint_command(
         _debug(verbose, "cache: disabled")
 
     if diff:
-        return _diff(results, settings, unsafe_fixes, exit_zero)
+        return _diff(results, settings, exit_zero)
 
     fixed = _fix(results, settings, unsafe_fixes) if fix else 0
 
@@ -191,26 +191,31 @@ def _fix(results, settings, unsafe: bool) -> int:
     return fixed
 
 
-def _diff(results, settings, unsafe: bool, exit_zero: bool) -> int:
+def _diff(results, settings, exit_zero: bool) -> int:
+    """Show every fix as a unified diff, unsafe ones included (DESIGN: "applied by
+    --unsafe-fixes, shown by --diff"): an unsafe fix is a suggested rewrite to read."""
+    from mllint.findings import Applicability
     from mllint.fixing import unified_diff
 
     would_fix = 0
+    unsafe = 0
     changed = 0
-    for _, outcome in _run_fixes(results, settings, unsafe, write=False):
+    for _, outcome in _run_fixes(results, settings, True, write=False):
         if outcome.old is None or outcome.new is None or outcome.old == outcome.new:
             continue
         click.echo(unified_diff(outcome.path, outcome.old, outcome.new), nl=False)
-        would_fix += len(outcome.outcome.applied)
+        applied = outcome.outcome.applied
+        would_fix += len(applied)
+        unsafe += sum(1 for f in applied if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
         changed += 1
-    hidden = 0 if unsafe else _unsafe_fix_count(results)
     if changed:
         noun = "problem" if would_fix == 1 else "problems"
-        click.echo(f"Would fix {would_fix} {noun}.", err=True)
+        note = ""
+        if unsafe:
+            note = f" ({unsafe} by unsafe {'fix' if unsafe == 1 else 'fixes'}, applied only with --fix --unsafe-fixes)"
+        click.echo(f"Would fix {would_fix} {noun}{note}.", err=True)
     else:
         click.echo("No fixes available.", err=True)
-    if hidden:
-        verb = "fix can" if hidden == 1 else "fixes can"
-        click.echo(f"{hidden} hidden {verb} be enabled with the --unsafe-fixes option.", err=True)
     return EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN
 
 

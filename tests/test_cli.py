@@ -275,10 +275,11 @@ def test_unsafe_fixes_are_hidden_unless_enabled(tmp_path):
     assert (tmp_path / "u.py").read_text() == "UNSAFE_ME = 1\n"
     assert "1 hidden fix" in proc.stdout
 
+    # --diff shows unsafe fixes too (as suggested rewrites), and says they need --unsafe-fixes
     proc = run(["--no-cache", "--diff"], tmp_path, extra_rules=True)
-    assert proc.returncode == 0 and proc.stdout == ""
-    proc = run(["--no-cache", "--diff", "--unsafe-fixes"], tmp_path, extra_rules=True)
     assert proc.returncode == 1 and "+SAFE_NOW = 1" in proc.stdout
+    assert "1 by unsafe fix, applied only with --fix --unsafe-fixes" in proc.stderr
+    assert (tmp_path / "u.py").read_text() == "UNSAFE_ME = 1\n"
 
     proc = run(["--no-cache", "--fix", "--unsafe-fixes"], tmp_path, extra_rules=True)
     assert proc.returncode == 0, proc.stdout
