@@ -15,7 +15,9 @@ When the code is fine
     - ``optimizer.zero_grad()`` (or ``model.zero_grad()`` on the model whose
       parameters the optimizer holds, or ``p.grad = None`` over the parameters, or
       a helper that does one of these) anywhere in the loop body, before or after
-      the step;
+      the step, as long as it runs whenever the step runs (a clear that only runs on
+      logging iterations, in an ``except`` handler or when ``batch_idx == 0`` does
+      not count);
     - gradient accumulation: ``step()`` and ``zero_grad()`` both run every N
       iterations;
     - ``optimizer.step(closure)`` where the closure clears the gradients;
@@ -37,14 +39,22 @@ How to fix
 
 from __future__ import annotations
 
-import re
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Tuple
 
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics import roles as R
-from mllint.semantics.model import ANY, BACKWARD, CLEAR, STEP, FileModel, Loop, LoopEffect
+from mllint.semantics.model import (
+    ANY,
+    BACKWARD,
+    CLEAR,
+    STEP,
+    FileModel,
+    Loop,
+    LoopEffect,
+    counts_iterations,
+    covers,
+)
 
 CODE = "ML001"
 NAME = "missing-zero-grad"
@@ -55,35 +65,7 @@ DEFAULT_ENABLED = True
 FIX = "safe"
 
 
-def _related(a: str, b: str) -> bool:
-    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
-
-
-def clears_optimizer(model: FileModel, target: str, optimizer: str, scope: str) -> bool:
-    """Whether ``target.zero_grad()`` (or an anonymous clearing) clears ``optimizer``'s gradients."""
-    if target == ANY or optimizer == ANY:
-        return True
-    if target.endswith(".grad"):
-        # One tensor's gradient (``delta.grad.zero_()``): clears this optimizer only if it
-        # holds that tensor or the tensor is a parameter of a model it holds.
-        tensor = target[: -len(".grad")]
-        owners = model.optimizer_owners(optimizer, scope)
-        if owners:
-            return any(_related(tensor, owner) for owner in owners)
-        return model.has_role(tensor.split(".")[0], R.MODEL, scope)
-    canonical_target = model.canonical(target, scope)
-    if target == optimizer or canonical_target == model.canonical(optimizer, scope):
-        return True
-    if model.has_role(target, R.OPTIMIZER, scope) and not model.has_role(target, R.MODEL, scope, by_name=False):
-        return False  # another optimizer's zero_grad()
-    owners = model.optimizer_owners(optimizer, scope)
-    if not owners:
-        return True  # we do not know which parameters it holds: any model's zero_grad() may clear them
-    for owner in owners:
-        if _related(target, owner) or _related(canonical_target, model.canonical(owner, scope)):
-            return True
-    # Only a model known to be a different one is evidence of a missing clear.
-    return not model.has_role(target, R.MODEL, scope)
+# --- finding the bug ------------------------------------------------------------------------
 
 
 def _between(order: int, start: int, end: int) -> bool:
@@ -93,9 +75,51 @@ def _between(order: int, start: int, end: int) -> bool:
     return order > start or order < end
 
 
+def _covering(model: FileModel, loop: Loop, clears: List[LoopEffect], step: LoopEffect) -> List[LoopEffect]:
+    """The clearings in the loop that clear ``step``'s optimizer whenever the step runs."""
+    return [
+        c
+        for c in clears
+        if model.clears(c.ref, step.ref, loop.scope) and covers(c.conds, c.ref, step.conds, loop.targets)
+    ]
+
+
+def _uncleared(model: FileModel, loop: Loop, effects: List[LoopEffect]):
+    """(step, previous step or None) for each optimizer step whose gradients are not
+    cleared since that optimizer's previous step (None: not on every iteration that steps)."""
+    clears = [e for e in effects if e.kind == CLEAR]
+    groups = {}
+    for step in effects:
+        if step.kind == STEP and step.depth == 0 and not step.covered:
+            group = groups.setdefault(model.canonical(step.ref, loop.scope), [])
+            if all(other.node is not step.node for other in group):
+                group.append(step)
+    for group in groups.values():
+        uncovered = [s for s in group if not _covering(model, loop, clears, s)]
+        if uncovered:
+            for step in uncovered:
+                yield step, None
+            continue
+        # Stepped more than once per iteration, in plain sight, all steps running together
+        # (unconditional, or under the same guard): each needs a clear since the previous one.
+        if len(group) < 2 or any(s.origin is None for s in group):
+            continue
+        if len({id(s.origin.ctx.block) for s in group}) > 1 and any(s.conditional for s in group):
+            continue
+        group.sort(key=lambda s: s.order)
+        for index, step in enumerate(group):
+            previous = group[index - 1]
+            if not any(_between(c.order, previous.order, step.order) for c in _covering(model, loop, clears, step)):
+                yield step, previous
+
+
 def _backward_before(backwards: List[LoopEffect], step: LoopEffect, since: Optional[LoopEffect] = None) -> Optional[LoopEffect]:
-    """The backward pass whose gradients ``step`` applies: the last one before it (going
-    round the loop body), after ``since`` when given."""
+    """The backward pass whose gradients ``step`` applies: the one the helper runs before
+    it, else the last one before it in the loop body (going round), after ``since`` if given."""
+    if step.feeder is not None:
+        for b in backwards:
+            if b.node is step.feeder:
+                return b
     if since is not None:
         candidates = [b for b in backwards if _between(b.order, since.order, step.order) or b.order == step.order]
     else:
@@ -106,40 +130,58 @@ def _backward_before(backwards: List[LoopEffect], step: LoopEffect, since: Optio
     return max(before or candidates, key=lambda b: b.order)
 
 
-_COUNTER_WORDS = re.compile(r"step|iter|accum|count|idx|index|sync|boundary|last|batch|epoch", re.IGNORECASE)
+# --- the message --------------------------------------------------------------------------------
 
 
-def _counts_iterations(loop: Loop, guard: Optional[cst.BaseExpression]) -> bool:
-    """Whether an ``if`` guarding the step counts iterations (gradient accumulation:
-    ``(i + 1) % k == 0``, ``accelerator.sync_gradients``) rather than testing values."""
-    if guard is None:
-        return False
-    found = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_Modulo(self, node: cst.Modulo) -> None:
-            found.append(True)
-
-        def visit_Name(self, node: cst.Name) -> None:
-            if node.value in loop.targets or _COUNTER_WORDS.search(node.value):
-                found.append(True)
-
-    guard.visit(Finder())
-    return bool(found)
+def _how_often(loop: Loop, step: LoopEffect) -> str:
+    if not step.conditional:
+        return "on every iteration"
+    if any(counts_iterations(c, loop.targets) for c in step.conds):
+        return "every few iterations"
+    return "in the loop"
 
 
-def _cleared_elsewhere(model: FileModel, loop: Loop, optimizer: str) -> Optional[str]:
-    """Where the optimizer *is* cleared, if only outside this loop (for the message)."""
+def _where_cleared(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Optional[str]:
+    """Where the optimizer *is* cleared, when not whenever it steps (for the message)."""
+    for clear in effects:
+        if clear.kind == CLEAR and clear.ref != ANY and model.clears(clear.ref, step.ref, loop.scope):
+            extra = [c for c in clear.conds if c not in step.conds]
+            if extra:
+                cond = extra[0]
+                if cond.branch == "except":
+                    return f"only in `{cond.text}`"
+                return f"only when `{cond.text}`" if cond.branch == "if" else f"only when not `{cond.text}`"
     outer = loop.parent
     while outer is not None:
         for effect in model.loop_effects(outer):
-            if effect.kind == CLEAR and effect.depth == 0 and clears_optimizer(model, effect.ref, optimizer, outer.scope) and effect.ref != ANY:
+            if effect.kind == CLEAR and effect.depth == 0 and effect.ref != ANY and model.clears(effect.ref, step.ref, outer.scope):
                 return "only once per iteration of the enclosing loop"
         outer = outer.parent
     for effect in model.effects_in(loop.scope):
-        if effect.kind == CLEAR and effect.ctx.loop is None and effect.ref != ANY and clears_optimizer(model, effect.ref, optimizer, loop.scope):
+        if effect.kind == CLEAR and effect.ctx.loop is None and effect.ref != ANY and model.clears(effect.ref, step.ref, loop.scope):
             return "only once, before the loop"
     return None
+
+
+def _message(model: FileModel, loop: Loop, effects, steps: List[LoopEffect], previous: Optional[LoopEffect] = None) -> str:
+    if previous is not None:
+        step = steps[0]
+        line = model.position(previous.node).start.line
+        return (
+            f"gradients accumulate across steps: `{step.ref}.step()` runs again in the same iteration, but nothing "
+            f"clears `{step.ref}`'s gradients after its step on line {line}, so this step re-applies them"
+        )
+    if len(steps) > 1:
+        names = " and ".join(f"`{s.ref}`" for s in steps)
+        return f"gradients accumulate across steps: nothing in the loop clears the gradients of {names}"
+    step = steps[0]
+    name = step.ref if step.ref != ANY else "the optimizer"
+    where = _where_cleared(model, loop, effects, step)
+    detail = f"`{name}.zero_grad()` runs {where}" if where else f"nothing clears `{name}`'s gradients in the loop"
+    return f"gradients accumulate across steps: `{name}.step()` runs {_how_often(loop, step)} but {detail}"
+
+
+# --- the fix --------------------------------------------------------------------------------------
 
 
 def _zero_grad_statement(optimizer: str) -> Optional[cst.SimpleStatementLine]:
@@ -161,6 +203,18 @@ def _fixable_name(model: FileModel, step: LoopEffect) -> Optional[str]:
         if callee is not None and head not in callee.params and model.assigns_locally(callee.key, head):
             return None
     return optimizer
+
+
+def _insert_at_top(model: FileModel, block, names: List[str], calls: str, where: str) -> Optional[Fix]:
+    if not isinstance(block, cst.IndentedBlock):
+        return None
+    body = list(block.body)
+    start = 0
+    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr):
+        if isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            start = 1  # keep a docstring first
+    body[start:start] = [_zero_grad_statement(n) for n in names]
+    return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} {where}")
 
 
 def _insert_near(model: FileModel, effect: LoopEffect, names: List[str], calls: str, after: bool) -> Optional[Fix]:
@@ -188,6 +242,16 @@ def _insert_near(model: FileModel, effect: LoopEffect, names: List[str], calls: 
     return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} {where}")
 
 
+def _closure_of(model: FileModel, site: LoopEffect):
+    """The closure function a step calls, when ``site`` (a backward pass) runs inside it."""
+    for call in site.via[:1]:
+        fn = model.functions.get(call.callee or "")
+        if fn is not None and isinstance(call.node, cst.Call) and isinstance(call.node.func, cst.Attribute):
+            if call.node.func.attr.value == "step":
+                return fn
+    return None
+
+
 def _fix(
     model: FileModel,
     loop: Loop,
@@ -196,84 +260,31 @@ def _fix(
     backwards: List[LoopEffect],
     after: Optional[LoopEffect] = None,
 ) -> Optional[Fix]:
-    """Clear at the start of the loop body (before the forward pass); right after the step
-    when the step only runs every few iterations (accumulation) or twice per iteration;
-    right before the backward pass when other backward passes run earlier in the body
-    (a GAN's other loss, an adversarial attack), whose gradients a clear at the top would
-    let through."""
+    """Clear at the start of the loop body (before the forward pass), except where that
+    would not isolate the step: right after the step when it runs every few iterations
+    (accumulation) or twice per iteration; right before the backward pass when other
+    backward passes run earlier in the body (a GAN's other loss, an adversarial attack);
+    first thing in the closure when ``step(closure)`` runs the backward pass (L-BFGS calls
+    the closure several times per step)."""
     names = [_fixable_name(model, step) for step in steps]
     if None in names or None in [_zero_grad_statement(n) for n in names]:
         return None
     calls = ", ".join(f"`{name}.zero_grad()`" for name in names)
     if after is not None:
         return _insert_near(model, after, names, calls, after=True)
-    accumulating = [s for s in steps if s.conditional and (s.origin is None or _counts_iterations(loop, s.origin.ctx.guard))]
+    closure = _closure_of(model, site)
+    if closure is not None:
+        if any(n.split(".")[0] not in ("self",) and model.assigns_locally(closure.key, n.split(".")[0]) for n in names):
+            return None
+        return _insert_at_top(model, closure.node.body, names, calls, "at the start of the closure")
+    accumulating = [s for s in steps if s.conditional and (s.origin is None or any(counts_iterations(c, loop.targets) for c in s.conds))]
     if accumulating:
         return _insert_near(model, steps[0], names, calls, after=True) if len(steps) == 1 else None
     if any(b.order < site.order and b.node is not site.node for b in backwards):
         if site.depth != 0 or site.conditional:
             return None
         return _insert_near(model, site, names, calls, after=False)
-    block = loop.body
-    if not isinstance(block, cst.IndentedBlock):
-        return None
-    new_block = block.with_changes(body=[*(_zero_grad_statement(n) for n in names), *block.body])
-    return model.fix_replacing(block, new_block, Applicability.SAFE, f"Insert {calls} at the start of the loop body")
-
-
-def _how_often(loop: Loop, step: LoopEffect) -> str:
-    if not step.conditional:
-        return "on every iteration"
-    if step.origin is not None and _counts_iterations(loop, step.origin.ctx.guard):
-        return "every few iterations"
-    return "in the loop"
-
-
-def _message(model: FileModel, loop: Loop, steps: List[LoopEffect], previous: Optional[LoopEffect] = None) -> str:
-    if previous is not None:
-        step = steps[0]
-        line = model.position(previous.node).start.line
-        return (
-            f"gradients accumulate across steps: `{step.ref}.step()` runs again in the same iteration, but nothing "
-            f"clears `{step.ref}`'s gradients after its step on line {line}, so this step re-applies them"
-        )
-    if len(steps) > 1:
-        names = " and ".join(f"`{s.ref}`" for s in steps)
-        return f"gradients accumulate across steps: nothing in the loop clears the gradients of {names}"
-    step = steps[0]
-    name = step.ref if step.ref != ANY else "the optimizer"
-    where = _cleared_elsewhere(model, loop, step.ref)
-    detail = f"`{name}.zero_grad()` runs {where}" if where else f"nothing clears `{name}`'s gradients in the loop"
-    return f"gradients accumulate across steps: `{name}.step()` runs {_how_often(loop, step)} but {detail}"
-
-
-def _uncleared(model: FileModel, loop: Loop, effects: List[LoopEffect]):
-    """(step, previous step or None) for each optimizer step whose gradients were not
-    cleared since that optimizer's previous step (None: not cleared anywhere in the loop)."""
-    clears = [e for e in effects if e.kind == CLEAR]
-    groups = {}
-    for step in effects:
-        if step.kind == STEP and step.depth == 0:
-            group = groups.setdefault(model.canonical(step.ref, loop.scope), [])
-            if all(other.node is not step.node for other in group):
-                group.append(step)
-    for optimizer, group in groups.items():
-        relevant = [c for c in clears if clears_optimizer(model, c.ref, group[0].ref, loop.scope)]
-        if not relevant:
-            yield group[0], None
-            continue
-        # Stepped more than once per iteration, in plain sight, all steps running together
-        # (unconditional, or under the same guard): each needs a clear since the previous one.
-        if len(group) < 2 or any(s.origin is None for s in group):
-            continue
-        same_block = len({id(s.origin.ctx.block) for s in group}) == 1
-        if not same_block and any(s.conditional for s in group):
-            continue
-        group.sort(key=lambda s: s.order)
-        for index, step in enumerate(group):
-            previous = group[index - 1]
-            if not any(_between(c.order, previous.order, step.order) for c in relevant):
-                yield step, previous
+    return _insert_at_top(model, loop.body, names, calls, "at the start of the loop body")
 
 
 def check(model: FileModel) -> Iterable[Finding]:
@@ -285,8 +296,7 @@ def check(model: FileModel) -> Iterable[Finding]:
         backwards = [e for e in effects if e.kind == BACKWARD]
         if not backwards:
             continue
-        by_site = {}  # backward site -> the uncleared steps whose gradients it produces
-        sites = {}
+        by_site: dict = {}  # backward site -> (site effect, the uncleared steps whose gradients it produces)
         for step, previous in _uncleared(model, loop, effects):
             site = _backward_before(backwards, step, previous)
             if site is None or site.node in reported:
@@ -294,18 +304,17 @@ def check(model: FileModel) -> Iterable[Finding]:
             if previous is not None:
                 reported.add(site.node)
                 fix = _fix(model, loop, [step], site, backwards, after=previous)
-                yield model.finding(site.node, CODE, NAME, _message(model, loop, [step], previous), fix)
+                yield model.finding(site.node, CODE, NAME, _message(model, loop, effects, [step], previous), fix)
                 continue
-            sites[site.node] = site
-            steps = by_site.setdefault(site.node, [])
+            _, steps = by_site.setdefault(site.node, (site, []))
             if all(s.ref != step.ref for s in steps):
                 steps.append(step)
-        for site, steps in by_site.items():
-            if site in reported:
+        for node, (site, steps) in by_site.items():
+            if node in reported:
                 continue
-            reported.add(site)
-            fix = _fix(model, loop, steps, sites[site], backwards)
-            yield model.finding(site, CODE, NAME, _message(model, loop, steps), fix)
+            reported.add(node)
+            fix = _fix(model, loop, steps, site, backwards)
+            yield model.finding(node, CODE, NAME, _message(model, loop, effects, steps), fix)
 
 
 # ---------------------------------------------------------------------------------------
@@ -463,6 +472,25 @@ VALID = [
         loss = model_engine(batch)
         model_engine.backward(loss)
         model_engine.step()
+    """,
+    # accumulation written with two guards of the same period
+    """
+    for i, batch in enumerate(loader):
+        if i % accum_steps == 0:
+            optimizer.zero_grad()
+        loss = model(batch).mean() / accum_steps
+        loss.backward()
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+    """,
+    # a clear guarded by a test of the optimizer itself still runs whenever it can step
+    """
+    for batch in loader:
+        if self.optimizer is not None:
+            self.optimizer.zero_grad()
+        loss = self.model(batch).mean()
+        loss.backward()
+        self.optimizer.step()
     """,
     # a loop that runs once: nothing can accumulate between steps
     """
@@ -855,6 +883,52 @@ for x, y in loader:
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
+""",
+    ),
+    # the clear only runs on the logging iterations
+    Example(
+        """
+for it, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    if it % log_interval == 0:
+        print(f"iter {it}: {loss.item():.4f}")
+        optimizer.zero_grad()
+""",
+        fixed="""
+for it, (x, y) in enumerate(loader):
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    if it % log_interval == 0:
+        print(f"iter {it}: {loss.item():.4f}")
+        optimizer.zero_grad()
+""",
+    ),
+    # L-BFGS calls the closure several times per step: the clear belongs inside the closure
+    Example(
+        """
+import torch
+optimizer = torch.optim.LBFGS(model.parameters(), lr=1)
+for i in range(max_iter):
+    def closure():
+        loss = criterion(model(inputs), targets)
+        loss.backward()
+        return loss
+    optimizer.step(closure)
+""",
+        fixed="""
+import torch
+optimizer = torch.optim.LBFGS(model.parameters(), lr=1)
+for i in range(max_iter):
+    def closure():
+        optimizer.zero_grad()
+        loss = criterion(model(inputs), targets)
+        loss.backward()
+        return loss
+    optimizer.step(closure)
 """,
     ),
     # one backward feeding two optimizers, neither cleared: one finding, one fix for both

@@ -266,10 +266,11 @@ def test_summaries_reach_a_fixpoint_through_helpers_and_recursion():
         """
     )
     s = m.summaries
-    assert s["clear"].clears == frozenset({"o"})
-    assert s["inner"].clears == frozenset({"o"})
-    assert {ref for ref, _node, _cond in s["outer"].top_steps} == {"opt"}
-    assert s["outer"].clears == frozenset({"opt"}) and len(s["outer"].backward_sites) == 1
+    assert {c.ref for c in s["clear"].clears} == {"o"}
+    assert {c.ref for c in s["inner"].clears} == {"o"}
+    (step,) = s["outer"].top_steps
+    assert step.ref == "opt" and step.covered and step.feeder is not None  # inner clears what it steps
+    assert {c.ref for c in s["outer"].clears} == {"opt"} and len(s["outer"].backward_sites) == 1
     assert s["ping"].evals == frozenset({"n"}) and s["pong"].evals == frozenset({"n"})
 
 
@@ -322,3 +323,41 @@ def test_loop_effects_depth_and_closure_steps():
     assert (CLEAR, 0) in by_kind and (STEP, 1) in by_kind
     assert {(e.kind, e.depth) for e in m.loop_effects(inner)} >= {(STEP, 0), (BACKWARD, 0)}
     assert (CLEAR, 0) in {(e.kind, e.depth) for e in m.loop_effects(second)}
+
+
+def test_conditions_are_compared_by_text_and_coverage():
+    from mllint.semantics.model import conds_within, covers
+
+    m = model_of(
+        """
+        for i, batch in enumerate(loader):
+            if i % accum == 0:
+                optimizer.zero_grad()
+            if train:
+                model.zero_grad()
+            if train:
+                optimizer.step()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+            if i % 100 == 0:
+                log(optimizer.zero_grad())
+            try:
+                pass
+            except RuntimeError:
+                optimizer.zero_grad()
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.grad = None
+        """
+    )
+    loop = m.loops[0]
+    clears = [e for e in m.effects if e.kind == CLEAR]
+    steps = [e for e in m.effects if e.kind == STEP]
+    conds = lambda e: conds_within(e.ctx.conds, loop)
+    modulo_clear, train_clear, log_clear, except_clear, param_clear = clears
+    train_step, accum_step = steps
+    assert covers(conds(train_clear), "model", conds(train_step), loop.targets)  # same test text
+    assert covers(conds(modulo_clear), "optimizer", conds(accum_step), loop.targets)  # same period
+    assert not covers(conds(log_clear), "optimizer", conds(accum_step), loop.targets)  # % 100 vs % accum
+    assert not covers(conds(except_clear), "optimizer", conds(train_step), loop.targets)
+    assert conds(param_clear) == () and covers(conds(param_clear), ANY, conds(train_step))

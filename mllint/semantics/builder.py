@@ -18,6 +18,7 @@ from mllint.semantics.model import (
     STEP,
     TRAIN,
     ClassInfo,
+    Cond,
     Context,
     Effect,
     FileModel,
@@ -83,11 +84,14 @@ class _Builder(cst.CSTVisitor):
         self.withs: Tuple[cst.With, ...] = ()
         self.order = 0
         self.guard: Optional[cst.BaseExpression] = None
+        self.conds: Tuple[Cond, ...] = ()
         self.pending_calls: List[Tuple[cst.Call, Context, int]] = []
 
     # --- context ---------------------------------------------------------------------
     def ctx(self) -> Context:
-        return Context(self.scope, self.loop, self.conditional, self.grad, self.statement, self.block, self.withs, self.guard)
+        return Context(
+            self.scope, self.loop, self.conditional, self.grad, self.statement, self.block, self.withs, self.guard, self.conds
+        )
 
     def _bind_local(self, name: str) -> None:
         if "." not in name and "[" not in name and self.scope != MODULE_SCOPE:
@@ -180,7 +184,7 @@ class _Builder(cst.CSTVisitor):
                 role = R.role_of_annotation(self.m.imports.qualname(param.annotation.annotation))
                 if role:
                     self.m.roles.setdefault(key, param.name.value, set()).add(role)
-        self._visit_in(node.body, scope=key, loop=None, conditional=False, grad=grad, statement=None, withs=(), guard=None)
+        self._visit_in(node.body, scope=key, loop=None, conditional=False, grad=grad, statement=None, withs=(), guard=None, conds=())
         return False
 
     def visit_Lambda(self, node: cst.Lambda) -> Optional[bool]:
@@ -212,10 +216,14 @@ class _Builder(cst.CSTVisitor):
         self._visit_in(node.orelse, statement=None, conditional=True)
         return False
 
+    def _cond(self, test: cst.BaseExpression, branch: str) -> Cond:
+        return Cond(" ".join(self.m.module.code_for_node(test).split()), branch, self.loop, test)
+
     def visit_If(self, node: cst.If) -> bool:
         self._visit_in(node.test, statement=node)
-        self._visit_in(node.body, conditional=True, statement=None, guard=node.test)
-        self._visit_in(node.orelse, conditional=True, statement=None, guard=node.test)
+        self._visit_in(node.body, conditional=True, statement=None, guard=node.test, conds=self.conds + (self._cond(node.test, "if"),))
+        # else / elif: under the negation of this test (an elif adds its own test inside)
+        self._visit_in(node.orelse, conditional=True, statement=None, guard=node.test, conds=self.conds + (self._cond(node.test, "else"),))
         return False
 
     def visit_Else(self, node: cst.Else) -> bool:
@@ -226,7 +234,9 @@ class _Builder(cst.CSTVisitor):
         # The try body runs unconditionally in the normal case; handlers do not.
         self._visit_in(node.body, statement=None)
         for handler in node.handlers:
-            self._visit_in(handler.body, conditional=True, statement=None)
+            kind = self.m.module.code_for_node(handler.type) if handler.type is not None else ""
+            cond = Cond(f"except {kind}".strip(), "except", self.loop, handler.type)
+            self._visit_in(handler.body, conditional=True, statement=None, conds=self.conds + (cond,))
         self._visit_in(node.orelse, statement=None)
         self._visit_in(node.finalbody, statement=None)
         return False
@@ -439,11 +449,16 @@ class _Builder(cst.CSTVisitor):
         for _ in range(3):  # helpers handing arguments on to helpers
             changed = False
             for callee, param, caller_scope, arg in bindings:
-                if not arg or arg == ANY or self.m.roles.get(callee, param):
+                if not arg or arg == ANY:
                     continue
-                found = {role for role in self._PROPAGATED_ROLES if self.m.has_role(arg, role, caller_scope)}
-                if found:
-                    self.m.roles.put(callee, param, found)
+                if not self.m.roles.get(callee, param):
+                    found = {role for role in self._PROPAGATED_ROLES if self.m.has_role(arg, role, caller_scope)}
+                    if found:
+                        self.m.roles.put(callee, param, found)
+                        changed = True
+                cls = self.m.instance_of.get(caller_scope, arg)
+                if cls is not None and self.m.instance_of.get(callee, param) is None:
+                    self.m.instance_of.put(callee, param, cls)  # train(agent) with agent = SAC(...)
                     changed = True
                 owners = self.m.optimizer_owners(arg, caller_scope)
                 if owners and self.m.optimizer_params.get(callee, param) is None:

@@ -10,6 +10,7 @@ of names, and per-function summaries computed to a fixpoint.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
@@ -68,6 +69,18 @@ class Context:
     block: Optional[cst.CSTNode]  # the IndentedBlock / Module holding ``statement``
     withs: Tuple[cst.With, ...] = ()
     guard: Optional[cst.BaseExpression] = None  # test of the innermost ``if`` within the loop
+    conds: Tuple["Cond", ...] = ()  # every condition the code sits under, outermost first
+
+
+@dataclass(frozen=True)
+class Cond:
+    """One condition a piece of code runs under: the branch of an ``if`` (compared by the
+    test's text, so two ``if train:`` blocks are the same condition) or an ``except``."""
+
+    text: str
+    branch: str  # "if", "else" or "except"
+    loop: Optional[Loop] = field(default=None, compare=False, hash=False)  # innermost loop around the ``if``
+    node: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)  # the test expression
 
 
 @dataclass
@@ -101,13 +114,33 @@ class ClassInfo:
 
 
 @dataclass(frozen=True)
+class ClearSite:
+    """A gradient clearing a function does, with the conditions it runs under in the
+    function (conditions inside the function's own loops left out)."""
+
+    ref: str
+    conds: Tuple[Cond, ...] = ()
+
+
+@dataclass(frozen=True)
+class StepSite:
+    """An optimizer step a function does outside loops of its own."""
+
+    ref: str
+    node: cst.CSTNode
+    conds: Tuple[Cond, ...]
+    feeder: Optional[cst.CSTNode]  # the backward() before it in the same function, if any
+    covered: bool  # the same function clears this optimizer whenever it steps
+
+
+@dataclass(frozen=True)
 class Summary:
     """What calling a function does, in terms of its own parameter names
     (computed to a fixpoint over the file's call graph, see summaries.py)."""
 
     backward_sites: FrozenSet[cst.CSTNode] = frozenset()  # backward() calls it runs
-    clears: FrozenSet[str] = frozenset()  # what it clears gradients of (ANY: any)
-    top_steps: FrozenSet[Tuple[str, cst.CSTNode, bool]] = frozenset()  # (optimizer, site, conditional) not in a loop of its own
+    clears: FrozenSet[ClearSite] = frozenset()  # gradient clearings (ref ANY: any optimizer)
+    top_steps: FrozenSet[StepSite] = frozenset()  # steps not inside a loop of its own
     loop_steps: FrozenSet[str] = frozenset()  # optimizers it steps inside loops of its own
     forwards: FrozenSet[str] = frozenset()  # models it runs forward
     evals: FrozenSet[str] = frozenset()  # models it switches to eval mode
@@ -129,6 +162,9 @@ class LoopEffect:
     order: int  # position in the loop body (a helper's effects take the position of the call)
     via: Tuple[Effect, ...] = ()
     origin: Optional[Effect] = None  # the effect itself when it sits in the loop's own scope
+    conds: Tuple[Cond, ...] = ()  # conditions inside the loop it runs under (nested loops' own left out)
+    feeder: Optional[cst.CSTNode] = None  # STEP through a helper: the helper's backward() before it
+    covered: bool = False  # STEP through a helper that clears the optimizer whenever it steps
 
 
 class FileModel:
@@ -221,8 +257,9 @@ class FileModel:
                 continue
             depth = effect.ctx.loop.depth - loop.depth
             conditional = effect.ctx.conditional if depth == 0 else True
+            conds = conds_within(effect.ctx.conds, loop)
             if effect.kind != CALL:
-                out.append(LoopEffect(effect.kind, effect.ref, effect.node, depth, conditional, effect.order, (), effect))
+                out.append(LoopEffect(effect.kind, effect.ref, effect.node, depth, conditional, effect.order, (), effect, conds))
                 continue
             summary = self.summaries.get(effect.callee or "")
             if summary is None:
@@ -230,12 +267,46 @@ class FileModel:
             mapping = effect.args or {}
             via = (effect,)
             for node in summary.backward_sites:
-                out.append(LoopEffect(BACKWARD, ANY, node, depth, True, effect.order, via))
-            for ref in summary.clears:
-                out.append(LoopEffect(CLEAR, translate(ref, mapping), effect.node, depth, True, effect.order, via))
-            for ref, node, cond in summary.top_steps:
-                out.append(LoopEffect(STEP, translate(ref, mapping), node, depth, conditional or cond, effect.order, via))
+                out.append(LoopEffect(BACKWARD, ANY, node, depth, True, effect.order, via, None, conds))
+            for clear in summary.clears:
+                ref = translate(clear.ref, mapping)
+                out.append(LoopEffect(CLEAR, ref, effect.node, depth, True, effect.order, via, None, conds + clear.conds))
+            for step in summary.top_steps:
+                ref = translate(step.ref, mapping)
+                cond = conditional or bool(step.conds)
+                out.append(
+                    LoopEffect(STEP, ref, step.node, depth, cond, effect.order, via, None, conds + step.conds, step.feeder, step.covered)
+                )
         return out
+
+    def clears(self, target: str, optimizer: str, scope: str) -> bool:
+        """Whether clearing ``target`` (``target.zero_grad()``, ``x.grad = None``; ANY for an
+        anonymous clearing) clears the gradients ``optimizer`` holds, as seen from ``scope``."""
+        from mllint.semantics import roles as R
+
+        if target == ANY or optimizer == ANY:
+            return True
+        if target.endswith(".grad"):
+            # One tensor's gradient (``delta.grad.zero_()``): clears this optimizer only if it
+            # holds that tensor, or the tensor is a parameter of a model it holds.
+            tensor = target[: -len(".grad")]
+            owners = self.optimizer_owners(optimizer, scope)
+            if owners:
+                return any(_related(tensor, owner) for owner in owners)
+            return self.has_role(tensor.split(".")[0], R.MODEL, scope)
+        canonical_target = self.canonical(target, scope)
+        if target == optimizer or canonical_target == self.canonical(optimizer, scope):
+            return True
+        if self.has_role(target, R.OPTIMIZER, scope) and not self.has_role(target, R.MODEL, scope, by_name=False):
+            return False  # another optimizer's zero_grad()
+        owners = self.optimizer_owners(optimizer, scope)
+        if not owners:
+            return True  # we do not know which parameters it holds: any model's zero_grad() may clear them
+        for owner in owners:
+            if _related(target, owner) or _related(canonical_target, self.canonical(owner, scope)):
+                return True
+        # Only a model known to be a different one is evidence of a missing clear.
+        return not self.has_role(target, R.MODEL, scope)
 
     def assigns_locally(self, scope: str, name: str) -> bool:
         """Whether ``name`` is assigned (so local) in exactly ``scope``."""
@@ -317,6 +388,75 @@ class ScopedTable:
 
     def __contains__(self, key) -> bool:
         return key in self.data
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def conds_within(conds: Tuple[Cond, ...], loop: Optional[Loop]) -> Tuple[Cond, ...]:
+    """The conditions directly in ``loop``'s body (or, for None, outside every loop): those
+    outside it hold for the whole loop, and those inside nested loops are about the nested
+    loop's elements (``for p in params: if p.grad is not None: ...``)."""
+    return tuple(c for c in conds if c.loop is loop)
+
+
+_COUNTER_WORDS = re.compile(r"step|iter|accum|count|idx|index|sync|boundary|last|batch|epoch", re.IGNORECASE)
+
+
+def counts_iterations(cond: Cond, loop_targets: Tuple[str, ...] = ()) -> bool:
+    """Whether a condition counts iterations (``(i + 1) % k == 0``, ``sync_gradients``)
+    rather than testing values (``torch.isfinite(norm)``, ``phase == "train"``)."""
+    if cond.node is None:
+        return False
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Modulo(self, node: cst.Modulo) -> None:
+            found.append(True)
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value in loop_targets or _COUNTER_WORDS.search(node.value):
+                found.append(True)
+
+    cond.node.visit(Finder())
+    return bool(found)
+
+
+def moduli(cond: Cond) -> FrozenSet[str]:
+    """The right-hand sides of ``%`` in a condition (``accum_steps`` in ``(i + 1) % accum_steps == 0``)."""
+    found = set()
+    module = cst.Module(body=[])
+
+    class Finder(cst.CSTVisitor):
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            if isinstance(node.operator, cst.Modulo):
+                found.add(module.code_for_node(node.right).strip())
+
+    if cond.node is not None:
+        cond.node.visit(Finder())
+    return frozenset(found)
+
+
+def covers(clear_conds: Tuple[Cond, ...], clear_ref: str, step_conds: Tuple[Cond, ...], loop_targets: Tuple[str, ...] = ()) -> bool:
+    """Whether a clearing under ``clear_conds`` runs whenever a step under ``step_conds`` does.
+
+    Each of the clearing's conditions must hold whenever the step runs: the step is under
+    the same condition (same test text and branch); or the condition tests the cleared
+    object itself (``if optimizer is not None``); or both count iterations with the same
+    period (``if i % k == 0: zero_grad()`` with ``if (i + 1) % k == 0: step()``)."""
+    step_counters = [c for c in step_conds if counts_iterations(c, loop_targets)]
+    for cond in clear_conds:
+        if cond in step_conds:
+            continue
+        if clear_ref != ANY and clear_ref.split(".grad")[0] in cond.text:
+            continue
+        if cond.branch != "except" and counts_iterations(cond, loop_targets) and step_counters:
+            mine = moduli(cond)
+            if not mine or any(not moduli(c) or moduli(c) & mine for c in step_counters):
+                continue
+        return False
+    return True
 
 
 def translate(ref: Optional[str], mapping: Dict[str, str]) -> str:

@@ -3,7 +3,7 @@ what the helper does (helpers calling helpers, in any order, recursion included)
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List, Tuple
 
 from mllint.semantics.model import (
     BACKWARD,
@@ -13,8 +13,12 @@ from mllint.semantics.model import (
     FORWARD,
     STEP,
     TRAIN,
+    ClearSite,
     FileModel,
+    StepSite,
     Summary,
+    conds_within,
+    covers,
     translate,
 )
 
@@ -23,19 +27,23 @@ MAX_ROUNDS = 50
 
 def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary:
     fn = model.functions[key]
-    backward, clears, top_steps, loop_steps = set(), set(), set(), set()
+    backward, clears, loop_steps = set(), set(), set()
     forwards, evals, trains = set(), set(), set()
+    steps: List[Tuple[int, StepSite]] = []  # (order, step) before coverage is known
+    backward_orders: List[Tuple[int, object]] = []
     for effect in model.effects_in(key):
         in_loop = effect.ctx.loop is not None
+        conds = conds_within(effect.ctx.conds, None)
         if effect.kind == BACKWARD:
             backward.add(effect.node)
+            backward_orders.append((effect.order, effect.node))
         elif effect.kind == CLEAR:
-            clears.add(effect.ref)
+            clears.add(ClearSite(effect.ref, conds))
         elif effect.kind == STEP:
             if in_loop:
                 loop_steps.add(effect.ref)
             else:
-                top_steps.add((effect.ref, effect.node, effect.ctx.conditional))
+                steps.append((effect.order, StepSite(effect.ref, effect.node, conds, None, False)))
         elif effect.kind == FORWARD:
             forwards.add(effect.ref)
         elif effect.kind == EVAL:
@@ -48,17 +56,27 @@ def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary
                 continue
             mapping = effect.args or {}
             backward |= callee.backward_sites
-            clears |= {translate(r, mapping) for r in callee.clears}
-            for ref, node, cond in callee.top_steps:
-                ref = translate(ref, mapping)
+            clears |= {ClearSite(translate(c.ref, mapping), conds + c.conds) for c in callee.clears}
+            for step in callee.top_steps:
+                ref = translate(step.ref, mapping)
                 if in_loop:
                     loop_steps.add(ref)
                 else:
-                    top_steps.add((ref, node, cond or effect.ctx.conditional))
+                    steps.append((effect.order, StepSite(ref, step.node, conds + step.conds, step.feeder, step.covered)))
             loop_steps |= {translate(r, mapping) for r in callee.loop_steps}
             forwards |= {translate(r, mapping) for r in callee.forwards}
             evals |= {translate(r, mapping) for r in callee.evals}
             trains |= {translate(r, mapping) for r in callee.trains}
+    top_steps = set()
+    for order, step in steps:
+        feeder = step.feeder
+        if feeder is None:
+            before = [node for o, node in backward_orders if o < order]
+            feeder = before[-1] if before else None
+        covered = step.covered or any(
+            covers(c.conds, c.ref, step.conds) and model.clears(c.ref, step.ref, key) for c in clears
+        )
+        top_steps.add(StepSite(step.ref, step.node, step.conds, feeder, covered))
     return Summary(
         frozenset(backward),
         frozenset(clears),
