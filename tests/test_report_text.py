@@ -235,7 +235,7 @@ def test_frame_does_not_split_lines_on_form_feeds():
 
 def test_cached_results_read_the_file_for_the_frame(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "t.py").write_text("first\r\nsecond line\r\n", encoding="utf-8", newline="")
+    (tmp_path / "t.py").write_bytes(b"first\r\nsecond line\r\n")  # write_text(newline=) needs Python 3.10
     f = finding("t.py", 2, 1, 2, 7)
     text = render([FileResult("t.py", [f], source=None, cached=True)], show_source=True)
     assert "2 | second line\n  | ^^^^^^ ML001\n" in text
