@@ -361,3 +361,21 @@ def test_conditions_are_compared_by_text_and_coverage():
     assert not covers(conds(log_clear), "optimizer", conds(accum_step), loop.targets)  # % 100 vs % accum
     assert not covers(conds(except_clear), "optimizer", conds(train_step), loop.targets)
     assert conds(param_clear) == () and covers(conds(param_clear), ANY, conds(train_step))
+
+
+def test_condition_text_is_normalised_and_conjunctions_cover():
+    from mllint.semantics.model import conds_within, covers
+
+    m = model_of(
+        """
+        for batch in loader:
+            if phase == "train":
+                optimizer.zero_grad()
+            if phase == 'train' and not skip:
+                optimizer.step()
+        """
+    )
+    loop = m.loops[0]
+    (clear,) = kinds(m, CLEAR)
+    (step,) = kinds(m, STEP)
+    assert covers(conds_within(clear.ctx.conds, loop), "optimizer", conds_within(step.ctx.conds, loop))

@@ -217,7 +217,8 @@ class _Builder(cst.CSTVisitor):
         return False
 
     def _cond(self, test: cst.BaseExpression, branch: str) -> Cond:
-        return Cond(" ".join(self.m.module.code_for_node(test).split()), branch, self.loop, test)
+        text = " ".join(self.m.module.code_for_node(test).split()).replace('"', "'")
+        return Cond(text, branch, self.loop, test)
 
     def visit_If(self, node: cst.If) -> bool:
         self._visit_in(node.test, statement=node)

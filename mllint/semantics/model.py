@@ -449,6 +449,8 @@ def covers(clear_conds: Tuple[Cond, ...], clear_ref: str, step_conds: Tuple[Cond
     for cond in clear_conds:
         if cond in step_conds:
             continue
+        if cond.branch == "if" and any(c.branch == "if" and cond.text in c.text.split(" and ") for c in step_conds):
+            continue  # the step runs under `a and b`, the clearing under `a`
         if clear_ref != ANY and clear_ref.split(".grad")[0] in cond.text:
             continue
         if cond.branch != "except" and counts_iterations(cond, loop_targets) and step_counters:
