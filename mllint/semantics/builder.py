@@ -14,6 +14,7 @@ from mllint.semantics.model import (
     CLEAR,
     EVAL,
     FORWARD,
+    MODE_UNKNOWN,
     MODULE_SCOPE,
     STEP,
     TRAIN,
@@ -425,7 +426,8 @@ class _Builder(cst.CSTVisitor):
                     mode = EVAL
                 if positional or keywords:
                     if mode == TRAIN and not (positional and isinstance(positional[0], cst.Name) and positional[0].value == "True"):
-                        return  # train(flag): unknown mode
+                        emit(MODE_UNKNOWN, receiver)  # train(flag): unknown mode
+                        return
                 emit(mode, receiver)
                 return
         name = dotted(func) or ""

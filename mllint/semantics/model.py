@@ -31,6 +31,7 @@ FORWARD = "forward"
 EVAL = "eval"
 TRAIN = "train"
 CALL = "call"  # call of a function defined in this file
+MODE_UNKNOWN = "mode?"  # model.train(flag): the mode it sets is not known statically
 
 
 @dataclass
