@@ -357,6 +357,7 @@ class _Builder(cst.CSTVisitor):
         ctx = self.ctx()
         self.m.calls.append((node, ctx))
         self.pending_calls.append((node, ctx, self._next()))
+        self.m.call_order[node] = self.order
 
     def _effect(self, kind: str, ref: str, node: cst.CSTNode, ctx: Optional[Context] = None, **extra) -> None:
         self.m.effects.append(Effect(kind, ref, node, ctx or self.ctx(), self._next(), **extra))

@@ -179,6 +179,7 @@ class FileModel:
         self.loops: List[Loop] = []
         self.effects: List[Effect] = []
         self.calls: List[Tuple[cst.Call, Context]] = []
+        self.call_order: Dict[cst.Call, int] = {}  # call -> its position among effects (Effect.order)
         self.assignments: List[Tuple[Tuple[str, ...], cst.BaseExpression, Context]] = []
         # Facts about names are scoped like Python names: a function's parameter or local
         # shadows a module-level name of the same spelling (see ScopedTable).
