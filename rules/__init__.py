@@ -7,4 +7,5 @@ examples, and ``check(model) -> Iterable[Finding]``.
 
 RULE_MODULES = [
     "ml001_missing_zero_grad",
+    "ml004_per_batch_tensor_allocation",
 ]

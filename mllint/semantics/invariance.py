@@ -1,0 +1,917 @@
+"""Loops over batches, loop invariance, and what a loop does with the tensors it builds.
+
+Computed lazily from a FileModel (``analysis(model)``), for rules about work repeated on
+every batch (ML004). Three questions:
+
+- *Is this loop over batches?* ``is_batch_loop``: it iterates a data loader (by role or
+  spelling, also through ``enumerate``/``tqdm``/``zip``), batch-named things
+  (``for batch in ...``, ``range(0, n, batch_size)``), or its body fetches a batch
+  (``next(it)``, ``get_batch(...)``) or runs a training step (``loss.backward()``)
+  without being an epoch loop. Loops over layers, epochs or hyper-parameters are not.
+- *Is this expression the same on every iteration?* ``LoopFacts.invariant``: built from
+  constants, names the loop never binds (parameters, module names, names assigned
+  before the loop), attributes of those that the loop never assigns or hands to a
+  mutating method, and pure calls (``len``, ``min``, ``torch.device``, tensor
+  constructors, ``x.size(0)`` of an invariant ``x``). Anything derived from the loop
+  target or from names bound in the loop is variant, transitively; calls with unknown
+  results are variant.
+- *Does the tensor an expression builds stay private to one iteration?*
+  ``LoopFacts.stays_private``: follow the names that may alias it (assignments, views,
+  containers) and fail on any in-place change (``t.add_()``, ``t += 1``, ``t[i] = v``,
+  ``out=t``, a local helper that mutates its argument) and on any escape (appended to a
+  container, stored on an object, returned or yielded).
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from mllint.semantics import roles as R
+from mllint.semantics.model import BACKWARD, CALL, MODULE_SCOPE, FileModel, Loop
+from mllint.semantics.names import dotted
+
+# --- vocabularies -----------------------------------------------------------------------
+
+# Calls that allocate a new tensor whose contents depend only on their arguments.
+TENSOR_CONSTRUCTORS = frozenset(
+    f"torch.{name}"
+    for name in (
+        "zeros", "ones", "full", "empty", "eye", "arange", "range", "linspace", "logspace", "tensor",
+        "as_tensor", "scalar_tensor", "empty_strided", "tril_indices", "triu_indices",
+        "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
+        "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+        "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
+        "cuda.FloatTensor", "cuda.DoubleTensor", "cuda.HalfTensor", "cuda.LongTensor", "cuda.IntTensor",
+        "cuda.ByteTensor", "cuda.BoolTensor",
+    )
+)
+# ``x.new_zeros(...)``: a constructor that takes dtype and device from ``x``.
+NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
+
+# Pure functions: their result depends only on their arguments.
+_PURE_BUILTINS = frozenset(
+    {"len", "int", "float", "bool", "str", "abs", "min", "max", "round", "tuple", "list", "range", "sum", "sorted",
+     "divmod", "pow", "complex", "slice", "reversed", "isinstance", "getattr", "hasattr", "dict", "set", "frozenset"}
+)
+_PURE_QUALIFIED = re.compile(
+    r"^(math\.\w+|operator\.\w+|torch\.(device|Size|finfo|iinfo|get_default_dtype|promote_types)"
+    r"|(numpy|np)\.(array|asarray|zeros|ones|full|eye|arange|linspace|logspace|float32|float64|int64|int32|prod|sqrt|log|exp|pi)"
+    r"|functools\.reduce)$"
+)
+# Torch functions that return a new tensor computed from their arguments (no randomness, no
+# in-place writes); used to hoist ``torch.tril(torch.ones(n, n))`` as one expression.
+PURE_TORCH_FUNCTIONS = frozenset(
+    f"torch.{name}"
+    for name in (
+        "tril", "triu", "outer", "exp", "log", "pow", "sqrt", "rsqrt", "sin", "cos", "diag", "diag_embed", "stack",
+        "cat", "cumsum", "cumprod", "flip", "where", "logical_not", "ones_like", "zeros_like", "full_like",
+        "polar", "complex", "matmul", "kron", "cartesian_prod", "block_diag", "div", "mul", "add", "sub", "neg",
+        "reciprocal", "abs", "clamp", "repeat_interleave", "unsqueeze", "reshape", "cdist", "sigmoid", "tanh",
+        "nn.functional.pad", "nn.functional.one_hot",
+    )
+)
+# Tensor methods (and common accessors) that neither change their receiver nor depend on
+# anything but their arguments.
+PURE_METHODS = frozenset(
+    {
+        # accessors of tensors and containers
+        "size", "dim", "numel", "element_size", "nelement", "get", "keys", "values", "items", "item", "tolist",
+        "index", "count", "format", "join", "split", "strip", "lower", "upper", "replace", "startswith", "endswith",
+        "bit_length", "is_floating_point", "is_complex", "get_device", "stride", "type_as",
+        # tensor operations returning a new tensor or a view
+        "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "long", "int", "short", "bool", "byte", "char",
+        "type", "view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "expand", "expand_as", "repeat",
+        "t", "transpose", "permute", "flatten", "contiguous", "tril", "triu", "masked_fill", "cumsum", "sum", "mean",
+        "diag", "flip", "neg", "exp", "log", "sqrt", "pow", "abs", "clone", "detach", "logical_not", "reciprocal",
+        "sin", "cos", "pin_memory", "clamp", "repeat_interleave", "mul", "add", "sub", "div", "matmul", "float_power",
+    }
+)
+# Methods whose result is a new tensor, never a view of (or the same object as) the receiver.
+FRESH_METHODS = frozenset(
+    {
+        "sum", "mean", "max", "min", "std", "var", "norm", "prod", "clone", "add", "sub", "mul", "div", "matmul",
+        "mm", "bmm", "abs", "exp", "log", "pow", "sqrt", "softmax", "log_softmax", "argmax", "argmin", "item",
+        "tolist", "eq", "ne", "gt", "lt", "ge", "le", "all", "any", "cumsum", "masked_fill", "tril", "triu",
+        "size", "dim", "numel", "sigmoid", "tanh", "relu", "neg", "reciprocal", "round", "floor", "ceil",
+    }
+)
+# Torch functions whose result may share storage with their first argument.
+VIEW_FUNCTIONS = frozenset(
+    f"torch.{name}"
+    for name in (
+        "narrow", "select", "squeeze", "unsqueeze", "reshape", "flatten", "transpose", "t", "permute", "chunk",
+        "split", "tensor_split", "unbind", "movedim", "moveaxis", "diagonal", "view_as_real", "view_as_complex",
+        "as_strided", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "swapaxes", "swapdims",
+        "nn.Parameter", "nn.parameter.Parameter", "from_numpy", "as_tensor", "detach",
+    )
+)
+# Methods that store their arguments somewhere that outlives the iteration.
+ESCAPE_METHODS = frozenset(
+    {
+        "append", "extend", "insert", "add", "push", "put", "put_nowait", "appendleft", "extendleft", "update",
+        "setdefault", "register_buffer", "register_parameter", "add_module", "save_for_backward", "store",
+        "record", "send", "add_param_group", "__setitem__",
+    }
+)
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# Iterables whose items are batches (``train_loader``, ``batches``, ``data_iter``), not the items of one batch.
+_LOADER_TEXT = re.compile(r"loader|batches|iterator$|(^|_)iter$|(^|_)dl$|^dl_", re.IGNORECASE)
+_BATCH_TARGET = re.compile(
+    r"^(batch|batch_idx|batch_id|batch_index|batch_num|batch_no|batch_i|batch_data|data_batch|mb|minibatch|mini_batch"
+    r"|\w+_batch|batch_\w+)$",
+    re.IGNORECASE,
+)
+_NOT_BATCH = re.compile(r"^batch_?(size|sizes|shape|count|len|length|dim|dims|norm|first)s?$|bs$", re.IGNORECASE)
+_EPOCH = re.compile(r"epoch", re.IGNORECASE)
+_BATCH_FETCH = re.compile(r"(^|_)(get|next|sample|load|fetch|make|draw|generate)_?\w*batch|batch(es)?$", re.IGNORECASE)
+
+
+def is_inplace_name(name: str) -> bool:
+    """``add_``, ``zero_``: PyTorch's spelling of an in-place operation (dunders excluded)."""
+    return name.endswith("_") and not name.endswith("__") and not name.startswith("_") and len(name) > 1
+
+
+def _call_name(func: cst.BaseExpression) -> str:
+    return (dotted(func) or "").rsplit(".", 1)[-1]
+
+
+def is_method_call(model: FileModel, func: cst.BaseExpression) -> bool:
+    """``x.add_(1)``, ``self.buffer.append(t)``: a method of an object, not a function
+    reached through a module (``torch.narrow``, ``nn.init.zeros_``, ``autograd.Variable``)."""
+    if not isinstance(func, cst.Attribute):
+        return False
+    name = dotted(func.value)
+    if name is None:
+        return True
+    head = name.split(".", 1)[0]
+    return head not in model.imports.aliases or head in ("self", "cls")
+
+
+# --- the analysis of one file --------------------------------------------------------------
+
+
+class Analysis:
+    """Parents of every node, names of the file, and per-loop facts, built on demand."""
+
+    def __init__(self, model: FileModel) -> None:
+        self.model = model
+        self._parents: Optional[Dict[cst.CSTNode, cst.CSTNode]] = None
+        self._names: Optional[Set[str]] = None
+        self._globals: Optional[Set[str]] = None
+        self._facts: Dict[cst.CSTNode, "LoopFacts"] = {}
+        self._batch: Dict[cst.CSTNode, bool] = {}
+        self._mutating_functions: Dict[str, bool] = {}
+        self._self_assigned: Dict[str, Set[str]] = {}
+        self._callees: Optional[Dict[cst.CSTNode, str]] = None
+
+    # --- tree helpers ----------------------------------------------------------------
+    @property
+    def parents(self) -> Dict[cst.CSTNode, cst.CSTNode]:
+        if self._parents is None:
+            self._scan_file()
+        assert self._parents is not None
+        return self._parents
+
+    @property
+    def names(self) -> Set[str]:
+        """Every variable name used in the file, bound or read (to invent names that clash
+        with none); attribute names and keyword-argument names are not variables."""
+        if self._names is None:
+            self._scan_file()
+        assert self._names is not None
+        return self._names
+
+    @property
+    def declared_global(self) -> Set[str]:
+        """Names some function declares ``global`` or ``nonlocal``: any call may rebind them."""
+        if self._globals is None:
+            self._scan_file()
+        assert self._globals is not None
+        return self._globals
+
+    def _scan_file(self) -> None:
+        parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+        names: Set[str] = set()
+        declared: Set[str] = set()
+        stack: List[cst.CSTNode] = []
+
+        class Walker(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                parent = stack[-1] if stack else None
+                if parent is not None:
+                    parents[node] = parent
+                stack.append(node)
+                if isinstance(node, cst.Name):
+                    if not (isinstance(parent, cst.Attribute) and parent.attr is node) and not (
+                        isinstance(parent, cst.Arg) and parent.keyword is node
+                    ):
+                        names.add(node.value)
+                elif isinstance(node, (cst.Global, cst.Nonlocal)):
+                    declared.update(item.name.value for item in node.names)
+                return True
+
+            def on_leave(self, original_node: cst.CSTNode) -> None:
+                stack.pop()
+
+        self.model.module.visit(Walker())
+        self._parents, self._names, self._globals = parents, names, declared
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        parents = self.parents
+        while node in parents:
+            node = parents[node]
+            yield node
+
+    def statement_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The statement (simple statement line or compound statement) holding ``node``."""
+        for parent in self.ancestors(node):
+            if isinstance(parent, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return parent
+        return None
+
+    def inside_nested_scope(self, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
+        """Whether ``node`` sits in a lambda, comprehension, def or class nested below ``stop``."""
+        for parent in self.ancestors(node):
+            if parent is stop:
+                return False
+            if isinstance(parent, _SCOPES):
+                return True
+        return False
+
+    # --- loops ----------------------------------------------------------------------------
+    def facts(self, loop: Loop) -> "LoopFacts":
+        found = self._facts.get(loop.node)
+        if found is None:
+            found = self._facts[loop.node] = LoopFacts(self, loop)
+        return found
+
+    def is_batch_loop(self, loop: Loop) -> bool:
+        found = self._batch.get(loop.node)
+        if found is None:
+            found = self._batch[loop.node] = _is_batch_loop(self, loop)
+        return found
+
+    def enclosing_batch_loop(self, loop: Optional[Loop]) -> Optional[Loop]:
+        while loop is not None:
+            if self.is_batch_loop(loop):
+                return loop
+            loop = loop.parent
+        return None
+
+    # --- functions ------------------------------------------------------------------------
+    def callee_of(self, call: cst.Call) -> Optional[str]:
+        """The key of the function defined in this file that ``call`` calls, if any."""
+        if self._callees is None:
+            self._callees = {e.node: e.callee for e in self.model.effects if e.kind == CALL and e.callee}
+        return self._callees.get(call)
+
+    def mutates_arguments(self, key: str) -> bool:
+        """Whether the local function ``key`` may change one of its parameters in place."""
+        found = self._mutating_functions.get(key)
+        if found is None:
+            self._mutating_functions[key] = True  # recursion: assume the worst while computing
+            fn = self.model.functions.get(key)
+            found = True
+            if fn is not None:
+                params = set(fn.params) - {"self", "cls"}
+                for star in (fn.node.params.star_arg, fn.node.params.star_kwarg):
+                    if isinstance(star, cst.Param):
+                        params.add(star.name.value)
+                found = bool(params) and not _Aliases(self, fn.node.body, set(params), key).private()
+            self._mutating_functions[key] = found
+        return found
+
+    def self_attributes_assigned_by(self, key: str, seen: Optional[Set[str]] = None) -> Set[str]:
+        """``self.x`` refs a method (and the methods it calls on ``self``) assigns or mutates."""
+        if key in self._self_assigned:
+            return self._self_assigned[key]
+        seen = set() if seen is None else seen
+        if key in seen:
+            return set()
+        seen.add(key)
+        fn = self.model.functions.get(key)
+        out: Set[str] = set()
+        if fn is not None:
+            scan = _Bindings(self, fn.node.body, key)
+            out = {ref for ref in scan.changed if ref.startswith("self.")}
+            for method in scan.self_calls:
+                callee = self._method(key, method)
+                if callee is not None:
+                    out |= self.self_attributes_assigned_by(callee, seen)
+        self._self_assigned[key] = out
+        return out
+
+    def _method(self, scope: str, method: str) -> Optional[str]:
+        cls = self.model.class_scope_of(scope)
+        if cls is None:
+            return None
+        key = f"{cls}.{method}"
+        return key if key in self.model.functions else None
+
+
+_ANALYSES: "weakref.WeakKeyDictionary[FileModel, Analysis]" = weakref.WeakKeyDictionary()
+
+
+def analysis(model: FileModel) -> Analysis:
+    found = _ANALYSES.get(model)
+    if found is None:
+        found = _ANALYSES[model] = Analysis(model)
+    return found
+
+
+# --- batch loops ----------------------------------------------------------------------------
+
+
+def _is_batch_loop(an: Analysis, loop: Loop) -> bool:
+    model = an.model
+    if loop.trip_count is not None and loop.trip_count <= 1:
+        return False
+    if loop.scope.rsplit(".", 1)[-1] == "__init__":
+        return False
+    node = loop.node
+    epoch = any(_EPOCH.search(t) for t in loop.targets)
+    if isinstance(node, cst.For):
+        if not epoch and model.has_role(loop.iter_ref, R.LOADER, loop.scope):
+            return True
+        if not epoch and loop.iter_ref and _LOADER_TEXT.search(loop.iter_ref.split("[")[0]) and not _NOT_BATCH.search(loop.iter_ref):
+            return True  # train_batches, data_iter, epoch_iterator, dataloaders[phase]
+        if not epoch and loop.iter_call and loop.iter_ref is None and _LOADER_TEXT.search(loop.iter_call.rsplit(".", 1)[-1]):
+            return True  # for batch in self.train_dataloader(), get_batches(x, y)
+        if _EPOCH.search(" ".join(t for t in (loop.iter_ref, loop.iter_call) if t)):
+            epoch = True
+        if loop.iter_call in ("range", "trange"):
+            if _range_over_batches(an, node.iter):
+                return True
+        elif any(_BATCH_TARGET.match(t) and not _NOT_BATCH.search(t) for t in loop.targets):
+            return True  # (not for batch_idx in range(batch_size): the items of one batch)
+    if epoch:
+        return False
+    # The body fetches a batch, or runs a training step (each iteration is one batch).
+    for targets, value, ctx in model.assignments:
+        if ctx.loop is not loop:
+            continue
+        if any(_BATCH_TARGET.match(t) and not _NOT_BATCH.search(t) for t in targets):
+            return True
+        if isinstance(value, cst.Call):
+            name = _call_name(value.func)
+            if name == "next" and value.args and "param" not in model.code_of(value.args[0].value):
+                return True  # batch = next(train_iter)
+            if name != "next" and _BATCH_FETCH.search(name) and "size" not in name.lower():
+                return True  # xb, yb = get_batch("train")
+    return any(e.kind == BACKWARD and e.depth == 0 for e in model.loop_effects(loop))
+
+
+def _range_over_batches(an: Analysis, call: cst.BaseExpression) -> bool:
+    """``range(0, n, batch_size)``, ``range(num_batches)``, ``range(len(loader))``."""
+    while isinstance(call, cst.Call) and _call_name(call.func) in ("enumerate", "tqdm", "trange"):
+        if not call.args:
+            return False
+        call = call.args[0].value
+    if not isinstance(call, cst.Call):
+        return False
+    args = [a.value for a in call.args if a.keyword is None]
+    texts = [" ".join(an.model.code_of(a).split()) for a in args]
+    if len(texts) == 3 and re.search(r"batch|\bbs\b|chunk", texts[2], re.IGNORECASE):
+        return True
+    return len(texts) <= 2 and bool(texts) and bool(re.search(r"n_?batch|num_?batch|batches|loader", texts[-1], re.IGNORECASE))
+
+
+# --- names bound and objects changed in a block --------------------------------------------------
+
+
+class _Bindings(cst.CSTVisitor):
+    """Names a piece of code binds, refs it assigns or mutates (``self.n = ...``,
+    ``values.append(x)``, ``cfg.update()``), and the methods it calls on ``self``."""
+
+    def __init__(self, an: Analysis, root: cst.CSTNode, scope: str) -> None:
+        super().__init__()
+        self.an = an
+        self.scope = scope
+        self.bound: Set[str] = set()
+        self.changed: Set[str] = set()
+        self.self_calls: Set[str] = set()
+        self.binding_counts: Dict[str, int] = {}
+        root.visit(self)
+
+    def _bind_target(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.bound.add(target.value)
+            self.binding_counts[target.value] = self.binding_counts.get(target.value, 0) + 1
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind_target(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value)
+        elif isinstance(target, (cst.Attribute, cst.Subscript)):
+            base = _base_ref(target)
+            if base:
+                self.changed.add(base)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind_target(target.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind_target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind_target(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind_target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind_target(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind_target(node.asname.name)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._bind_target(node.name.name)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._bind_target(node.target)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            if alias.asname is not None:
+                self._bind_target(alias.asname.name)  # type: ignore[arg-type]
+            else:
+                self.bound.add((dotted(alias.name) or "").split(".")[0])
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            target = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(target, cst.Name):
+                self._bind_target(target)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._bind_target(node.name)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._bind_target(node.name)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        pass  # comprehension variables are local to the comprehension
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        receiver = dotted(func.value) or _base_ref(func.value)
+        if receiver is None:
+            return
+        head = receiver.split(".", 1)[0]
+        if head in self.an.model.imports.aliases and head not in self.bound:
+            return  # torch.sigmoid(x), np.random.shuffle(x): a module's function, not a change of the module
+        if receiver in ("self", "cls"):
+            self.self_calls.add(method)
+            key = self.an._method(self.scope, method) if self.scope != MODULE_SCOPE else None
+            if key is None:
+                self.changed.add(f"{receiver}.{method}")  # self.model(x), self.log(...): the attribute's object
+            return
+        if method not in PURE_METHODS:
+            self.changed.add(receiver)
+
+
+def _base_ref(node: cst.BaseExpression) -> Optional[str]:
+    """The dotted object an attribute/subscript target writes into: ``self.n`` for
+    ``self.n = 1``, ``values`` for ``values[i] = 1``, ``a.b`` for ``a.b[0].c = 1``."""
+    if isinstance(node, cst.Attribute):
+        name = dotted(node)
+        if name is not None:
+            return name
+        return _base_ref(node.value)
+    if isinstance(node, cst.Subscript):
+        return dotted(node.value) or _base_ref(node.value)
+    if isinstance(node, cst.Call):
+        return _base_ref(node.func.value) if isinstance(node.func, cst.Attribute) else None
+    return dotted(node)
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+# --- one loop ---------------------------------------------------------------------------------
+
+
+class LoopFacts:
+    """What one loop binds and changes, and the questions asked about expressions in it."""
+
+    def __init__(self, an: Analysis, loop: Loop) -> None:
+        self.an = an
+        self.model = an.model
+        self.loop = loop
+        node = loop.node
+        scan = _Bindings(an, node.body, loop.scope)
+        if isinstance(node, cst.For):
+            scan._bind_target(node.target)
+        elif isinstance(node, cst.While):
+            node.test.visit(scan)
+        self._fixed: FrozenSet[str] = frozenset()  # comprehension variables while checking one
+        self.bound = scan.bound
+        self.binding_counts = scan.binding_counts
+        self.changed = set(scan.changed)
+        for method in scan.self_calls:
+            callee = an._method(loop.scope, method)
+            if callee is not None:
+                self.changed |= an.self_attributes_assigned_by(callee)
+
+    # --- invariance ----------------------------------------------------------------------
+    def name_free(self, name: str) -> bool:
+        """Whether the loop never rebinds ``name`` (and no function may, through ``global``)."""
+        return name not in self.bound and name not in self.an.declared_global
+
+    def ref_invariant(self, ref: str) -> bool:
+        if ref.split(".", 1)[0] in self._fixed:
+            return True
+        if not self.name_free(ref.split(".", 1)[0]):
+            return False
+        return not any(_related(ref, changed) for changed in self.changed)
+
+    def invariant(self, expr: Optional[cst.CSTNode], local: Optional[FrozenSet[str]] = None) -> bool:
+        """Whether ``expr`` evaluates to the same value on every iteration, without side
+        effects (``local``: names of enclosing comprehensions, fixed for one evaluation)."""
+        if expr is None:
+            return True
+        if local is not None and local != self._fixed:
+            saved, self._fixed = self._fixed, local
+            try:
+                return self.invariant(expr, local)
+            finally:
+                self._fixed = saved
+        if isinstance(expr, cst.Name):
+            return expr.value in ("True", "False", "None") or self.ref_invariant(expr.value)
+        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis)):
+            return True
+        if isinstance(expr, cst.ConcatenatedString):
+            return self.invariant(expr.left) and self.invariant(expr.right)
+        if isinstance(expr, cst.FormattedString):
+            return all(self.invariant(p.expression) for p in expr.parts if isinstance(p, cst.FormattedStringExpression))
+        if isinstance(expr, cst.Attribute):
+            name = dotted(expr)
+            if name is not None:
+                return self.ref_invariant(name)
+            return self.invariant(expr.value)
+        if isinstance(expr, cst.Subscript):
+            return self.invariant(expr.value) and all(self.invariant(s.slice) for s in expr.slice)
+        if isinstance(expr, cst.Index):
+            return self.invariant(expr.value)
+        if isinstance(expr, cst.Slice):
+            return self.invariant(expr.lower) and self.invariant(expr.upper) and self.invariant(expr.step)
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return all(self.invariant(e.value) for e in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return all(
+                self.invariant(e.value) and (not isinstance(e, cst.DictElement) or self.invariant(e.key))
+                for e in expr.elements
+            )
+        if isinstance(expr, cst.BinaryOperation):
+            return self.invariant(expr.left) and self.invariant(expr.right)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.invariant(expr.expression)
+        if isinstance(expr, cst.BooleanOperation):
+            return self.invariant(expr.left) and self.invariant(expr.right)
+        if isinstance(expr, cst.Comparison):
+            return self.invariant(expr.left) and all(self.invariant(c.comparator) for c in expr.comparisons)
+        if isinstance(expr, cst.IfExp):
+            return self.invariant(expr.test) and self.invariant(expr.body) and self.invariant(expr.orelse)
+        if isinstance(expr, cst.Call):
+            return self.pure_call(expr) and all(self.invariant(a.value) for a in expr.args)
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            return self._comprehension_invariant(expr)
+        return False  # lambdas, await, yield, walrus
+
+    def _comprehension_invariant(self, expr) -> bool:
+        """``[f(h) for h in range(n)]`` with ``n`` invariant and ``f`` pure."""
+        names = set(self._fixed)
+        clause = expr.for_in
+        while clause is not None:
+            if clause.asynchronous is not None or not self.invariant(clause.iter, frozenset(names)):
+                return False
+            found: Set[str] = set()
+            if not _collect_names(clause.target, found):
+                return False
+            names |= found
+            if not all(self.invariant(c.test, frozenset(names)) for c in clause.ifs):
+                return False
+            clause = clause.inner_for_in
+        if isinstance(expr, cst.DictComp):
+            return self.invariant(expr.key, frozenset(names)) and self.invariant(expr.value, frozenset(names))
+        return self.invariant(expr.elt, frozenset(names))
+
+    def pure_call(self, call: cst.Call) -> bool:
+        """Whether ``call`` computes its result from its receiver and arguments alone
+        (the arguments themselves are checked by the caller)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in _PURE_BUILTINS:
+                return name not in self.model.functions and self.name_free(name)
+        qual = self.model.imports.qualname(func) or ""
+        if qual in TENSOR_CONSTRUCTORS or qual in PURE_TORCH_FUNCTIONS or _PURE_QUALIFIED.match(qual):
+            return self.name_free((dotted(func) or "").split(".")[0])
+        if isinstance(func, cst.Attribute) and (func.attr.value in PURE_METHODS or func.attr.value in NEW_METHODS):
+            return self.invariant(func.value)
+        return False
+
+    # --- aliasing -------------------------------------------------------------------------
+    def stays_private(self, expr: cst.CSTNode) -> bool:
+        """Whether the tensor ``expr`` builds is never changed in place during the loop and
+        no reference to it outlives the iteration."""
+        start = self._flow_from(expr)
+        if start is None:
+            return False
+        names = start
+        if not names:
+            return True
+        return _Aliases(self.an, self.loop.node.body, names, self.loop.scope).private()
+
+    def _flow_from(self, expr: cst.CSTNode) -> Optional[Set[str]]:
+        """Names the value of ``expr`` lands in directly (None: it escapes or is changed)."""
+        parents = self.an.parents
+        node = expr
+        while True:
+            parent = parents.get(node)
+            if parent is None:
+                return None
+            if isinstance(parent, (cst.Element, cst.DictElement, cst.StarredElement, cst.Tuple, cst.List, cst.Set, cst.Dict)):
+                if isinstance(parent, cst.DictElement) and parent.key is node:
+                    return set()  # a dict key: hashed, not stored as a tensor to mutate
+                node = parent
+                continue
+            if isinstance(parent, (cst.IfExp,)):
+                if parent.test is node:
+                    return set()
+                node = parent
+                continue
+            if isinstance(parent, cst.Subscript) and parent.value is node:
+                node = parent  # a view of it
+                continue
+            if isinstance(parent, (cst.Index, cst.Slice, cst.SubscriptElement)):
+                return set()  # used as an index
+            if isinstance(parent, cst.Attribute) and parent.value is node:
+                call = parents.get(parent)
+                if isinstance(call, cst.Call) and call.func is parent:
+                    method = parent.attr.value
+                    if is_inplace_name(method):
+                        return None
+                    if method in FRESH_METHODS:
+                        return set()
+                    node = call  # may return the same tensor or a view (.to(), .view(), .float())
+                    continue
+                node = parent  # t.T, t.data
+                continue
+            if isinstance(parent, cst.Arg):
+                call = parents.get(parent)
+                if not isinstance(call, cst.Call):
+                    return None
+                verdict = self._argument_verdict(call, parent)
+                if verdict is None:
+                    return None
+                if verdict == "flows":
+                    node = call
+                    continue
+                return set()
+            if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation)):
+                return set()  # consumed: the result is a new object
+            if isinstance(parent, cst.AugAssign):
+                return set() if parent.value is node else None
+            if isinstance(parent, cst.Expr):
+                return set()
+            if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AssignTarget)):
+                assign = parent if not isinstance(parent, cst.AssignTarget) else parents.get(parent)
+                targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+                names: Set[str] = set()
+                for target in targets:
+                    if not _collect_names(target, names):
+                        return None  # stored on an object or in a container
+                return names
+            if isinstance(parent, cst.NamedExpr):
+                if not isinstance(parent.target, cst.Name):
+                    return None
+                rest = self._flow_from(parent)
+                return None if rest is None else rest | {parent.target.value}
+            if isinstance(parent, (cst.Return, cst.Yield, cst.Await, cst.Lambda, cst.WithItem, cst.Raise)):
+                return None
+            if isinstance(parent, (cst.If, cst.While, cst.Assert)):
+                return set()
+            return None
+
+    def _argument_verdict(self, call: cst.Call, arg: cst.Arg) -> Optional[str]:
+        """What a call does with one of its arguments: "consumed", "flows" into the result,
+        or None (stored or changed in place)."""
+        func = call.func
+        if arg.keyword is not None and arg.keyword.value == "out":
+            return None
+        if any(a.keyword is not None and a.keyword.value == "inplace" and not _is_false(a.value) for a in call.args):
+            return None
+        name = _call_name(func)
+        if is_method_call(self.model, func):
+            assert isinstance(func, cst.Attribute)
+            if name in ESCAPE_METHODS:
+                return None
+            key = self.an.callee_of(call)
+            if key is not None and self.an.mutates_arguments(key):
+                return None
+            return "consumed"  # x.copy_(t) reads t; criterion(out, t) reads t
+        if name in ("setattr",):
+            return None
+        if is_inplace_name(name):
+            return None  # torch.nn.init.zeros_(t)
+        key = self.an.callee_of(call)
+        if key is not None and self.an.mutates_arguments(key):
+            return None
+        if _flows_through(self.model, call):
+            return "flows"
+        return "consumed"
+
+
+def _flows_through(model: FileModel, call: cst.Call) -> bool:
+    """Whether a (non-method) call's result may hold its arguments: views (``torch.narrow``),
+    containers (``list``, ``dict``, ``zip``), objects built from them (``Batch(x=t)``,
+    ``nn.Parameter(t)``)."""
+    qual = model.imports.qualname(call.func) or ""
+    name = _call_name(call.func)
+    return (
+        qual in VIEW_FUNCTIONS
+        or name in ("iter", "list", "tuple", "dict", "set", "zip", "enumerate", "reversed", "map", "filter", "sorted")
+        or name[:1].isupper()
+    )
+
+
+def _is_false(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "False"
+
+
+def _collect_names(target: cst.BaseExpression, out: Set[str]) -> bool:
+    if isinstance(target, cst.Name):
+        out.add(target.value)
+        return True
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return all(_collect_names(e.value, out) for e in target.elements)
+    if isinstance(target, cst.StarredElement):
+        return _collect_names(target.value, out)
+    return False
+
+
+class _Aliases:
+    """Names in ``root`` that may hold a given tensor (or a view of it), grown to a fixpoint,
+    and whether any of them is changed in place or escapes."""
+
+    def __init__(self, an: Analysis, root: cst.CSTNode, names: Set[str], scope: str) -> None:
+        self.an = an
+        self.root = root
+        self.names = set(names)
+        self.scope = scope
+
+    def may_alias(self, expr: Optional[cst.CSTNode]) -> bool:
+        if expr is None:
+            return False
+        if isinstance(expr, cst.Name):
+            return expr.value in self.names
+        if isinstance(expr, cst.Attribute):
+            return self.may_alias(expr.value)
+        if isinstance(expr, cst.Subscript):
+            return self.may_alias(expr.value)
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return any(self.may_alias(e.value) for e in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return any(self.may_alias(e.value) for e in expr.elements)
+        if isinstance(expr, cst.IfExp):
+            return self.may_alias(expr.body) or self.may_alias(expr.orelse)
+        if isinstance(expr, cst.BooleanOperation):
+            return self.may_alias(expr.left) or self.may_alias(expr.right)
+        if isinstance(expr, cst.NamedExpr):
+            return self.may_alias(expr.value)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if is_method_call(self.an.model, func):
+                assert isinstance(func, cst.Attribute)
+                if func.attr.value in FRESH_METHODS:
+                    return False
+                return self.may_alias(func.value)
+            if _flows_through(self.an.model, expr) or _call_name(func) == "next":
+                return any(self.may_alias(a.value) for a in expr.args)
+            return False
+        return False
+
+    def private(self) -> bool:
+        """Grow the alias set to a fixpoint; False as soon as an alias is changed or escapes."""
+        for _ in range(20):
+            before = len(self.names)
+            verdict = self._scan()
+            if verdict is False:
+                return False
+            if len(self.names) == before:
+                return True
+        return False
+
+    def _scan(self) -> bool:
+        aliases = self
+        failed: List[bool] = []
+
+        class Scan(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                value_aliases = aliases.may_alias(node.value)
+                for target in node.targets:
+                    aliases._assigned(target.target, value_aliases, failed)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                if node.value is not None:
+                    aliases._assigned(node.target, aliases.may_alias(node.value), failed)
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                if aliases.may_alias(node.target):
+                    failed.append(True)  # t += x changes t in place
+
+            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+                if aliases.may_alias(node.value) and isinstance(node.target, cst.Name):
+                    aliases.names.add(node.target.value)
+
+            def visit_For(self, node: cst.For) -> None:
+                if aliases.may_alias(node.iter):
+                    names: Set[str] = set()
+                    if _collect_names(node.target, names):
+                        aliases.names |= names
+                    else:
+                        failed.append(True)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                func = node.func
+                name = _call_name(func)
+                method = is_method_call(aliases.an.model, func)
+                if method and aliases.may_alias(func.value) and is_inplace_name(name):
+                    failed.append(True)  # t.add_(1), t[0].zero_(), t.data.copy_(x)
+                    return
+                if not any(aliases.may_alias(a.value) for a in node.args):
+                    return
+                if any(a.keyword is not None and a.keyword.value == "out" and aliases.may_alias(a.value) for a in node.args):
+                    failed.append(True)
+                    return
+                if any(a.keyword is not None and a.keyword.value == "inplace" and not _is_false(a.value) for a in node.args):
+                    failed.append(True)
+                    return
+                if name in ESCAPE_METHODS and method:
+                    failed.append(True)
+                    return
+                if name == "setattr" or (not method and is_inplace_name(name)):
+                    failed.append(True)
+                    return
+                key = aliases.an.callee_of(node)
+                if key is not None and aliases.an.mutates_arguments(key):
+                    failed.append(True)
+
+            def visit_Return(self, node: cst.Return) -> None:
+                if aliases.may_alias(node.value):
+                    failed.append(True)
+
+            def visit_Yield(self, node: cst.Yield) -> None:
+                value = node.value
+                if isinstance(value, cst.From):
+                    value = value.item
+                if aliases.may_alias(value):
+                    failed.append(True)
+
+            def visit_Global(self, node: cst.Global) -> None:
+                if any(item.name.value in aliases.names for item in node.names):
+                    failed.append(True)
+
+            def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+                if any(item.name.value in aliases.names for item in node.names):
+                    failed.append(True)
+
+        self.root.visit(Scan())
+        return not failed
+
+    def _assigned(self, target: cst.BaseExpression, value_aliases: bool, failed: List[bool]) -> None:
+        if isinstance(target, cst.Name):
+            if value_aliases:
+                self.names.add(target.value)
+            return
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._assigned(element.value, value_aliases, failed)
+            return
+        if isinstance(target, cst.StarredElement):
+            self._assigned(target.value, value_aliases, failed)
+            return
+        if isinstance(target, (cst.Attribute, cst.Subscript)):
+            if self.may_alias(target.value) or value_aliases:
+                failed.append(True)  # t[0] = 1, t.data = x (changed); self.m = t, d[k] = t (escapes)

@@ -1,0 +1,910 @@
+"""A tensor built from the same arguments on every batch: build it once, before the loop.
+
+Why it matters
+    ``torch.ones(seq_len, seq_len, device=device)``, ``torch.tensor(class_weights)`` or
+    ``torch.arange(n)`` inside a loop over batches allocates (and fills, and for
+    ``torch.tensor`` on a GPU copies from the host) the same tensor again on every
+    iteration, although nothing it is built from changes in the loop. On a GPU each
+    ``torch.tensor(...)`` of Python data is a host-to-device copy that the loop waits
+    for; every allocation is work for the caching allocator and the kernels that fill
+    it. Built once before the loop, it costs nothing per batch. No error is raised; the
+    loop is just slower than it needs to be.
+
+When the code is fine
+    - the shape or the values depend on the batch (``torch.zeros(x.size(0))``, anything
+      derived from the loop variable or from names assigned in the loop), or on a call
+      whose result may change (``torch.zeros(get_size())``);
+    - random tensors (``torch.rand``/``randn``/``randint``/``randperm``/``normal``);
+    - tensors changed in place in the loop (accumulators: ``acc += ...``,
+      ``acc.add_(...)``, ``acc[i] = ...``, ``out=acc``, any ``*_`` method), tensors that
+      require grad, and names that the loop assigns again (``h = torch.zeros(...)``
+      followed by ``h = cell(x, h)``: per-batch state);
+    - tensors that outlive the iteration (appended to a list, stored on an object,
+      returned or yielded): each iteration needs its own;
+    - allocations in ``__init__``, inside comprehensions or lambdas, or under a
+      condition that only holds on some iterations (``if step % 100 == 0:``);
+    - loops that are not over batches (over layers, epochs, hyper-parameters).
+
+How to fix
+    Build the tensor once, before the loop, and use it in the loop. ``--fix`` moves an
+    unconditional ``name = torch.ones(...)`` statement to just before the loop, or, for
+    an allocation inside an expression (``criterion(out, torch.zeros(3))``), assigns
+    it to a new variable before the loop and uses that variable in the loop. The fix is
+    only offered when the tensor is provably the same on every iteration and never
+    changed in place.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from mllint.findings import Applicability, Finding, Fix
+from mllint.registry import Example
+from mllint.semantics.invariance import NEW_METHODS, TENSOR_CONSTRUCTORS, Analysis, LoopFacts, analysis
+from mllint.semantics.model import FileModel, Loop, counts_iterations
+from mllint.semantics.names import dotted
+
+CODE = "ML004"
+NAME = "per-batch-tensor-allocation"
+MESSAGE = "a tensor is built from the same arguments on every batch: build it once before the loop"
+TRIGGERS = (
+    "zeros(", "ones(", "full(", "empty(", "eye(", "arange(", "range(", "linspace(", "logspace(", "tensor(",
+    "Tensor(", "_window(", "_indices(",
+)
+DEFAULT_ENABLED = True
+FIX = "safe"
+
+_SHORT = {
+    "zeros": "zeros", "ones": "ones", "full": "filled", "empty": "buffer", "eye": "eye", "arange": "arange",
+    "range": "arange", "linspace": "linspace", "logspace": "logspace", "tril_indices": "tril_indices",
+    "triu_indices": "triu_indices", "new_zeros": "zeros", "new_ones": "ones", "new_full": "filled",
+    "new_empty": "buffer",
+}
+
+
+# --- finding the allocations ----------------------------------------------------------------
+
+
+def _constructor(model: FileModel, call: cst.Call) -> Optional[str]:
+    """The short name of the tensor constructor ``call`` calls (``zeros``), else None."""
+    qual = model.imports.qualname(call.func) or ""
+    if qual in TENSOR_CONSTRUCTORS:
+        return qual.rsplit(".", 1)[-1]
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in NEW_METHODS:
+        return call.func.attr.value
+    return None
+
+
+def _allocation_invariant(facts: LoopFacts, call: cst.Call, kind: str) -> bool:
+    if not call.args:
+        return False  # torch.Tensor(): an empty placeholder
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "requires_grad" and not (
+            isinstance(arg.value, cst.Name) and arg.value.value == "False"
+        ):
+            return False  # a leaf that collects gradients: each iteration needs its own
+        if arg.keyword is not None and arg.keyword.value == "out":
+            return False
+    if kind in _SHAPED and _empty_shape(call):
+        return False  # torch.zeros(0): an empty placeholder, no storage to allocate
+    if kind in ("tensor", "as_tensor") and isinstance(call.args[0].value, (cst.List, cst.Tuple)) and not call.args[0].value.elements:
+        return False  # torch.tensor([])
+    if kind == "as_tensor":
+        data = call.args[0].value
+        if not isinstance(data, (cst.List, cst.Tuple, cst.Integer, cst.Float)):
+            return False  # as_tensor(t) of a tensor already there allocates nothing
+    if isinstance(call.func, cst.Attribute) and kind in NEW_METHODS and not facts.invariant(call.func.value):
+        return False
+    if not facts.pure_call(call):
+        return False
+    return all(facts.invariant(arg.value) for arg in call.args)
+
+
+_SHAPED = frozenset({"zeros", "ones", "empty", "full", "Tensor", "FloatTensor", "LongTensor", "new_zeros", "new_ones", "new_empty", "new_full"})
+
+
+def _empty_shape(call: cst.Call) -> bool:
+    """A literal 0 among the sizes: ``torch.zeros(0)``, ``torch.empty((0, 3))``."""
+    sizes = [a.value for a in call.args if a.keyword is None or a.keyword.value == "size"]
+    if sizes and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        sizes = [e.value for e in sizes[0].elements]
+    return any(isinstance(s, cst.Integer) and s.value == "0" for s in sizes)
+
+
+def _in_body(an: Analysis, node: cst.CSTNode, loop: Loop) -> bool:
+    body = loop.node.body
+    return any(parent is body for parent in an.ancestors(node))
+
+
+def _rarely_runs(loop: Loop, ctx) -> bool:
+    """Under a condition inside the loop that counts iterations (``if step % 100 == 0``)
+    or in an ``except`` handler: not on every batch."""
+    for cond in ctx.conds:
+        if cond.loop is not None and loop.encloses(cond.loop):
+            if cond.branch == "except" or counts_iterations(cond, loop.targets):
+                return True
+    return False
+
+
+def _hoistable(an: Analysis, facts: LoopFacts, call: cst.Call) -> cst.BaseExpression:
+    """The largest invariant, pure expression around the allocation that only transforms
+    it (``torch.tril(torch.ones(n, n))``, ``torch.tensor(w).to(device)``)."""
+    parents = an.parents
+    expr: cst.BaseExpression = call
+    while True:
+        parent = parents.get(expr)
+        if isinstance(parent, cst.Attribute) and parent.value is expr:
+            grand = parents.get(parent)
+            if isinstance(grand, cst.Call) and grand.func is parent and facts.pure_call(grand):
+                if all(facts.invariant(a.value) for a in grand.args):
+                    expr = grand
+                    continue
+            return expr
+        if isinstance(parent, cst.Arg) and (parent.keyword is None or parent.keyword.value != "out"):
+            grand = parents.get(parent)
+            if isinstance(grand, cst.Call) and facts.pure_call(grand):
+                if all(facts.invariant(a.value) for a in grand.args):
+                    expr = grand
+                    continue
+            return expr
+        if isinstance(parent, (cst.Element,)):
+            container = parents.get(parent)
+            if isinstance(container, (cst.List, cst.Tuple)) and facts.invariant(container):
+                arg = parents.get(container)
+                grand = parents.get(arg) if isinstance(arg, cst.Arg) else None
+                if isinstance(grand, cst.Call) and facts.pure_call(grand):
+                    if all(facts.invariant(a.value) for a in grand.args):
+                        expr = grand  # torch.cat([torch.zeros(1), torch.ones(n)])
+                        continue
+            return expr
+        return expr
+
+
+def _assigned_name(an: Analysis, expr: cst.CSTNode) -> Optional[str]:
+    """``name`` when ``expr`` is the whole right-hand side of ``name = expr``."""
+    parent = an.parents.get(expr)
+    if isinstance(parent, cst.Assign) and parent.value is expr and len(parent.targets) == 1:
+        target = parent.targets[0].target
+        return target.value if isinstance(target, cst.Name) else None
+    if isinstance(parent, cst.AnnAssign) and parent.value is expr and isinstance(parent.target, cst.Name):
+        return parent.target.value
+    return None
+
+
+# --- the fix ---------------------------------------------------------------------------------
+
+
+_UNSAFE_CONTEXTS = re.compile(r"(^|\.)(device|default_device|init_module|set_default_\w+|stream|use_deterministic\w*)$")
+
+
+def _unconditional_path(an: Analysis, statement: cst.CSTNode, loop: Loop) -> bool:
+    """Whether ``statement`` runs on every iteration of ``loop``, in no context that could
+    change what a tensor constructor builds (``with torch.device("cuda"):``)."""
+    child = statement
+    for parent in an.ancestors(statement):
+        if parent is loop.node:
+            return child is loop.node.body
+        if isinstance(parent, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            pass
+        elif isinstance(parent, cst.With):
+            for item in parent.items:
+                expr = item.item.func if isinstance(item.item, cst.Call) else item.item
+                name = an.model.imports.qualname(expr) or ""
+                if _UNSAFE_CONTEXTS.search(name):
+                    return False
+        elif isinstance(parent, cst.Try):
+            if child is not parent.body:
+                return False
+        elif isinstance(parent, (cst.For, cst.While)):
+            if child is not parent.body:
+                return False  # a loop's else clause
+        else:
+            return False  # if/else, except handlers, match cases
+        child = parent
+    return False
+
+
+def _expression_unconditional(an: Analysis, expr: cst.CSTNode, statement: cst.CSTNode) -> bool:
+    """Not in a branch of ``a if c else b`` or the right side of ``and``/``or``."""
+    for parent in an.ancestors(expr):
+        if parent is statement:
+            return True
+        if isinstance(parent, (cst.IfExp, cst.BooleanOperation)):
+            return False
+    return False
+
+
+def _reads_before(an: Analysis, loop: Loop, statement: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` is read in the loop before ``statement`` (textually)."""
+    found: List[bool] = []
+    stop: List[bool] = []
+
+    class Reads(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if stop or found:
+                return False
+            if node is statement:
+                stop.append(True)
+                return False
+            if isinstance(node, cst.Name) and node.value == name:
+                found.append(True)
+            if isinstance(node, cst.Attribute):
+                node.value.visit(self)
+                return False
+            if isinstance(node, cst.Arg):
+                node.value.visit(self)
+                return False
+            return True
+
+    if isinstance(loop.node, cst.While):
+        loop.node.test.visit(Reads())
+    loop.node.body.visit(Reads())
+    return bool(found)
+
+
+def _fresh_name(an: Analysis, expr: cst.CSTNode, call: cst.Call, kind: str, taken: Set[str]) -> str:
+    """A readable name for the hoisted tensor that clashes with no name in the file:
+    the keyword it is passed as (``weight``), ``<name>_init`` for ``name = <it>``,
+    ``<data>_tensor`` for ``torch.tensor(data)``, else the constructor and its sizes
+    (``zeros_3``, ``ones_2x3``, ``ones_seq_len``)."""
+    parent = an.parents.get(expr)
+    base = None
+    positional = [a.value for a in call.args if a.keyword is None]
+    if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value not in ("input", "other", "x"):
+        base = parent.keyword.value
+    if base is None:
+        name = _assigned_name(an, expr)
+        if name is not None:
+            base = f"{name}_init"
+    if base is None and kind in ("tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor", "new_tensor"):
+        data = positional[0] if positional else None
+        text = (dotted(data) or "").rsplit(".", 1)[-1] if isinstance(data, (cst.Name, cst.Attribute)) else ""
+        base = f"{text.lower()}_tensor" if text else "const_tensor"
+    if base is None:
+        base = _SHORT.get(kind) or ("window" if kind.endswith("_window") else "const_tensor")
+        sizes = positional
+        if sizes and isinstance(sizes[0], (cst.Tuple, cst.List)):
+            sizes = [e.value for e in sizes[0].elements]
+        if sizes and all(isinstance(s, cst.Integer) for s in sizes):
+            base = f"{base}_{'x'.join(s.value for s in sizes)}"  # type: ignore[attr-defined]
+        else:
+            named = next((s for s in sizes if isinstance(s, (cst.Name, cst.Attribute))), None)
+            if named is not None:
+                base = f"{base}_{(dotted(named) or '').rsplit('.', 1)[-1].lower()}"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,40}", base):
+        base = "const_tensor"
+    name = base
+    number = 2
+    while name in an.names or name in taken:
+        name = f"{base}_{number}"
+        number += 1
+    taken.add(name)
+    return name
+
+
+def _statement_line(code: str) -> Optional[cst.SimpleStatementLine]:
+    try:
+        statement = cst.parse_statement(code)
+    except cst.ParserSyntaxError:
+        return None
+    return statement if isinstance(statement, cst.SimpleStatementLine) else None
+
+
+def _fix(an: Analysis, loop: Loop, call: cst.Call, expr: cst.BaseExpression, kind: str, taken: Set[str]) -> Optional[Fix]:
+    model = an.model
+    statement = an.statement_of(expr)
+    if not isinstance(statement, cst.SimpleStatementLine) or not _unconditional_path(an, statement, loop):
+        return None
+    if not _expression_unconditional(an, expr, statement):
+        return None
+    block = an.parents.get(loop.node)
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    facts = an.facts(loop)
+    name = _assigned_name(an, expr)
+    movable = (
+        name is not None
+        and len(statement.body) == 1
+        and facts.binding_counts.get(name, 0) == 1
+        and not _reads_before(an, loop, statement, name)
+    )
+    if movable:
+        hoisted = statement
+        holder = an.parents.get(statement)
+        if not isinstance(holder, (cst.IndentedBlock, cst.Module)):
+            return None
+        if len(holder.body) == 1:
+            new_loop = loop.node.deep_replace(statement, cst.SimpleStatementLine([cst.Pass()]))
+        else:
+            new_loop = loop.node.deep_remove(statement)
+        description = f"Move `{name} = ...` before the loop"
+    else:
+        new_name = _fresh_name(an, expr, call, kind, taken)
+        hoisted = _statement_line(f"{new_name} = {model.code_of(expr).strip()}\n")
+        if hoisted is None:
+            return None
+        replacement = cst.Name(new_name, lpar=getattr(expr, "lpar", ()), rpar=getattr(expr, "rpar", ()))
+        if replacement.lpar:  # (torch.zeros(3)) -> zeros_3, keeping no stray parentheses
+            replacement = cst.Name(new_name)
+        new_loop = loop.node.deep_replace(expr, replacement)
+        description = f"Build the tensor once before the loop as `{new_name}`"
+    if not isinstance(new_loop, cst.BaseStatement):
+        return None
+    body = list(block.body)
+    index = next((i for i, stmt in enumerate(body) if stmt is loop.node), None)
+    if index is None:
+        return None
+    # Blank lines above the loop go above the hoisted statement; comments stay with the loop.
+    lines = list(new_loop.leading_lines)
+    blank = 0
+    while blank < len(lines) and lines[blank].comment is None:
+        blank += 1
+    own = [line for line in hoisted.leading_lines if line.comment is not None]
+    hoisted = hoisted.with_changes(leading_lines=lines[:blank] + own)
+    new_loop = new_loop.with_changes(leading_lines=lines[blank:])
+    body[index:index + 1] = [hoisted, new_loop]
+    return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, description)
+
+
+def _hoist_loop(an: Analysis, loop: Loop, call: cst.Call, kind: str) -> Tuple[Loop, cst.BaseExpression]:
+    """The outermost batch loop around the allocation (starting at ``loop``, going out
+    through any loops in between) in which it is still invariant and private, with its
+    hoistable expression there: hoisting any less far would leave it in a batch loop."""
+    facts = an.facts(loop)
+    best = (loop, _hoistable(an, facts, call))
+    outer = loop.parent
+    while outer is not None:
+        facts = an.facts(outer)
+        if not _allocation_invariant(facts, call, kind):
+            break
+        expr = _hoistable(an, facts, call)
+        if not facts.stays_private(expr):
+            break
+        if an.is_batch_loop(outer):
+            best = (outer, expr)
+        outer = outer.parent
+    return best
+
+
+# --- the rule ----------------------------------------------------------------------------------
+
+
+def _snippet(model: FileModel, node: cst.CSTNode) -> str:
+    text = " ".join(model.code_of(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check(model: FileModel) -> Iterable[Finding]:
+    an: Optional[Analysis] = None
+    reported: Set[cst.CSTNode] = set()
+    taken: Set[str] = set()
+    for call, ctx in model.calls:
+        if ctx.loop is None:
+            continue
+        kind = _constructor(model, call)
+        if kind is None:
+            continue
+        an = an or analysis(model)
+        loop = an.enclosing_batch_loop(ctx.loop)
+        if loop is None or not _in_body(an, call, loop) or an.inside_nested_scope(call, loop.node):
+            continue
+        if _rarely_runs(loop, ctx):
+            continue
+        facts = an.facts(loop)
+        if not _allocation_invariant(facts, call, kind):
+            continue
+        expr = _hoistable(an, facts, call)
+        if expr in reported:
+            continue
+        if not facts.stays_private(expr):
+            continue
+        reported.add(expr)
+        hoist, hoist_expr = _hoist_loop(an, loop, call, kind)
+        fix = _fix(an, hoist, call, hoist_expr, kind, taken)
+        message = (
+            f"`{_snippet(model, call)}` builds the same tensor on every batch: nothing it is built from "
+            f"changes in the loop; build it once before the loop"
+        )
+        yield model.finding(call, CODE, NAME, message, fix)
+
+
+# --- examples ------------------------------------------------------------------------------------
+
+VALID = [
+    # the shape depends on the batch
+    """
+    import torch
+    for x, y in loader:
+        mask = torch.ones(x.size(0), x.size(1), device=x.device)
+        loss = criterion(model(x, mask), y)
+    """,
+    # DCGAN: the label size comes from the batch (the last batch may be smaller)
+    """
+    import torch
+    for i, (real, _) in enumerate(dataloader):
+        b_size = real.size(0)
+        label = torch.full((b_size,), real_label, dtype=torch.float, device=device)
+        errD_real = criterion(netD(real).view(-1), label)
+    """,
+    # random tensors differ on every batch
+    """
+    import torch
+    for images, _ in train_loader:
+        noise = torch.randn(batch_size, latent_dim, device=device)
+        fake = generator(noise)
+        idx = torch.randperm(64)
+    """,
+    # accumulators changed in place
+    """
+    import torch
+    for x, y in val_loader:
+        confusion = torch.zeros(num_classes, num_classes, dtype=torch.long)
+        for t, p in zip(y, model(x).argmax(1)):
+            confusion[t, p] += 1
+        per_class = torch.zeros(num_classes)
+        per_class.index_add_(0, y, torch.ones_like(y, dtype=torch.float))
+        total = torch.tensor(0.0)
+        total += criterion(model(x), y)
+        stats.append(confusion)
+    """,
+    # each iteration keeps its own tensor: appended, stored, yielded
+    """
+    import torch
+    def batches_with_masks(loader, seq_len):
+        outputs = []
+        for batch in loader:
+            mask = torch.ones(seq_len, dtype=torch.bool)
+            outputs.append(mask)
+            state["mask"] = torch.zeros(seq_len)
+            yield batch, torch.arange(seq_len)
+    """,
+    # a perturbation that collects gradients: each batch needs a fresh leaf
+    """
+    import torch
+    for x, y in loader:
+        delta = torch.zeros(1, 3, 32, 32, requires_grad=True)
+        loss = F.cross_entropy(model(x + delta), y)
+        loss.backward()
+    """,
+    # built from things that change in the loop: a list built per batch, a call's result,
+    # an attribute the loop assigns, a name the loop assigns
+    """
+    import torch
+    for batch in loader:
+        values = []
+        for item in batch:
+            values.append(len(item))
+        lengths = torch.tensor(values)
+        buffer = torch.zeros(get_buffer_size())
+        self.n = batch.size(0)
+        ids = torch.arange(self.n)
+        width = 16
+        pad = torch.zeros(width)
+    """,
+    # only on logging iterations, or in an except handler
+    """
+    import torch
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        if step % 100 == 0:
+            log(torch.tensor([1.0, 2.0]))
+        try:
+            run(x)
+        except RuntimeError:
+            fallback = torch.zeros(16)
+    """,
+    # loops that are not over batches: layers, epochs, hyper-parameters, items of one batch
+    """
+    import torch
+    class Net(torch.nn.Module):
+        def __init__(self, n_layers, width):
+            super().__init__()
+            for i in range(n_layers):
+                self.register_buffer(f"scale{i}", torch.ones(width))
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x) + torch.ones(4)
+            return x
+
+    for epoch in range(num_epochs):
+        weights = torch.tensor(class_weights)
+        for batch_size in [16, 32, 64]:
+            probe = torch.zeros(batch_size)
+    for b in range(batch_size):
+        row = torch.zeros(n_classes)
+    """,
+    # a helper changes its argument in place; out= writes into it
+    """
+    import torch
+    def reset(buf):
+        buf.zero_()
+
+    for x, y in loader:
+        acc = torch.zeros(10)
+        reset(acc)
+        out = torch.empty(10)
+        torch.add(x.sum(0), 1, out=out)
+    """,
+    # inside comprehensions and lambdas; empty placeholders
+    """
+    import torch
+    for x, y in loader:
+        heads = [torch.zeros(8) for _ in range(n_heads)]
+        make = lambda: torch.ones(3)
+        state = torch.zeros(0)
+        state, out = rnn(x, state)
+    """,
+    # torch.arange over a size taken from the batch
+    """
+    import torch
+    for input_ids in loader:
+        positions = torch.arange(input_ids.size(1), device=input_ids.device)
+        logits = model(input_ids, positions)
+    """,
+]
+
+INVALID = [
+    # a causal mask rebuilt on every batch from the fixed sequence length: moved before the loop
+    Example(
+        """
+import torch
+
+def train(model, loader, optimizer, seq_len, device):
+    for x, y in loader:
+        mask = torch.triu(torch.ones(seq_len, seq_len, device=device), diagonal=1).bool()
+        loss = model(x.to(device), mask).loss(y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+        fixed="""
+import torch
+
+def train(model, loader, optimizer, seq_len, device):
+    mask = torch.triu(torch.ones(seq_len, seq_len, device=device), diagonal=1).bool()
+    for x, y in loader:
+        loss = model(x.to(device), mask).loss(y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+    ),
+    # class weights passed inline as a keyword: built once, before the loop, under that keyword's name
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def train_epoch(model, loader, optimizer, device):
+    model.train()
+    for images, labels in loader:
+        images, labels = images.to(device), labels.to(device)
+        logits = model(images)
+        loss = F.cross_entropy(logits, labels, weight=torch.tensor([1.0, 3.5, 8.0], device=device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+def train_epoch(model, loader, optimizer, device):
+    model.train()
+    weight = torch.tensor([1.0, 3.5, 8.0], device=device)
+    for images, labels in loader:
+        images, labels = images.to(device), labels.to(device)
+        logits = model(images)
+        loss = F.cross_entropy(logits, labels, weight=weight)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+    ),
+    # GAN labels of a fixed batch size (drop_last=True): both moved before the batch loop, inside the epoch loop
+    Example(
+        """
+import torch
+
+for epoch in range(num_epochs):
+    for i, (images, _) in enumerate(data_loader):
+        images = images.reshape(batch_size, -1).to(device)
+        real_labels = torch.ones(batch_size, 1).to(device)
+        fake_labels = torch.zeros(batch_size, 1).to(device)
+        d_loss = criterion(D(images), real_labels) + criterion(D(G(torch.randn(batch_size, 64))), fake_labels)
+        d_optimizer.zero_grad()
+        d_loss.backward()
+        d_optimizer.step()
+""",
+        fixed="""
+import torch
+
+for epoch in range(num_epochs):
+    real_labels = torch.ones(batch_size, 1).to(device)
+    fake_labels = torch.zeros(batch_size, 1).to(device)
+    for i, (images, _) in enumerate(data_loader):
+        images = images.reshape(batch_size, -1).to(device)
+        d_loss = criterion(D(images), real_labels) + criterion(D(G(torch.randn(batch_size, 64))), fake_labels)
+        d_optimizer.zero_grad()
+        d_loss.backward()
+        d_optimizer.step()
+""",
+    ),
+    # normalisation constants in an evaluation loop, under torch.no_grad()
+    Example(
+        """
+import torch
+
+MEAN = [0.485, 0.456, 0.406]
+STD = [0.229, 0.224, 0.225]
+
+@torch.no_grad()
+def evaluate(model, loader, device):
+    correct = 0
+    for images, labels in loader:
+        mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+        std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+        images = (images.to(device) - mean) / std
+        correct += (model(images).argmax(1) == labels.to(device)).sum().item()
+    return correct / len(loader.dataset)
+""",
+        fixed="""
+import torch
+
+MEAN = [0.485, 0.456, 0.406]
+STD = [0.229, 0.224, 0.225]
+
+@torch.no_grad()
+def evaluate(model, loader, device):
+    correct = 0
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+    for images, labels in loader:
+        images = (images.to(device) - mean) / std
+        correct += (model(images).argmax(1) == labels.to(device)).sum().item()
+    return correct / len(loader.dataset)
+""",
+    ),
+    # a step loop that fetches its batches with next(): position ids rebuilt every step
+    Example(
+        """
+import torch as th
+
+def pretrain(model, data_iter, optimizer, block_size, device, max_steps):
+    step = 0
+    while step < max_steps:
+        x, y = next(data_iter)
+        pos = th.arange(block_size, dtype=th.long, device=device)
+        loss = model(x, pos, targets=y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        step += 1
+""",
+        fixed="""
+import torch as th
+
+def pretrain(model, data_iter, optimizer, block_size, device, max_steps):
+    step = 0
+    pos = th.arange(block_size, dtype=th.long, device=device)
+    while step < max_steps:
+        x, y = next(data_iter)
+        loss = model(x, pos, targets=y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        step += 1
+""",
+    ),
+    # an accumulator rebound (not changed in place) on every batch: its start value is hoisted
+    Example(
+        """
+import torch
+
+for batch_idx, (data, target) in enumerate(loader):
+    output = model(data)
+    l1 = torch.tensor(0.0, device=device)
+    for param in model.parameters():
+        l1 = l1 + param.abs().sum()
+    loss = criterion(output, target) + 1e-5 * l1
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+""",
+        fixed="""
+import torch
+
+l1_init = torch.tensor(0.0, device=device)
+for batch_idx, (data, target) in enumerate(loader):
+    output = model(data)
+    l1 = l1_init
+    for param in model.parameters():
+        l1 = l1 + param.abs().sum()
+    loss = criterion(output, target) + 1e-5 * l1
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+""",
+    ),
+    # imported constructor alias, inline allocation in an expression
+    Example(
+        """
+from torch import zeros
+
+def validate(model, val_loader, num_classes):
+    for inputs, targets in val_loader:
+        scores = model(inputs) + zeros(num_classes)
+        report(scores, targets)
+""",
+        fixed="""
+from torch import zeros
+
+def validate(model, val_loader, num_classes):
+    zeros_num_classes = zeros(num_classes)
+    for inputs, targets in val_loader:
+        scores = model(inputs) + zeros_num_classes
+        report(scores, targets)
+""",
+    ),
+    # a one-hot table indexed by the batch: the table is the same every time
+    Example(
+        """
+import torch
+
+class Trainer:
+    def __init__(self, model, num_classes, device):
+        self.model = model
+        self.num_classes = num_classes
+        self.device = device
+
+    def fit(self, train_loader, optimizer):
+        for x, y in train_loader:
+            target = torch.eye(self.num_classes, device=self.device)[y]
+            loss = ((self.model(x) - target) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""",
+        fixed="""
+import torch
+
+class Trainer:
+    def __init__(self, model, num_classes, device):
+        self.model = model
+        self.num_classes = num_classes
+        self.device = device
+
+    def fit(self, train_loader, optimizer):
+        eye_num_classes = torch.eye(self.num_classes, device=self.device)
+        for x, y in train_loader:
+            target = eye_num_classes[y]
+            loss = ((self.model(x) - target) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""",
+    ),
+    # manual mini-batching with range(0, n, batch_size)
+    Example(
+        """
+import torch
+
+def train(model, X, Y, optimizer, batch_size, num_classes):
+    for start in range(0, len(X), batch_size):
+        xb = X[start:start + batch_size]
+        yb = Y[start:start + batch_size]
+        identity = torch.eye(num_classes)
+        loss = ((model(xb) - identity[yb]) ** 2).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+        fixed="""
+import torch
+
+def train(model, X, Y, optimizer, batch_size, num_classes):
+    identity = torch.eye(num_classes)
+    for start in range(0, len(X), batch_size):
+        xb = X[start:start + batch_size]
+        yb = Y[start:start + batch_size]
+        loss = ((model(xb) - identity[yb]) ** 2).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+    ),
+    # the mask is read before it is assigned in the body: kept in place, built once under a new name
+    Example(
+        """
+import torch
+
+mask = None
+for batch in loader:
+    if mask is not None:
+        log_mask(mask)
+    mask = torch.ones(16, 16)
+    out = model(batch, mask)
+""",
+        fixed="""
+import torch
+
+mask = None
+mask_init = torch.ones(16, 16)
+for batch in loader:
+    if mask is not None:
+        log_mask(mask)
+    mask = mask_init
+    out = model(batch, mask)
+""",
+    ),
+    # only when a flag is set: still on every batch, but hoisting it would build it when the flag is off, so no fix
+    Example(
+        """
+import torch
+
+def run(model, loader, use_bias, n):
+    for batch in loader:
+        if use_bias:
+            bias = torch.linspace(0, 1, n)
+            batch = batch + bias
+        model(batch)
+""",
+    ),
+    # an RNN's initial hidden state of a fixed batch size, inside an inner loop over time steps
+    Example(
+        """
+import torch
+
+for src, tgt in train_loader:
+    hidden = torch.zeros(num_layers, BATCH_SIZE, hidden_size)
+    for t in range(src.size(1)):
+        out, hidden = rnn(src[:, t:t + 1], hidden)
+    loss = criterion(out, tgt)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        fixed="""
+import torch
+
+hidden_init = torch.zeros(num_layers, BATCH_SIZE, hidden_size)
+for src, tgt in train_loader:
+    hidden = hidden_init
+    for t in range(src.size(1)):
+        out, hidden = rnn(src[:, t:t + 1], hidden)
+    loss = criterion(out, tgt)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+    ),
+    # an allocation nested in an inner loop over heads, invariant in both loops: hoisted out of both
+    Example(
+        """
+import torch
+
+for batch in tqdm(loader):
+    x = batch.to(device)
+    for head in heads:
+        scale = torch.full((1,), 0.5, device=device)
+        x = head(x) * scale
+    loss = x.mean()
+    loss.backward()
+""",
+        fixed="""
+import torch
+
+scale = torch.full((1,), 0.5, device=device)
+for batch in tqdm(loader):
+    x = batch.to(device)
+    for head in heads:
+        x = head(x) * scale
+    loss = x.mean()
+    loss.backward()
+""",
+    ),
+]
