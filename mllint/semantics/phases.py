@@ -1,0 +1,1721 @@
+"""Evaluation and training phases of one file: what code evaluates, what trains, in which mode.
+
+Shared by ML002 (inference without no_grad) and ML005 (missing eval mode). Computed
+lazily from the FileModel (``Phases.of(model)``), and only as far as a rule asks.
+
+Facts:
+
+- **Evaluation code** (``evidence``): a forward pass is evaluation when it sits in a
+  function named like evaluation (evaluate, validate, val, test, predict, infer,
+  generate, sample, score...) that trains nothing and whose result feeds no backward
+  pass; in a loop over a validation/test loader that runs no backward pass; in a
+  helper every caller of which is evaluation code; on validation/test data
+  (``model(X_val)``); or in an inference script (weights loaded, nothing trained). Code
+  after ``.eval()`` that never calls backward counts for ML002 (``mode_evidence``).
+  Framework hooks (Lightning ``validation_step``, HF ``Trainer`` subclasses, skorch
+  ``NeuralNet`` subclasses) and unit tests are never evaluation code.
+- **Data flow to backward** (``feeds_backward``): whether a forward's output reaches
+  ``backward()`` / ``torch.autograd.grad`` (training, adversarial examples, saliency,
+  frozen teachers, target networks): names are followed through assignments, containers
+  (``outs.append(out)``), returns to callers, local helpers and ``self`` attributes.
+- **Grad protection** (``protected``): ``no_grad``/``inference_mode``/
+  ``set_grad_enabled(False or a flag)`` blocks and decorators, a
+  ``torch.set_grad_enabled(False)`` statement before, local context managers that turn
+  grad off, and functions every caller of which calls them with grad off.
+- **Mode** (``mode_at``): the modes a model can be in at a point (eval/train/maybe/none),
+  from ``.eval()``/``.train()``/``.train(flag)`` in the function, in helpers called
+  before (with the order they run in), in context managers (mode on entry and on exit),
+  around loops (a ``.train()`` later in a loop body reaches the next iteration), and in
+  callers before the call; falling back to how the model was made
+  (``from_pretrained`` returns a model in eval mode).
+- **Eval never undone** (``eval_not_undone``): an ``.eval()`` inside a training loop
+  (directly or through a helper) with no ``.train()`` on that model anywhere in the
+  loop, for a model the loop trains.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from mllint.semantics import roles as R
+from mllint.semantics.model import (
+    ANY,
+    BACKWARD,
+    CALL,
+    EVAL,
+    FORWARD,
+    MODE_UNKNOWN,
+    MODULE_SCOPE,
+    STEP,
+    TRAIN,
+    Context,
+    Effect,
+    FileModel,
+    Function,
+    Loop,
+    translate,
+)
+from mllint.semantics.names import dotted, ref_of
+
+# --- words ------------------------------------------------------------------------------
+
+_STRONG_EVAL_WORDS = frozenset(
+    "eval evaluate evaluation evaluating evaluator validate validation validating val valid test testing "
+    "predict prediction predictions predicting infer inference inferencing".split()
+)
+_WEAK_EVAL_WORDS = frozenset("generate generation generating sample sampling score scoring".split())
+# Words in the names of data (loaders, splits, tensors) that hold evaluation data.
+_EVAL_DATA_WORDS = frozenset("val valid validation test eval evaluation holdout heldout".split())
+# Words that make a name a setting rather than data (``args.test_batch_size``, ``val_every``).
+_SETTING_WORDS = frozenset(
+    "size sizes num number freq frequency interval every steps step ratio split splits path dir file files "
+    "flag mode only bs epochs epoch iters fn func metric metrics loss losses acc accuracy score scores "
+    "transform transforms args cfg config kwargs is use do enable enabled name names idx index indices "
+    "percent pct fraction frac count len length dataset_name".split()
+)
+_TEACHER_WORDS = frozenset("teacher target ema frozen old ref reference pretrained momentum avg swa mean".split())
+_MODE_CALL_WORDS = frozenset("eval train training mode inference dropout bn batchnorm freeze unfreeze".split())
+
+# Lightning hooks the framework runs with the model in eval mode and grad off.
+_LIGHTNING_EVAL_HOOKS = frozenset(
+    "validation_step test_step predict_step validation_step_end test_step_end validation_epoch_end "
+    "test_epoch_end on_validation_epoch_end on_test_epoch_end on_validation_batch_end on_test_batch_end "
+    "on_predict_batch_end on_validation_epoch_start on_test_epoch_start on_predict_epoch_end "
+    "on_validation_start on_validation_end on_test_start on_test_end on_predict_start on_predict_end".split()
+)
+_FRAMEWORK_BASES = re.compile(r"(Trainer|NeuralNet|NeuralNetClassifier|NeuralNetRegressor|NeuralNetBinaryClassifier)$")
+
+# Context managers known not to change grad mode or model mode.
+_HARMLESS_CM = re.compile(
+    r"(^open$|autocast$|^tqdm|\.tqdm$|nullcontext$|suppress$|catch_warnings$|profile|record_function$|"
+    r"^torch\.cuda\.device$|^torch\.device$|^torch\.cuda\.stream$|sdp_kernel$|sdpa_kernel$|Timer$|timer$|"
+    r"^time|redirect_std|TemporaryDirectory$|^h5py\.|\.File$|ZipFile$|^tarfile|^threading|Lock$|"
+    r"no_sync$|accumulate$|join$|^wandb|^mlflow|start_run$|^torch\.backends|^torch\.random\.fork_rng$|"
+    r"fork_rng$|^warnings|^contextlib\.ExitStack$|ExitStack$|^numpy|^np\.|printoptions$|^torch\.cuda\.amp\.autocast$)"
+)
+_GRAD_HINT = re.compile(r"no_grad|inference|grad_disabled|disable_grad|nograd|grad_off|without_grad", re.IGNORECASE)
+_MODE_HINT = re.compile(r"eval|infer|mode|train|swap|average|ema|frozen|freeze", re.IGNORECASE)
+
+_LOAD_CALLS = re.compile(
+    r"(load_state_dict|^torch\.load$|from_pretrained|load_from_checkpoint|^torch\.jit\.load$|^torch\.hub\.load$|"
+    r"load_checkpoint|load_model|load_weights|load_pretrained|safetensors|load_file$)"
+)
+_MAIN_NAMES = frozenset("main run cli demo app".split())
+
+_EVAL_INITIAL = re.compile(r"(from_pretrained$|^clip\.load$|open_clip\.create_model)")
+_MAYBE_INITIAL = re.compile(r"(^torch\.jit\.load$|jit\.load$|load_from_checkpoint$|deepcopy$|^copy\.copy$|hub\.load$|load_model$)")
+
+_CM_DECORATORS = ("contextmanager", "asynccontextmanager")
+_FACTORY_WORDS = frozenset("build get create make load init setup prepare new construct instantiate from".split())
+
+
+def name_tokens(name: str) -> List[str]:
+    """``validateOneEpoch`` / ``validate_one_epoch`` -> [validate, one, epoch]."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+
+
+def eval_name_strength(name: str) -> Optional[str]:
+    """"strong" for evaluate/validate/test/predict/infer names, "weak" for
+    generate/sample/score names, None otherwise."""
+    tokens = name_tokens(name)
+    if not tokens or tokens[0] in ("is", "has", "check", "get") and len(tokens) > 1 and tokens[1] in ("valid", "val"):
+        return None
+    if any(t in _STRONG_EVAL_WORDS for t in tokens):
+        return "strong"
+    if any(t in _WEAK_EVAL_WORDS for t in tokens):
+        return "weak"
+    return None
+
+
+def is_eval_data_ref(ref: Optional[str]) -> bool:
+    """Whether a reference names evaluation data (``X_val``, ``val_loader``, ``self.test_data``)."""
+    if not ref or ref == ANY:
+        return False
+    parts = [p for p in re.split(r"[.\[\]]", ref) if p and p not in ("self", "cls")]
+    if not parts:
+        return False
+    tokens = [t for p in parts for t in name_tokens(p)]
+    return any(t in _EVAL_DATA_WORDS for t in tokens) and not any(t in _SETTING_WORDS for t in tokens)
+
+
+def related(a: str, b: str) -> bool:
+    """The same model, or one a submodule / wrapper of the other (``model`` and ``model.module``)."""
+    if a == ANY or b == ANY:
+        return True
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".") or a.startswith(b + "[") or b.startswith(a + "[")
+
+
+def _head(ref: str) -> str:
+    return ref.split(".", 1)[0].split("[", 1)[0]
+
+
+# --- data flow: the statements of one scope ----------------------------------------------------------
+
+
+class _Reads(cst.CSTVisitor):
+    """References read by an expression (maximal dotted chains and names) and its calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: Set[str] = set()
+        self.calls: List[cst.Call] = []
+        self.yields = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
+        name = dotted(node)
+        if name is not None:
+            self.refs.add(name)
+            return False
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.refs.add(node.value)
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+def _reads(*nodes: Optional[cst.CSTNode]) -> _Reads:
+    visitor = _Reads()
+    for node in nodes:
+        if node is not None:
+            node.visit(visitor)
+    return visitor
+
+
+def _target_refs(target: cst.BaseExpression) -> List[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: List[str] = []
+        for element in target.elements:
+            out.extend(_target_refs(element.value))
+        return out
+    if isinstance(target, cst.StarredElement):
+        return _target_refs(target.value)
+    if isinstance(target, cst.Subscript):
+        base = ref_of(target.value)
+        return [base] if base else []
+    ref = dotted(target)
+    return [ref] if ref else []
+
+
+@dataclass
+class _Stmt:
+    node: cst.CSTNode
+    reads: Set[str]
+    writes: List[str]
+    kill: bool  # a plain assignment: its targets lose what they held
+    calls: Set[cst.Call]
+    sink_reads: Set[str] = field(default_factory=set)  # what backward()/autograd.grad read
+    sink_calls: Set[cst.Call] = field(default_factory=set)  # calls inside a backward()/autograd.grad expression
+    returns: bool = False
+    mutates: Set[str] = field(default_factory=set)  # receivers of method calls with arguments (outs.append(x))
+    local_args: List[Tuple[str, str, Set[str], Set[cst.Call]]] = field(default_factory=list)  # callee, param, reads, calls
+
+
+def _hits(reads: Iterable[str], tainted: Iterable[str]) -> bool:
+    tainted = list(tainted)
+    for r in reads:
+        for t in tainted:
+            if r == t or r.startswith(t + ".") or r.startswith(t + "["):
+                return True
+    return False
+
+
+# --- results ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a piece of code is evaluation code."""
+
+    kind: str  # "function", "callers", "loop", "data", "script", "mode"
+    text: str  # for messages: "in `evaluate()`", "in the loop over `val_loader`"
+    function: Optional[str] = None  # the evaluation function (kind function/callers)
+    loop: Optional[Loop] = field(default=None, compare=False, hash=False)  # the evaluation loop (kind loop)
+
+
+@dataclass
+class ModeEvent:
+    """A mode switch seen from one scope: directly there, or through a helper it calls."""
+
+    order: float
+    kind: str  # "eval", "train" or "maybe"
+    ref: str  # the model, in this scope's terms
+    node: cst.CSTNode  # the .eval()/.train() call itself (possibly in a helper)
+    ctx: Context  # where it happens in this scope (of the call that brings it, for a helper's)
+    via: Tuple[Effect, ...] = ()
+    cond: bool = False  # may not happen (conditional inside a helper, or one branch of an expression)
+    withs: Tuple[cst.With, ...] = ()  # with-blocks around the switch itself (inside the helper too)
+
+
+@dataclass
+class NotUndone:
+    """An ``.eval()`` in a training loop that nothing switches back before the next training step."""
+
+    event: ModeEvent
+    loop: Loop
+    ref: str  # the model, in the loop's scope
+
+
+# --- the analysis ------------------------------------------------------------------------------------------
+
+
+class Phases:
+    @staticmethod
+    def of(model: FileModel) -> "Phases":
+        found = getattr(model, "_phases", None)
+        if found is None:
+            found = Phases(model)
+            model._phases = found  # type: ignore[attr-defined]
+        return found
+
+    def __init__(self, model: FileModel) -> None:
+        self.m = model
+        self._flows: Dict[str, List[_Stmt]] = {}
+        self._stmt_of: Dict[str, Dict[cst.Call, int]] = {}
+        self._backward_refs: Optional[Dict[str, Set[str]]] = None
+        self._class_backward_attrs: Optional[Dict[str, Set[str]]] = None
+        self._feeds: Dict[cst.CSTNode, bool] = {}
+        self._call_sites: Optional[Dict[str, List[Effect]]] = None
+        self._value_refs: Optional[Set[str]] = None
+        self._backprop_fns: Optional[Set[str]] = None
+        self._train_fns: Optional[Set[str]] = None
+        self._step_fns: Optional[Set[str]] = None
+        self._grad_off_fns: Optional[Set[str]] = None
+        self._fn_eval: Dict[str, Optional[Evidence]] = {}
+        self._evidence: Dict[cst.CSTNode, Optional[Evidence]] = {}
+        self._events: Dict[str, List[ModeEvent]] = {}
+        self._frozen: Optional[Set[str]] = None
+        self._loop_backprops: Dict[int, bool] = {}
+        self._calls_by_scope: Optional[Dict[str, List[Tuple[cst.Call, Context]]]] = None
+        self._with_ends: Dict[cst.With, float] = {}
+        self._yield_line: Dict[str, Optional[int]] = {}
+        self._assign_of_call: Optional[Dict[cst.CSTNode, Tuple[str, ...]]] = None
+        self._grad_off_statements: Optional[List[Tuple[str, int]]] = None
+        self._blocks: Optional[Dict[cst.CSTNode, cst.CSTNode]] = None
+        self._with_owner: Dict[cst.CSTNode, cst.With] = {}
+
+    # --- file -----------------------------------------------------------------------------------------
+    @property
+    def torch_file(self) -> bool:
+        """Whether the file is PyTorch code (and not Keras/JAX/Paddle code that looks alike)."""
+        imports = self.m.imports
+        if any(imports.imports_module(p) for p in ("torch", "torchvision", "lightning", "pytorch_lightning", "timm", "transformers", "accelerate")):
+            return True
+        if any(imports.imports_module(p) for p in ("tensorflow", "keras", "jax", "flax", "paddle", "mxnet", "mindspore", "oneflow")):
+            return False
+        return any(c.is_module for c in self.m.classes.values())
+
+    def torch_name(self) -> Optional[str]:
+        """The local name the torch module is bound to (``torch``, ``T``), if any."""
+        for local, full in self.m.imports.aliases.items():
+            if full == "torch":
+                return local
+        return None
+
+    def calls_in(self, scope: str) -> List[Tuple[cst.Call, Context]]:
+        if self._calls_by_scope is None:
+            table: Dict[str, List[Tuple[cst.Call, Context]]] = {}
+            for call, ctx in self.m.calls:
+                table.setdefault(ctx.scope, []).append((call, ctx))
+            self._calls_by_scope = table
+        return self._calls_by_scope.get(scope, [])
+
+    def qual(self, node: cst.BaseExpression) -> str:
+        return self.m.imports.qualname(node) or dotted(node) or ""
+
+    # --- functions ---------------------------------------------------------------------------------------
+    def function(self, scope: str) -> Optional[Function]:
+        return self.m.functions.get(scope)
+
+    def call_sites(self, key: str) -> List[Effect]:
+        if self._call_sites is None:
+            table: Dict[str, List[Effect]] = {}
+            for effect in self.m.effects:
+                if effect.kind == CALL and effect.callee:
+                    table.setdefault(effect.callee, []).append(effect)
+            self._call_sites = table
+        return self._call_sites.get(key, [])
+
+    def referenced_as_value(self, key: str) -> bool:
+        """Whether a local function's name is used other than by calling it (a callback)."""
+        if self._value_refs is None:
+            names: Set[str] = set()
+            called: Set[int] = set()
+
+            class Finder(cst.CSTVisitor):
+                def visit_Call(self, node: cst.Call) -> None:
+                    called.add(id(node.func))
+
+                def visit_Name(self, node: cst.Name) -> None:
+                    if id(node) not in called:
+                        names.add(node.value)
+
+                def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
+                    if id(node) not in called:
+                        names.add(node.attr.value)
+                    node.value.visit(self)
+                    return False
+
+                def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                    for d in node.decorators:
+                        d.visit(self)
+                    node.body.visit(self)
+                    return False
+
+                def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                    node.body.visit(self)
+                    return False
+
+                def visit_Arg(self, node: cst.Arg) -> bool:
+                    node.value.visit(self)
+                    return False
+
+                def visit_Param(self, node: cst.Param) -> bool:
+                    if node.default is not None:
+                        node.default.visit(self)
+                    return False
+
+            self.m.module.visit(Finder())
+            self._value_refs = names
+        return key.rsplit(".", 1)[-1] in self._value_refs
+
+    def class_of(self, fn: Function) -> Optional[str]:
+        return fn.cls
+
+    def module_method(self, fn: Function) -> bool:
+        """A method of an nn.Module subclass: model internals, run in whatever mode the caller set."""
+        if fn.cls is None:
+            return False
+        info = self.m.classes.get(fn.cls)
+        return info is not None and info.is_module
+
+    def managed(self, fn: Function) -> bool:
+        """Framework code that sets eval mode and grad off by itself: Lightning's evaluation
+        hooks, HF ``Trainer`` and skorch ``NeuralNet`` subclasses (and functions nested in them)."""
+        key = fn.key
+        while True:
+            current = self.m.functions.get(key)
+            if current is not None:
+                if current.cls is not None and current.node.name.value in _LIGHTNING_EVAL_HOOKS:
+                    return True
+                if current.cls is not None and self._framework_class(current.cls):
+                    return True
+            if "." not in key:
+                return False
+            key = key.rsplit(".", 1)[0]
+
+    def _framework_class(self, name: str, seen: Optional[Set[str]] = None) -> bool:
+        seen = seen or set()
+        if name in seen:
+            return False
+        seen.add(name)
+        info = self.m.classes.get(name)
+        if info is None:
+            return False
+        for base in info.bases:
+            short = base.rsplit(".", 1)[-1]
+            if short in self.m.classes:
+                if self._framework_class(short, seen):
+                    return True
+            elif base and _FRAMEWORK_BASES.search(base):
+                return True
+        return False
+
+    def unit_test(self, fn: Function) -> bool:
+        name = fn.node.name.value
+        if not name.startswith("test"):
+            return False
+        path = self.m.path.replace("\\", "/")
+        base = path.rsplit("/", 1)[-1]
+        if base.startswith("test_") or base.endswith("_test.py") or "/tests/" in f"/{path}" or "/test/" in f"/{path}":
+            return True
+        if fn.cls is not None and (fn.cls.startswith("Test") or any("TestCase" in b for b in self.m.classes[fn.cls].bases)):
+            return True
+        if self.m.imports.imports_module("pytest") or self.m.imports.imports_module("unittest"):
+            return True
+        return not fn.params and not self.call_sites(fn.key)
+
+    def overrides_mode(self, ref: str, scope: str) -> bool:
+        """Whether ``ref`` is an instance of a class in this file that defines train()/eval()
+        with a meaning of its own (or ``self`` inside such a class)."""
+        names = []
+        head = _head(ref)
+        if head in ("self", "cls") and "." not in ref:
+            cls = self.m.class_scope_of(scope)
+            if cls:
+                names.append(cls.rsplit(".", 1)[-1])
+        found = self.m.instance_of.get(scope, ref) or self.m.instance_of.get(scope, self.m.canonical(ref, scope))
+        if found:
+            names.append(found)
+        for name in names:
+            seen: Set[str] = set()
+            while name and name not in seen:
+                seen.add(name)
+                info = self.m.classes.get(name)
+                if info is None:
+                    break
+                if info.methods & {"train", "eval"}:
+                    return True
+                name = next((b.rsplit(".", 1)[-1] for b in info.bases if b.rsplit(".", 1)[-1] in self.m.classes), "")
+        return False
+
+    # --- training -------------------------------------------------------------------------------------
+    def _autograd_call(self, call: cst.Call) -> bool:
+        qual = self.qual(call.func)
+        return qual.endswith(("autograd.grad", "autograd.backward", "autograd.functional.jacobian", "autograd.functional.vjp"))
+
+    def _closure(self, initial: Set[str]) -> Set[str]:
+        found = set(initial)
+        changed = True
+        while changed:
+            changed = False
+            for effect in self.m.effects:
+                if effect.kind == CALL and effect.callee in found and effect.ctx.scope not in found and effect.ctx.scope in self.m.functions:
+                    found.add(effect.ctx.scope)
+                    changed = True
+        return found
+
+    @property
+    def backprop_functions(self) -> Set[str]:
+        """Functions that run a backward pass or torch.autograd.grad (themselves or through helpers)."""
+        if self._backprop_fns is None:
+            initial = {e.ctx.scope for e in self.m.effects if e.kind == BACKWARD}
+            initial |= {ctx.scope for call, ctx in self.m.calls if self._autograd_call(call)}
+            self._backprop_fns = self._closure({s for s in initial if s in self.m.functions})
+        return self._backprop_fns
+
+    @property
+    def step_functions(self) -> Set[str]:
+        if self._step_fns is None:
+            initial = {e.ctx.scope for e in self.m.effects if e.kind == STEP}
+            self._step_fns = self._closure({s for s in initial if s in self.m.functions})
+        return self._step_fns
+
+    def trains(self, key: str) -> bool:
+        return key in self.backprop_functions or key in self.step_functions
+
+    def file_trains(self) -> bool:
+        return any(e.kind in (BACKWARD, STEP) for e in self.m.effects) or any(self._autograd_call(c) for c, _ in self.m.calls)
+
+    def _in_loop(self, loop: Loop, ctx: Context) -> bool:
+        return ctx.scope == loop.scope and loop.encloses(ctx.loop)
+
+    def loop_backprops(self, loop: Loop) -> bool:
+        """A backward pass (or autograd.grad) runs somewhere in the loop, helpers included."""
+        key = id(loop.node)
+        if key not in self._loop_backprops:
+            found = False
+            for effect in self.m.effects_in(loop.scope):
+                if not loop.encloses(effect.ctx.loop):
+                    continue
+                if effect.kind == BACKWARD or (effect.kind == CALL and effect.callee in self.backprop_functions):
+                    found = True
+                    break
+            if not found:
+                found = any(loop.encloses(ctx.loop) and self._autograd_call(call) for call, ctx in self.calls_in(loop.scope))
+            self._loop_backprops[key] = found
+        return self._loop_backprops[key]
+
+    def loop_steps(self, loop: Loop) -> List[str]:
+        """Optimizers stepped somewhere in the loop (refs in the loop's scope; ANY when unknown)."""
+        out = []
+        for effect in self.m.effects_in(loop.scope):
+            if not loop.encloses(effect.ctx.loop):
+                continue
+            if effect.kind == STEP:
+                out.append(effect.ref)
+            elif effect.kind == CALL and effect.callee in self.step_functions:
+                summary = self.m.summaries.get(effect.callee or "")
+                refs = []
+                if summary is not None:
+                    refs = [translate(s.ref, effect.args or {}) for s in summary.top_steps] + [
+                        translate(r, effect.args or {}) for r in summary.loop_steps
+                    ]
+                out.extend(refs or [ANY])
+        return out
+
+    def loop_trains(self, loop: Loop) -> bool:
+        return self.loop_backprops(loop) and bool(self.loop_steps(loop))
+
+    # --- data flow --------------------------------------------------------------------------------------
+    def _scope_body(self, scope: str) -> Optional[cst.CSTNode]:
+        if scope == MODULE_SCOPE:
+            return self.m.module
+        fn = self.m.functions.get(scope)
+        return fn.node.body if fn is not None else None
+
+    def flow(self, scope: str) -> List[_Stmt]:
+        """The statements of a scope in source order (compound statements: their header)."""
+        if scope in self._flows:
+            return self._flows[scope]
+        stmts: List[_Stmt] = []
+        call_effects = {e.node: e for e in self.m.effects_in(scope) if e.kind == CALL}
+        module_names = set(self.m.imports.aliases)
+
+        def add(node, reads: _Reads, writes, kill, extra_exprs=()):
+            stmt = _Stmt(node, set(reads.refs), list(writes), kill, set(reads.calls))
+            stmt.returns = reads.yields
+            for call in reads.calls:
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "manual_backward"):
+                    inner = _reads(func.value, *[a.value for a in call.args])
+                    stmt.sink_reads |= inner.refs
+                    stmt.sink_calls |= set(inner.calls)
+                elif self._autograd_call(call):
+                    inner = _reads(*[a.value for a in call.args])
+                    stmt.sink_reads |= inner.refs
+                    stmt.sink_calls |= set(inner.calls)
+                if isinstance(func, cst.Attribute) and call.args:
+                    receiver = dotted(func.value)
+                    if receiver and _head(receiver) not in module_names and receiver not in ("self", "super"):
+                        stmt.mutates.add(receiver)
+                effect = call_effects.get(call)
+                if effect is not None and effect.callee in self.m.functions:
+                    for param, expr in self._bind_exprs(effect.callee, call).items():
+                        inner = _reads(expr)
+                        stmt.local_args.append((effect.callee, param, inner.refs, set(inner.calls)))
+            stmts.append(stmt)
+            return stmt
+
+        def small(node: cst.BaseSmallStatement):
+            if isinstance(node, cst.Assign):
+                writes = [r for t in node.targets for r in _target_refs(t.target)]
+                add(node, _reads(node.value), writes, True)
+            elif isinstance(node, cst.AnnAssign):
+                if node.value is not None:
+                    add(node, _reads(node.value), _target_refs(node.target), True)
+            elif isinstance(node, cst.AugAssign):
+                add(node, _reads(node.target, node.value), _target_refs(node.target), False)
+            elif isinstance(node, cst.Return):
+                stmt = add(node, _reads(node.value), [], False)
+                stmt.returns = True
+            else:
+                add(node, _reads(node), [], False)
+
+        def suite(body):
+            if isinstance(body, (cst.SimpleStatementSuite,)):
+                for item in body.body:
+                    small(item)
+            elif isinstance(body, (cst.IndentedBlock, cst.Module)):
+                for item in body.body:
+                    statement(item)
+
+        def statement(node):
+            if isinstance(node, cst.SimpleStatementLine):
+                for item in node.body:
+                    small(item)
+            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                return
+            elif isinstance(node, cst.For):
+                add(node, _reads(node.iter), _target_refs(node.target), True)
+                suite(node.body)
+                if node.orelse is not None:
+                    suite(node.orelse.body)
+            elif isinstance(node, cst.While):
+                add(node, _reads(node.test), [], False)
+                suite(node.body)
+                if node.orelse is not None:
+                    suite(node.orelse.body)
+            elif isinstance(node, cst.If):
+                add(node, _reads(node.test), [], False)
+                suite(node.body)
+                orelse = node.orelse
+                if isinstance(orelse, cst.If):
+                    statement(orelse)
+                elif orelse is not None:
+                    suite(orelse.body)
+            elif isinstance(node, cst.With):
+                for item in node.items:
+                    writes = _target_refs(item.asname.name) if item.asname is not None else []
+                    add(node, _reads(item.item), writes, bool(writes))
+                suite(node.body)
+            elif isinstance(node, cst.Try) or type(node).__name__ == "TryStar":
+                suite(node.body)
+                for handler in node.handlers:
+                    suite(handler.body)
+                if node.orelse is not None:
+                    suite(node.orelse.body)
+                if node.finalbody is not None:
+                    suite(node.finalbody.body)
+            else:
+                for child in node.children:
+                    if isinstance(child, cst.BaseSuite):
+                        suite(child)
+
+        body = self._scope_body(scope)
+        if body is not None:
+            suite(body)
+        self._flows[scope] = stmts
+        index: Dict[cst.Call, int] = {}
+        for i, stmt in enumerate(stmts):
+            for call in stmt.calls:
+                index.setdefault(call, i)
+        self._stmt_of[scope] = index
+        return stmts
+
+    def _bind_exprs(self, key: str, call: cst.Call) -> Dict[str, cst.BaseExpression]:
+        fn = self.m.functions[key]
+        params = list(fn.params)
+        mapping: Dict[str, cst.BaseExpression] = {}
+        if fn.cls and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        index = 0
+        for arg in call.args:
+            if arg.star:
+                return {}
+            if arg.keyword is not None:
+                mapping[arg.keyword.value] = arg.value
+            elif index < len(params):
+                mapping[params[index]] = arg.value
+                index += 1
+        return mapping
+
+    def _backward_sets(self) -> Dict[str, Set[str]]:
+        """For each scope, the references whose values reach a backward pass in it
+        (flow-insensitive; through assignments, containers and local helpers)."""
+        if self._backward_refs is not None:
+            return self._backward_refs
+        scopes = list(self.m.functions) + [MODULE_SCOPE]
+        sets: Dict[str, Set[str]] = {s: set() for s in scopes}
+        for _ in range(10):
+            changed = False
+            for scope in scopes:
+                b = sets[scope]
+                before = len(b)
+                stmts = self.flow(scope)
+                for stmt in stmts:
+                    b |= stmt.sink_reads
+                    for callee, param, reads, _calls in stmt.local_args:
+                        if _hits(sets.get(callee, ()), [param]) or param in sets.get(callee, ()):
+                            b |= reads
+                grew = True
+                while grew:
+                    grew = False
+                    for stmt in stmts:
+                        targets = stmt.writes + list(stmt.mutates)
+                        if targets and any(_hits([w], b) or _hits(b, [w]) for w in targets):
+                            new = stmt.reads - b
+                            if new:
+                                b |= new
+                                grew = True
+                if len(b) != before:
+                    changed = True
+            if not changed:
+                break
+        self._backward_refs = sets
+        attrs: Dict[str, Set[str]] = {}
+        for key, fn in self.m.functions.items():
+            if fn.cls is not None:
+                attrs.setdefault(fn.cls, set()).update(r for r in sets[key] if r.startswith("self."))
+        self._class_backward_attrs = attrs
+        return sets
+
+    def feeds_backward(self, node: cst.CSTNode, scope: str, _seen: Optional[Set[cst.CSTNode]] = None) -> bool:
+        """Whether the value of call ``node`` (a forward, or a call of a local function)
+        reaches a backward pass: in its scope after it, or through a return to a caller
+        whose use of the result reaches one, or through a ``self`` attribute some method
+        backpropagates."""
+        if node in self._feeds:
+            return self._feeds[node]
+        seen = _seen or set()
+        if node in seen:
+            return False
+        seen.add(node)
+        result = self._feeds_in_scope(node, scope, seen)
+        if _seen is None:
+            self._feeds[node] = result
+        return result
+
+    def _feeds_in_scope(self, node: cst.CSTNode, scope: str, seen: Set[cst.CSTNode]) -> bool:
+        stmts = self.flow(scope)
+        index = self._stmt_of[scope].get(node)  # type: ignore[arg-type]
+        if index is None:
+            return False
+        sets = self._backward_sets()
+        fn = self.m.functions.get(scope)
+        cls_attrs = self._class_backward_attrs.get(fn.cls, set()) if fn is not None and fn.cls else set()  # type: ignore[union-attr]
+
+        def local_feed(stmt: _Stmt, tainted: Set[str], source: Optional[cst.CSTNode]) -> bool:
+            for callee, param, reads, calls in stmt.local_args:
+                if (source is not None and source in calls) or (tainted and _hits(reads, tainted)):
+                    if param in sets.get(callee, ()) or any(r.startswith(param + ".") for r in sets.get(callee, ())):
+                        return True
+            return False
+
+        first = stmts[index]
+        if node in first.sink_calls or local_feed(first, set(), node):
+            return True
+        tainted: Set[str] = set(first.writes) | first.mutates if first.writes or first.mutates else set()
+        returned = first.returns
+        if any(_hits([w], cls_attrs) for w in tainted if w.startswith("self.")):
+            return True
+        for stmt in stmts[index + 1:]:
+            if not tainted:
+                break
+            if _hits(stmt.reads, tainted):
+                if _hits(stmt.sink_reads, tainted) or local_feed(stmt, tainted, None):
+                    return True
+                if stmt.returns:
+                    returned = True
+                new = set(stmt.writes) | stmt.mutates
+                if any(_hits([w], cls_attrs) for w in new if w.startswith("self.")):
+                    return True
+                tainted |= new
+            elif stmt.kill:
+                tainted -= set(stmt.writes)
+        if returned and fn is not None:
+            for site in self.call_sites(scope):
+                if self.feeds_backward(site.node, site.ctx.scope, seen):
+                    return True
+        return False
+
+    # --- grad ----------------------------------------------------------------------------------------
+    def _with_grad(self, item: cst.WithItem, scope: str) -> Optional[str]:
+        """"off" when a with-item turns grad off (or may: a flag), "ambiguous" when we cannot
+        tell, None when it leaves grad alone."""
+        from mllint.semantics.builder import grad_mode_of
+
+        expr = item.item
+        call = expr if isinstance(expr, cst.Call) else None
+        qual = self.qual(call.func if call else expr)
+        mode = grad_mode_of(qual, call)
+        if mode is not None:
+            return "off" if mode == "off" or mode.startswith("flag") else None
+        inner = _reads(expr)
+        if any(grad_mode_of(self.qual(c.func), c) not in (None, "on") for c in inner.calls):
+            return "off"  # torch.no_grad() if not training else nullcontext()
+        if call is not None:
+            local = self._local_callable(call.func, scope)
+            if local is not None:
+                return "off" if self._local_cm_grad_off(local) else None
+            if _GRAD_HINT.search(qual):
+                return "ambiguous"
+            return None
+        name = dotted(expr)
+        if name is None:
+            return "ambiguous"
+        value = self._assigned_value(name, scope)
+        if value is None:
+            return None if _HARMLESS_CM.search(name) else "ambiguous"
+        found = _reads(value)
+        if any(grad_mode_of(self.qual(c.func), c) not in (None, "on") for c in found.calls):
+            return "off"
+        if any(_GRAD_HINT.search(self.qual(c.func)) for c in found.calls):
+            return "ambiguous"
+        return None
+
+    def _assigned_value(self, ref: str, scope: str) -> Optional[cst.BaseExpression]:
+        current = scope
+        while True:
+            for targets, value, ctx in self.m.assignments:
+                if ctx.scope == current and targets == (ref,):
+                    return value
+            if current == MODULE_SCOPE:
+                return None
+            current = current.rsplit(".", 1)[0] if "." in current else MODULE_SCOPE
+
+    def _local_callable(self, func: cst.BaseExpression, scope: str) -> Optional[str]:
+        """A function or class defined in this file that ``func`` names."""
+        name = dotted(func)
+        if name is None:
+            return None
+        short = name.rsplit(".", 1)[-1]
+        if name.startswith("self.") and name.count(".") == 1:
+            cls = self.m.class_scope_of(scope)
+            if cls and f"{cls}.{short}" in self.m.functions:
+                return f"{cls}.{short}"
+        if name in self.m.functions:
+            return name
+        if name in self.m.classes:
+            return name
+        return None
+
+    def _local_cm_grad_off(self, key: str) -> bool:
+        """A local context manager (a @contextmanager function, or a class whose __enter__
+        does it) that turns grad off."""
+        keys = [key]
+        if key in self.m.classes:
+            keys = [f"{key}.__enter__", f"{key}.__init__"]
+        for k in keys:
+            fn = self.m.functions.get(k)
+            if fn is None:
+                continue
+            if fn.grad == "off":
+                return True
+            for call, ctx in self.calls_in(k):
+                from mllint.semantics.builder import grad_mode_of
+
+                mode = grad_mode_of(self.qual(call.func), call)
+                if mode == "off" or (mode or "").startswith("flag"):
+                    return True
+                if isinstance(call.func, cst.Attribute) and call.func.attr.value == "__enter__":
+                    inner = call.func.value
+                    if isinstance(inner, cst.Call) and grad_mode_of(self.qual(inner.func), inner) == "off":
+                        return True
+            for effect in self.m.effects_in(k):
+                if effect.ctx.grad == "off" and k not in self.m.classes:
+                    return True
+        return False
+
+    def _grad_off_statement_orders(self) -> List[Tuple[str, int]]:
+        """``torch.set_grad_enabled(False)`` used as a statement: (scope, order) from where grad is off."""
+        if self._grad_off_statements is None:
+            from mllint.semantics.builder import SET_GRAD_ENABLED
+
+            found = []
+            for call, ctx in self.m.calls:
+                qual = self.qual(call.func)
+                if qual in SET_GRAD_ENABLED or qual == "torch._C._set_grad_enabled":
+                    if call.args and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "False":
+                        stmt = ctx.statement
+                        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                            isinstance(s, cst.Expr) and s.value is call for s in stmt.body
+                        ):
+                            found.append((ctx.scope, self.m.call_order.get(call, 0)))
+            self._grad_off_statements = found
+        return self._grad_off_statements
+
+    def grad_off_functions(self) -> Set[str]:
+        """Functions whose body always runs with grad off: decorated, or every call site in
+        a grad-off region (helpers count), computed to a fixpoint."""
+        if self._grad_off_fns is not None:
+            return self._grad_off_fns
+        off: Set[str] = set()
+        for key, fn in self.m.functions.items():
+            if fn.grad == "off" or any(_GRAD_HINT.search(d) for d in fn.decorators):
+                off.add(key)
+        changed = True
+        while changed:
+            changed = False
+            for key in self.m.functions:
+                if key in off:
+                    continue
+                sites = self.call_sites(key)
+                if sites and all(self._site_grad_off(site, off) for site in sites):
+                    off.add(key)
+                    changed = True
+        self._grad_off_fns = off
+        return off
+
+    def _site_grad_off(self, effect: Effect, off_fns: Set[str]) -> bool:
+        grad = effect.ctx.grad
+        if grad == "off" or (grad or "").startswith("flag"):
+            return True
+        if grad == "on":
+            return False
+        if self._withs_grad(effect.ctx) is not None:
+            return True
+        if self._after_grad_off_statement(effect.ctx.scope, effect.order):
+            return True
+        return effect.ctx.scope in off_fns
+
+    def _withs_grad(self, ctx: Context) -> Optional[str]:
+        found = None
+        for with_node in ctx.withs:
+            for item in with_node.items:
+                mode = self._with_grad(item, ctx.scope)
+                if mode == "off":
+                    return "off"
+                if mode == "ambiguous":
+                    found = "ambiguous"
+        return found
+
+    def _after_grad_off_statement(self, scope: str, order: int) -> bool:
+        for where, at in self._grad_off_statement_orders():
+            if where == MODULE_SCOPE and scope == MODULE_SCOPE and at < order:
+                return True
+            if where == scope and at < order:
+                return True
+            if where == MODULE_SCOPE and scope != MODULE_SCOPE:
+                return True  # set once for the whole program
+        return False
+
+    def protected(self, effect: Effect) -> bool:
+        """Whether a forward runs with grad off (or may: a flag, an unknown context manager)."""
+        return self._site_grad_off(effect, self.grad_off_functions())
+
+    def frozen(self, ref: str, scope: str) -> bool:
+        """Whether every parameter of the model is frozen (``requires_grad_(False)``), so a
+        forward builds no graph."""
+        if self._frozen is None:
+            found: Set[str] = set()
+            for call, ctx in self.m.calls:
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and call.args:
+                    value = call.args[0].value
+                    if isinstance(value, cst.Name) and value.value == "False":
+                        receiver = self._receiver(func.value)
+                        if receiver:
+                            found.add(self._param_owner(receiver, ctx) or receiver)
+            for targets, value, ctx in self.m.assignments:
+                if isinstance(value, cst.Name) and value.value == "False":
+                    for target in targets:
+                        if target.endswith(".requires_grad"):
+                            owner = self._param_owner(target[: -len(".requires_grad")], ctx)
+                            if owner:
+                                found.add(owner)
+            self._frozen = found
+        canonical = self.m.canonical(ref, scope)
+        return any(ref == f or ref.startswith(f + ".") or canonical == f or canonical.startswith(f + ".") for f in self._frozen)
+
+    def _param_owner(self, tensor: str, ctx: Context) -> Optional[str]:
+        """``p`` bound by ``for p in model.parameters()``: ``model``."""
+        loop = ctx.loop
+        while loop is not None:
+            if tensor in loop.targets or (loop.targets and tensor == loop.targets[-1]):
+                node = loop.node
+                if isinstance(node, cst.For):
+                    expr = node.iter
+                    for _ in range(5):
+                        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in (
+                            "parameters",
+                            "named_parameters",
+                        ):
+                            return self._receiver(expr.func.value)
+                        if isinstance(expr, cst.Call) and expr.args:
+                            expr = expr.args[0].value
+                            continue
+                        break
+                return None
+            loop = loop.parent
+        return None
+
+    def _receiver(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The model a call chain acts on: ``model.to(dev).eval()`` -> ``model``."""
+        for _ in range(10):
+            ref = ref_of(expr)
+            if ref is not None:
+                return ref
+            if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+                expr = expr.func.value
+                continue
+            return None
+        return None
+
+    # --- evaluation code --------------------------------------------------------------------------------
+    def function_evidence(self, key: str) -> Optional[Evidence]:
+        """Why the whole of function ``key`` is evaluation code (None: it is not)."""
+        if key in self._fn_eval:
+            return self._fn_eval[key]
+        self._fn_eval[key] = None  # recursion guard
+        result = self._function_evidence(key)
+        self._fn_eval[key] = result
+        return result
+
+    def _function_evidence(self, key: str) -> Optional[Evidence]:
+        fn = self.m.functions.get(key)
+        if fn is None or self.managed(fn) or self.unit_test(fn) or self.trains(key):
+            return None
+        if isinstance(fn.node, cst.FunctionDef) and fn.node.asynchronous is not None:
+            return None
+        name = fn.node.name.value
+        sites = self.call_sites(key)
+        if any(self.feeds_backward(site.node, site.ctx.scope) for site in sites):
+            return None
+        strength = eval_name_strength(name)
+        if strength and not self.module_method(fn):
+            if strength == "strong" or not self.referenced_as_value(key) or sites:
+                return Evidence("function", f"in `{name}()`", key)
+        # nested in an evaluation function
+        if "." in key:
+            outer = key.rsplit(".", 1)[0]
+            if outer in self.m.functions:
+                found = self.function_evidence(outer)
+                if found is not None and found.kind == "function" and not sites:
+                    return found
+        if sites and not self.referenced_as_value(key) and all(self.evidence(site) is not None for site in sites):
+            return Evidence("callers", f"in `{name}()` (only evaluation code calls it)", key)
+        return None
+
+    def evidence(self, effect: Effect) -> Optional[Evidence]:
+        """Why the forward (or call) ``effect`` is evaluation code, or None."""
+        if effect.node in self._evidence:
+            return self._evidence[effect.node]
+        self._evidence[effect.node] = None
+        result = self._evidence_of(effect)
+        self._evidence[effect.node] = result
+        return result
+
+    def _evidence_of(self, effect: Effect) -> Optional[Evidence]:
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        if fn is not None and (self.managed(fn) or self.unit_test(fn)):
+            return None
+        found = self.loop_evidence(effect.ctx) or (self.function_evidence(scope) if fn is not None else None)
+        found = found or self.data_evidence(effect) or self.script_evidence(effect)
+        if found is None:
+            return None
+        if self.feeds_backward(effect.node, scope):
+            return None
+        return found
+
+    def loop_evidence(self, ctx: Context) -> Optional[Evidence]:
+        loop = ctx.loop
+        while loop is not None:
+            if self.loop_backprops(loop):
+                return None
+            source = self.iterated_data(loop)
+            if source is not None:
+                return Evidence("loop", f"in the loop over `{source}`", None, loop)
+            loop = loop.parent
+        return None
+
+    def iterated_data(self, loop: Loop) -> Optional[str]:
+        """The evaluation data a loop iterates (``val_loader``, ``self.get_test_dataloader()``)."""
+        node = loop.node
+        if not isinstance(node, cst.For):
+            return None
+        exprs = [node.iter]
+        for _ in range(6):
+            nxt = []
+            for expr in exprs:
+                if isinstance(expr, cst.Call):
+                    name = self.qual(expr.func)
+                    short = name.rsplit(".", 1)[-1]
+                    if short in ("enumerate", "tqdm", "iter", "zip", "list", "track", "islice", "sorted", "reversed") or name.endswith("tqdm"):
+                        args = [a.value for a in expr.args if a.keyword is None]
+                        nxt.extend(args if short == "zip" else args[:1])
+                        continue
+                    ref = dotted(expr.func)
+                    if ref and is_eval_data_ref(ref.rsplit(".", 1)[-1].replace("get_", "")):
+                        return self.m.code_of(expr.func) + "()"
+                    continue
+                ref = ref_of(expr)
+                if ref and is_eval_data_ref(ref):
+                    return ref
+                if isinstance(expr, cst.Attribute):
+                    attr = dotted(expr)
+                    if attr and is_eval_data_ref(attr):
+                        return attr
+            if not nxt:
+                break
+            exprs = nxt
+        return None
+
+    def data_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """A forward on evaluation data (``model(X_val)``), or on values derived from it."""
+        node = effect.node
+        if not isinstance(node, cst.Call):
+            return None
+        for arg in node.args:
+            for ref in _reads(arg.value).refs:
+                if self._eval_data(ref, effect.ctx, 2):
+                    return Evidence("data", f"on `{ref}`")
+        return None
+
+    def _eval_data(self, ref: str, ctx: Context, depth: int) -> bool:
+        if is_eval_data_ref(ref):
+            return True
+        if depth <= 0:
+            return False
+        head = _head(ref)
+        loop = ctx.loop
+        while loop is not None:
+            if head in loop.targets:
+                return self.iterated_data(loop) is not None
+            loop = loop.parent
+        for targets, value, actx in self.m.assignments:
+            if actx.scope == ctx.scope and head in targets:
+                if any(self._eval_data(r, actx, depth - 1) for r in _reads(value).refs if _head(r) != head):
+                    return True
+        return False
+
+    def script_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """A forward in an inference script: module level (or main()) of a file that trains
+        nothing, where this scope loads weights."""
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        if fn is not None and (fn.cls is not None or fn.node.name.value not in _MAIN_NAMES):
+            return None
+        if self.file_trains():
+            return None
+        for call, _ctx in self.calls_in(scope):
+            name = self.qual(call.func)
+            if _LOAD_CALLS.search(name) or (isinstance(call.func, cst.Attribute) and _LOAD_CALLS.search(call.func.attr.value)):
+                return Evidence("script", "in inference code (weights are loaded and nothing is trained)")
+        return None
+
+    def mode_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """Code after ``.eval()`` that never calls backward (for ML002): the model is in eval
+        mode here, no backward pass runs in an enclosing loop or later in the function."""
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        if fn is not None and (self.managed(fn) or self.unit_test(fn)):
+            return None
+        if self.overrides_mode(effect.ref, scope):
+            return None
+        loop = effect.ctx.loop
+        while loop is not None:
+            if self.loop_backprops(loop):
+                return None
+            loop = loop.parent
+        for other in self.m.effects_in(scope):
+            if other.order > effect.order and (other.kind == BACKWARD or (other.kind == CALL and other.callee in self.backprop_functions)):
+                return None
+        for call, _ctx in self.calls_in(scope):
+            if self._autograd_call(call):
+                return None
+        modes = self.mode_at(effect, effect.ref)
+        if modes != {"eval"}:
+            return None
+        if self.feeds_backward(effect.node, scope):
+            return None
+        return Evidence("mode", f"after `{effect.ref}.eval()`")
+
+    def evaluation_only_function(self, key: str) -> bool:
+        """A function that may take ``@torch.no_grad()``: it evaluates and nothing else."""
+        fn = self.m.functions.get(key)
+        if fn is None or self.trains(key) or self.module_method(fn) or self.managed(fn):
+            return False
+        if fn.node.asynchronous is not None:
+            return False
+        if any(d.endswith("property") or d.endswith("setter") for d in fn.decorators):
+            return False
+        if any(self.feeds_backward(site.node, site.ctx.scope) for site in self.call_sites(key)):
+            return False
+        if any(self._autograd_call(c) for c, _ in self.calls_in(key)):
+            return False
+        for effect in self.m.effects_in(key):
+            if effect.ctx.grad == "on":
+                return False
+        return True
+
+    # --- modes -----------------------------------------------------------------------------------------
+    def _assignment_targets(self) -> Dict[cst.CSTNode, Tuple[str, ...]]:
+        """For each call that is (the receiver chain of) an assigned value: the targets."""
+        if self._assign_of_call is None:
+            table: Dict[cst.CSTNode, Tuple[str, ...]] = {}
+            for targets, value, _ctx in self.m.assignments:
+                expr = value
+                for _ in range(10):
+                    if not isinstance(expr, cst.Call):
+                        break
+                    table[expr] = targets
+                    if isinstance(expr.func, cst.Attribute):
+                        expr = expr.func.value
+                    else:
+                        break
+            self._assign_of_call = table
+        return self._assign_of_call
+
+    def _mode_ref(self, effect: Effect) -> str:
+        """The model an EVAL/TRAIN effect switches: the assigned name for
+        ``model = Net().eval()``, the receiver chain's model for ``model.to(dev).eval()``."""
+        if effect.ref != ANY:
+            return effect.ref
+        targets = self._assignment_targets().get(effect.node)
+        if targets and len(targets) == 1:
+            return targets[0]
+        node = effect.node
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            found = self._receiver(node.func.value)
+            if found:
+                return found
+        return ANY
+
+    def _with_end(self, with_node: cst.With, scope: str) -> float:
+        if with_node not in self._with_ends:
+            last = 0
+            for effect in self.m.effects_in(scope):
+                if with_node in effect.ctx.withs:
+                    last = max(last, effect.order)
+            for call, ctx in self.calls_in(scope):
+                if with_node in ctx.withs:
+                    last = max(last, self.m.call_order.get(call, 0))
+            self._with_ends[with_node] = last + 0.5
+        return self._with_ends[with_node]
+
+    def _is_with_item(self, call: cst.CSTNode, ctx: Context) -> Optional[cst.With]:
+        stmt = ctx.statement
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                if item.item is call:
+                    return stmt
+        return None
+
+    def _contextmanager(self, key: str) -> bool:
+        fn = self.m.functions.get(key)
+        return fn is not None and any(d.rsplit(".", 1)[-1] in _CM_DECORATORS for d in fn.decorators)
+
+    def _yield_line_of(self, key: str) -> Optional[int]:
+        if key not in self._yield_line:
+            found: List[cst.Yield] = []
+
+            class Finder(cst.CSTVisitor):
+                def visit_Yield(self, node: cst.Yield) -> None:
+                    found.append(node)
+
+                def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                    return False
+
+            fn = self.m.functions[key]
+            fn.node.body.visit(Finder())
+            self._yield_line[key] = self.m.position(found[0]).start.line if found else None
+        return self._yield_line[key]
+
+    def events(self, scope: str, _stack: Tuple[str, ...] = ()) -> List[ModeEvent]:
+        """Mode switches in a scope, in the order they run, helpers' included."""
+        if scope in self._events:
+            return self._events[scope]
+        if scope in _stack or len(_stack) > 8:
+            return []
+        stack = _stack + (scope,)
+        out: List[ModeEvent] = []
+        for effect in self.m.effects_in(scope):
+            if effect.kind in (EVAL, TRAIN, MODE_UNKNOWN):
+                kind = {EVAL: "eval", TRAIN: "train"}.get(effect.kind, "maybe")
+                out.append(ModeEvent(effect.order, kind, self._mode_ref(effect), effect.node, effect.ctx, (), False, effect.ctx.withs))
+            elif effect.kind == CALL and effect.callee in self.m.functions:
+                out.extend(self._helper_events(effect, stack))
+        for call, ctx in self.calls_in(scope):
+            out.extend(self._unknown_mode_calls(call, ctx))
+        # One statement that switches a model both ways (``model.train() if phase == "train"
+        # else model.eval()``): either may happen.
+        by_statement: Dict[int, Set[str]] = {}
+        for event in out:
+            if event.ctx.statement is not None and not event.via:
+                by_statement.setdefault(id(event.ctx.statement), set()).add(event.kind)
+        for event in out:
+            if event.ctx.statement is not None and not event.via and len(by_statement.get(id(event.ctx.statement), ())) > 1:
+                event.cond = True
+        out.sort(key=lambda e: e.order)
+        if not _stack:
+            self._events[scope] = out
+        return out
+
+    def _helper_events(self, effect: Effect, stack: Tuple[str, ...]) -> List[ModeEvent]:
+        callee = effect.callee or ""
+        inner = self.events(callee, stack)
+        if not inner:
+            return []
+        fn = self.m.functions[callee]
+        mapping = effect.args or {}
+        with_node = self._is_with_item(effect.node, effect.ctx)
+        split = None
+        if with_node is not None and self._contextmanager(callee):
+            split = self._yield_line_of(callee)
+        out = []
+        for event in inner:
+            ref = event.ref
+            head = _head(ref)
+            if ref != ANY and head not in fn.params and head not in ("self", "cls"):
+                if self.m.assigns_locally(callee, head):
+                    continue  # a model the helper makes for itself
+            new_ref = translate(ref, mapping) if ref != ANY else ANY
+            order: float = effect.order
+            if split is not None and with_node is not None and self.m.position(event.node).start.line > split:
+                order = self._with_end(with_node, effect.ctx.scope)
+            cond = event.cond or bool(event.ctx.conds)
+            out.append(ModeEvent(order, event.kind, new_ref, event.node, effect.ctx, (effect,) + event.via, cond, event.withs))
+        return out
+
+    def _unknown_mode_calls(self, call: cst.Call, ctx: Context) -> List[ModeEvent]:
+        """Calls we cannot see into that may switch a model's mode: ``set_eval(model)``,
+        ``model.apply(set_bn_eval)``, ``with EvalMode(model):`` (a local class), ``with
+        torch_utils.eval_mode(model):``."""
+        func = call.func
+        name = dotted(func) or ""
+        order = self.m.call_order.get(call, 0)
+        out: List[ModeEvent] = []
+        if self._local_callable(func, ctx.scope) in self.m.functions:
+            return out  # a local function: its effects arrive as a helper's
+        local_class = name if name in self.m.classes else None
+        tokens = set(name_tokens(name.rsplit(".", 1)[-1])) if name else set()
+        if isinstance(func, cst.Attribute) and func.attr.value == "apply" and call.args:
+            receiver = ref_of(func.value)
+            arg = dotted(call.args[0].value) or ""
+            if receiver and set(name_tokens(arg)) & _MODE_CALL_WORDS:
+                out.append(ModeEvent(order, "maybe", receiver, call, ctx, (), True))
+            return out
+        if local_class is not None:
+            info = self.m.classes[local_class]
+            if "__enter__" not in info.methods:
+                return out
+            kinds = set()
+            for key in (f"{local_class}.__enter__", f"{local_class}.__exit__", f"{local_class}.__init__"):
+                kinds |= {e.kind for e in self.events(key)} if key in self.m.functions else set()
+            if not kinds:
+                return out
+        elif not (tokens & _MODE_CALL_WORDS) or isinstance(func, cst.Attribute) and func.attr.value in ("train", "eval"):
+            return out
+        for arg in call.args:
+            ref = ref_of(arg.value)
+            if ref and self.m.has_role(ref, R.MODEL, ctx.scope):
+                out.append(ModeEvent(order, "maybe", ref, call, ctx, (), True))
+        return out
+
+    def mode_at(self, effect: Effect, ref: str) -> Set[str]:
+        """The modes ``ref`` may be in when ``effect`` runs: a subset of {"eval", "train",
+        "maybe", "none"} ("none": nothing sets it and nobody in this file calls the function)."""
+        return self._mode(effect.ctx.scope, effect.order, effect.ctx, ref, 0, frozenset())
+
+    def _kind(self, event: ModeEvent, point: Context) -> str:
+        if event.cond or event.ref == ANY:
+            return "maybe"
+        if any(c not in point.conds for c in event.ctx.conds):
+            return "maybe"
+        return event.kind
+
+    def _mode(self, scope: str, order: float, ctx: Context, ref: str, depth: int, seen: FrozenSet) -> Set[str]:
+        if depth > 8:
+            return {"maybe"}
+        events = [e for e in self.events(scope) if related(e.ref, ref)]
+        before = [e for e in events if e.order < order]
+        result: Set[str] = set()
+        loop = ctx.loop
+        while loop is not None:
+            inside = [e for e in before if loop.encloses(e.ctx.loop)]
+            if inside:
+                result.add(self._kind(inside[-1], ctx))
+                return result
+            after = [e for e in events if e.order > order and loop.encloses(e.ctx.loop)]
+            if after:
+                result.add(self._kind(after[-1], ctx))
+            loop = loop.parent
+        if before:
+            result.add(self._kind(before[-1], ctx))
+            return result
+        return result | self._outer(scope, ref, depth, seen)
+
+    def _outer(self, scope: str, ref: str, depth: int, seen: FrozenSet) -> Set[str]:
+        """The mode a model has when ``scope`` starts: from the callers, else how it was made."""
+        if scope == MODULE_SCOPE:
+            return {self._initial(MODULE_SCOPE, ref)}
+        fn = self.m.functions.get(scope)
+        if fn is None:
+            return {"maybe"}
+        head = _head(ref)
+        is_param = head in fn.params or head in ("self", "cls")
+        if not is_param and self.m.assigns_locally(scope, head):
+            return {self._initial(scope, ref)}
+        sites = [s for s in self.call_sites(scope) if s.node not in seen]
+        if not sites:
+            if self.call_sites(scope):
+                return {"maybe"}  # recursion
+            if head in ("self", "cls"):
+                return {self._initial_attr(scope, ref)}
+            if is_param:
+                return {"none"}
+            parent = scope.rsplit(".", 1)[0] if "." in scope else MODULE_SCOPE
+            if parent in self.m.classes:
+                parent = MODULE_SCOPE
+            return {self._initial(parent, ref)}
+        out: Set[str] = set()
+        for site in sites:
+            new_ref = translate(ref, site.args or {}) if is_param else ref
+            if new_ref == ANY:
+                out.add("maybe")
+                continue
+            out |= self._mode(site.ctx.scope, site.order, site.ctx, new_ref, depth + 1, seen | {site.node})
+        return out or {"maybe"}
+
+    def _initial_of_value(self, value: cst.BaseExpression, scope: str, depth: int = 0) -> str:
+        if depth > 4:
+            return "maybe"
+        ref = ref_of(value)
+        if ref is not None:
+            return self._initial(scope, ref, depth + 1)
+        expr = value
+        for _ in range(10):
+            if not isinstance(expr, cst.Call):
+                return "maybe"
+            name = self.qual(expr.func)
+            if _EVAL_INITIAL.search(name):
+                return "eval"
+            if _MAYBE_INITIAL.search(name):
+                return "maybe"
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "share_memory"):
+                expr = expr.func.value
+                continue
+            short = name.rsplit(".", 1)[-1]
+            if short in ("DataParallel", "DistributedDataParallel", "compile", "prepare", "prepare_model") and expr.args:
+                expr = expr.args[0].value
+                inner = ref_of(expr)
+                if inner is not None:
+                    return self._initial(scope, inner, depth + 1)
+                continue
+            return "train"
+        return "maybe"
+
+    def _initial(self, scope: str, ref: str, depth: int = 0, bound: Optional[int] = None) -> str:
+        """How the model ``ref`` starts out, from the (last) assignment that made it
+        (among the first ``bound`` assignments of the file)."""
+        if depth > 4:
+            return "maybe"
+        assignments = self.m.assignments if bound is None else self.m.assignments[:bound]
+        current = scope
+        while True:
+            for index in range(len(assignments) - 1, -1, -1):
+                targets, value, ctx = assignments[index]
+                if ctx.scope == current and ref in targets:
+                    if len(targets) != 1:
+                        # model, optimizer = accelerator.prepare(model, optimizer)
+                        if isinstance(value, cst.Call) and len(value.args) == len(targets) and self.qual(value.func).rsplit(".", 1)[-1] in ("prepare", "setup", "initialize"):
+                            source = ref_of(value.args[targets.index(ref)].value)
+                            if source is not None:
+                                return self._initial(current, source, depth + 1, index)
+                        return "maybe"
+                    source = ref_of(value)
+                    if source is not None:
+                        return self._initial(current, source, depth + 1, index)
+                    return self._initial_of_value(value, current, depth)
+            fn = self.m.functions.get(current)
+            if fn is not None and _head(ref) in fn.params:
+                return "none"
+            if current == MODULE_SCOPE:
+                break
+            current = current.rsplit(".", 1)[0] if "." in current else MODULE_SCOPE
+        if "." in ref and not ref.startswith(("self.", "cls.")):
+            return self._initial(scope, ref.split(".", 1)[0], depth + 1)
+        if _head(ref) in self.m.imports.aliases:
+            return "maybe"  # imported: made where we cannot see
+        return "none"  # nothing in this file makes it (a fresh model is in training mode)
+
+    def _initial_attr(self, scope: str, ref: str) -> str:
+        cls = self.m.class_scope_of(scope)
+        if cls is None or "." not in ref:
+            return "none"
+        for targets, value, ctx in self.m.assignments:
+            if ref in targets and self.m.class_scope_of(ctx.scope) == cls:
+                if len(targets) != 1:
+                    return "maybe"
+                source = ref_of(value)
+                fn = self.m.functions.get(ctx.scope)
+                if source is not None and fn is not None and _head(source) in fn.params:
+                    return "none"
+                return self._initial_of_value(value, ctx.scope)
+        return "none"
+
+    def mode_cm_around(self, ctx: Context, ref: str) -> bool:
+        """An unknown context manager around this point that may set the model's mode
+        (``with eval_mode(model):``, ``with ema.swap(model):``)."""
+        for with_node in ctx.withs:
+            for item in with_node.items:
+                expr = item.item
+                call = expr if isinstance(expr, cst.Call) else None
+                name = self.qual(call.func if call else expr)
+                if call is not None and self._local_callable(call.func, ctx.scope) is not None:
+                    continue  # local: its mode switches are events
+                if _HARMLESS_CM.search(name) or self._with_grad(item, ctx.scope) == "off":
+                    continue
+                if _MODE_HINT.search(name):
+                    return True
+                if call is not None and any(related(r, ref) for a in call.args for r in [ref_of(a.value) or ""] if r):
+                    return True
+                if call is None:
+                    return True  # ``with ctx:``: unknown
+        return False
+
+    def unknown_cm_around(self, withs: Tuple[cst.With, ...], scope: str) -> bool:
+        """Any context manager that is neither known harmless nor local (for eval() in a
+        training loop: it may restore the mode when it exits)."""
+        for with_node in withs:
+            for item in with_node.items:
+                expr = item.item
+                call = expr if isinstance(expr, cst.Call) else None
+                name = self.qual(call.func if call else expr)
+                if call is not None and self._local_callable(call.func, scope) is not None:
+                    continue
+                if _HARMLESS_CM.search(name) or self._with_grad(item, scope) == "off":
+                    continue
+                return True
+        return False
+
+    # --- eval() never undone --------------------------------------------------------------------------
+    def eval_not_undone(self) -> List[NotUndone]:
+        found: List[NotUndone] = []
+        reported: Set[cst.CSTNode] = set()
+        for loop in sorted(self.m.loops, key=lambda l: (-l.depth, l.order)):
+            fn = self.m.functions.get(loop.scope)
+            if fn is not None and self.managed(fn):
+                continue
+            if not self.loop_trains(loop):
+                continue
+            events = [e for e in self.events(loop.scope) if loop.encloses(e.ctx.loop)]
+            for event in events:
+                if event.kind != "eval" or event.node in reported or event.ref == ANY:
+                    continue
+                if self._inner_training_loop(loop, event.ctx.loop):
+                    continue  # the nested training loop reports it
+                ref = event.ref
+                if any(e.kind in ("train", "maybe") and related(e.ref, ref) for e in events):
+                    continue
+                if self.overrides_mode(ref, loop.scope) or not self._trained_in(loop, ref):
+                    continue
+                if self.unknown_cm_around(event.ctx.withs, loop.scope) or self.unknown_cm_around(
+                    event.withs, self._event_scope(event)
+                ):
+                    continue
+                if self._stops_after(event):
+                    continue
+                reported.add(event.node)
+                found.append(NotUndone(event, loop, ref))
+        return found
+
+    def _event_scope(self, event: ModeEvent) -> str:
+        if event.via:
+            return event.via[-1].callee or MODULE_SCOPE
+        return event.ctx.scope
+
+    def _inner_training_loop(self, loop: Loop, inner: Optional[Loop]) -> bool:
+        while inner is not None and inner is not loop:
+            if self.loop_trains(inner):
+                return True
+            inner = inner.parent
+        return False
+
+    def _stops_after(self, event: ModeEvent) -> bool:
+        """The loop ends right after this evaluation (``break``/``return`` later in its block)."""
+        ctx = event.ctx
+        block, stmt = ctx.block, ctx.statement
+        if not isinstance(block, cst.IndentedBlock) or stmt is None:
+            return False
+        after = False
+        for item in block.body:
+            if item is stmt:
+                after = True
+                continue
+            if after and isinstance(item, cst.SimpleStatementLine) and any(isinstance(s, (cst.Break, cst.Return)) for s in item.body):
+                return True
+        return False
+
+    def _trained_in(self, loop: Loop, ref: str) -> bool:
+        """Whether the loop trains this model: an optimizer it steps holds its parameters, or
+        (owners unknown) it runs a forward of it with grad on."""
+        owners_known = []
+        for step in self.loop_steps(loop):
+            if step == ANY:
+                continue
+            owners = self.m.optimizer_owners(step, loop.scope)
+            if owners:
+                owners_known.append(owners)
+        canonical = self.m.canonical(ref, loop.scope)
+        if owners_known:
+            return any(
+                related(ref, o) or related(canonical, self.m.canonical(o, loop.scope)) for owners in owners_known for o in owners
+            )
+        if set(name_tokens(ref.rsplit(".", 1)[-1])) & _TEACHER_WORDS or self.frozen(ref, loop.scope):
+            return False
+        for effect in self.m.effects_in(loop.scope):
+            if not loop.encloses(effect.ctx.loop):
+                continue
+            if effect.kind == FORWARD and related(effect.ref, ref) and effect.ctx.grad != "off":
+                return True
+            if effect.kind == CALL:
+                summary = self.m.summaries.get(effect.callee or "")
+                if summary is not None and any(related(translate(f, effect.args or {}), ref) for f in summary.forwards):
+                    return True
+        return False
+
+    # --- where statements live (for fixes) -------------------------------------------------------------
+    def block_of(self, statement: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The IndentedBlock or Module whose body holds ``statement``."""
+        if self._blocks is None:
+            blocks: Dict[cst.CSTNode, cst.CSTNode] = {}
+
+            owners = self._with_owner
+
+            class Finder(cst.CSTVisitor):
+                def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+                    for item in node.body:
+                        blocks[item] = node
+
+                def visit_With(self, node: cst.With) -> None:
+                    owners[node.body] = node
+
+                def visit_Module(self, node: cst.Module) -> None:
+                    for item in node.body:
+                        blocks[item] = node
+
+            self.m.module.visit(Finder())
+            self._blocks = blocks
+        return self._blocks.get(statement)
+
+    def outside_withs(self, statement: cst.CSTNode, withs: Tuple[cst.With, ...]) -> cst.CSTNode:
+        """The outermost of ``withs`` around ``statement`` in its scope (or ``statement``
+        itself): where a statement goes that must run before those with-blocks."""
+        current = statement
+        while True:
+            block = self.block_of(current)
+            owner = self._with_owner.get(block) if block is not None else None
+            if owner is None or owner not in withs:
+                return current
+            current = owner
+
+    def valid_at(self, ref: str, scope: str, before: Optional[cst.CSTNode] = None, loop: Optional[Loop] = None) -> bool:
+        """Whether the name ``ref`` means the model at a point of ``scope``: its start
+        (``before`` None), or right before the statement ``before`` (``loop``: the loop that
+        statement is, if it is one; names bound inside it are not bound yet)."""
+        head = _head(ref)
+        if ref == ANY or not head.isidentifier():
+            return False
+        fn = self.m.functions.get(scope)
+        if head in ("self", "cls"):
+            return fn is not None and self.m.class_scope_of(scope) is not None
+        if fn is not None and head in fn.params:
+            return True
+        local = False
+        for targets, _value, ctx in self.m.assignments:
+            if ctx.scope == scope and head in targets:
+                if before is None:
+                    return False
+                if ctx.statement is before or (loop is not None and loop.encloses(ctx.loop)):
+                    continue
+                local = True
+        for other in self.m.loops:
+            if other.scope == scope and head in other.targets:
+                if before is None:
+                    return False
+                if loop is not None and loop.encloses(other):
+                    continue
+                local = True
+        if local:
+            return True
+        current = scope
+        while current != MODULE_SCOPE:
+            if head in self.m.locals.get(current, ()):
+                return False  # a local of this function (or of one it is nested in) not bound here
+            current = current.rsplit(".", 1)[0] if "." in current else MODULE_SCOPE
+            if current in self.m.classes:
+                current = MODULE_SCOPE
+        return True  # a global: assigned, imported, or defined where we cannot see
+
+    # --- forward sites ------------------------------------------------------------------------------------
+    def forwards(self) -> List[Effect]:
+        """Forward passes of models (not constructors or factories that look like models)."""
+        seen: Set[cst.CSTNode] = set()
+        out = []
+        for effect in self.m.effects:
+            if effect.kind == FORWARD and effect.node not in seen and self._is_model_call(effect.ref):
+                seen.add(effect.node)
+                out.append(effect)
+        return out
+
+    def _is_model_call(self, ref: str) -> bool:
+        head = _head(ref)
+        last = ref.rsplit(".", 1)[-1].split("[", 1)[0]
+        if head in self.m.imports.aliases or head in self.m.classes or last in self.m.classes:
+            return False  # a module's function or a class: a factory or a constructor
+        if last[:1].isupper():
+            return False
+        tokens = name_tokens(last)
+        return not (tokens and tokens[0] in _FACTORY_WORDS)

@@ -1,0 +1,770 @@
+"""A model is evaluated in training mode, or left in eval mode for training.
+
+Why it matters
+    ``model.train()`` and ``model.eval()`` switch how dropout and batch norm behave.
+    Evaluated in training mode, dropout zeroes random activations (two identical
+    calls give different outputs, and accuracy drops) and batch norm normalises
+    with the statistics of the evaluation batch and *overwrites* its running
+    statistics with them, so evaluating also changes the model. Left in eval mode
+    for training (``model.eval()`` inside the training loop, never undone), the
+    following steps train without dropout and with frozen batch-norm statistics.
+    Neither raises an error.
+
+    The finding stands when the model has no dropout or batch norm today: layers
+    get added later, and eval mode is the contract evaluation code relies on.
+
+When the code is fine
+    - ``model.eval()`` (or ``model.train(False)``) on that model runs on every path
+      to the evaluation: in the function, in a helper called before it, or in every
+      caller before the call (a different model's ``eval()`` does not count);
+    - a context manager that switches the model to eval mode and back
+      (``with evaluating(model):``); an unknown context manager around the
+      evaluation may do so too, and the rule stays silent;
+    - ``model.train()`` runs in the training loop after the evaluation (or at the
+      start of each training step), or the evaluation helper restores the mode;
+    - the model comes from ``from_pretrained`` (which returns it in eval mode) and
+      is never switched to training mode;
+    - frameworks switch modes themselves: Lightning hooks, HF ``Trainer`` and
+      skorch ``NeuralNet`` subclasses;
+    - the model's class overrides ``train()``/``eval()`` with a meaning of its own;
+    - a frozen teacher or target network used inside the training step (its
+      output feeds the loss: that is training code).
+
+How to fix
+    Call ``model.eval()`` before evaluating and ``model.train()`` before training
+    again. ``--fix`` inserts ``model.eval()`` at the start of the evaluation
+    function (or before the evaluation loop), and ``model.train()`` at the start of
+    the training step when an evaluation inside the training loop leaves the model
+    in eval mode.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from mllint.findings import Applicability, Finding, Fix
+from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel, line_edits
+from mllint.semantics.phases import Evidence, NotUndone, Phases, related
+
+CODE = "ML005"
+NAME = "missing-eval-mode"
+MESSAGE = "model evaluated in training mode, or left in eval mode for training"
+TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained")
+REQUIRES = ("torch",)
+DEFAULT_ENABLED = True
+FIX = "safe"
+
+
+def check(model: FileModel) -> Iterable[Finding]:
+    phases = Phases.of(model)
+    if not phases.torch_file:
+        return
+    reported: Set[Tuple] = set()
+    for effect in phases.forwards():
+        evidence = phases.evidence(effect)
+        if evidence is None:
+            continue
+        ref = effect.ref
+        scope = effect.ctx.scope
+        if phases.overrides_mode(ref, scope) or phases.mode_cm_around(effect.ctx, ref):
+            continue
+        modes = phases.mode_at(effect, ref)
+        if "maybe" in modes or not (modes - {"eval"}):
+            continue
+        if evidence.kind in ("function", "callers") and _deliberate_train(phases, effect, scope):
+            continue
+        unit = (model.canonical(ref, scope), evidence.kind, evidence.function, id(evidence.loop.node) if evidence.loop else None)
+        if evidence.kind in ("data", "mode"):
+            unit = unit + (id(effect.ctx.statement),)
+        if unit in reported:
+            continue
+        reported.add(unit)
+        message = (
+            f"`{ref}` is evaluated {evidence.text} in training mode: nothing calls `{ref}.eval()` on the way here, "
+            f"so dropout and batch norm behave as in training"
+        )
+        yield model.finding(effect.node, CODE, NAME, message, _missing_fix(model, phases, effect, evidence))
+    for item in phases.eval_not_undone():
+        where = "in the training loop"
+        if item.event.via:
+            callee = item.event.via[0].callee or ""
+            where = f"in `{callee.rsplit('.', 1)[-1]}()`, called from the training loop"
+        message = (
+            f"`{item.ref}` is switched to eval mode {where} and never back: the next training steps run in eval mode "
+            f"(no dropout, frozen batch-norm statistics); call `{item.ref}.train()` at the start of the training step"
+        )
+        yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item))
+
+
+def _deliberate_train(phases: Phases, effect: Effect, scope: str) -> bool:
+    """``model.train()`` in the evaluation function itself: deliberate (Monte Carlo dropout)."""
+    return any(
+        e.kind == "train" and not e.via and e.order < effect.order and related(e.ref, effect.ref)
+        for e in phases.events(scope)
+    )
+
+
+# --- fixes --------------------------------------------------------------------------------------------------
+
+
+def _statement(text: str) -> Optional[cst.SimpleStatementLine]:
+    try:
+        node = cst.parse_statement(text + "\n")
+    except Exception:
+        return None
+    return node if isinstance(node, cst.SimpleStatementLine) else None
+
+
+def _replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode) -> Optional[cst.Module]:
+    try:
+        if old is module:
+            return new if isinstance(new, cst.Module) else None
+        replaced = module.deep_replace(old, new)
+    except Exception:
+        return None
+    return replaced if isinstance(replaced, cst.Module) else None
+
+
+def _insert_at_top(module: cst.Module, suite: cst.CSTNode, text: str) -> Optional[cst.Module]:
+    """``text`` as the first statement of an indented block (after a docstring)."""
+    statement = _statement(text)
+    if statement is None or not isinstance(suite, cst.IndentedBlock):
+        return None
+    body = list(suite.body)
+    start = 0
+    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr):
+        if isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            start = 1
+    body.insert(start, statement)
+    return _replace(module, suite, suite.with_changes(body=body))
+
+
+def _insert_before(phases: Phases, module: cst.Module, statement_node: cst.CSTNode, text: str) -> Optional[cst.Module]:
+    statement = _statement(text)
+    block = phases.block_of(statement_node)
+    if statement is None or block is None:
+        return None
+    body = []
+    for item in block.body:
+        if item is statement_node:
+            body.append(statement.with_changes(leading_lines=item.leading_lines))
+            body.append(item.with_changes(leading_lines=()))
+        else:
+            body.append(item)
+    return _replace(module, block, block.with_changes(body=body))
+
+
+def _as_fix(phases: Phases, module: Optional[cst.Module], description: str) -> Optional[Fix]:
+    if module is None:
+        return None
+    edits = line_edits(phases.m.source, module.code)
+    return Fix(Applicability.SAFE, tuple(edits), description) if edits else None
+
+
+def _train_insertion(phases: Phases, item: NotUndone) -> Optional[cst.Module]:
+    if not phases.valid_at(item.ref, item.loop.scope, item.loop.node, item.loop) and not _bound_by_loop(item):
+        return None
+    return _insert_at_top(phases.m.module, item.loop.body, f"{item.ref}.train()")
+
+
+def _bound_by_loop(item: NotUndone) -> bool:
+    head = item.ref.split(".", 1)[0].split("[", 1)[0]
+    loop = item.loop
+    while loop is not None:
+        if head in loop.targets:
+            return True
+        loop = loop.parent
+    return False
+
+
+def _undone_fix(phases: Phases, item: NotUndone) -> Optional[Fix]:
+    return _as_fix(phases, _train_insertion(phases, item), f"Insert `{item.ref}.train()` at the start of the training step")
+
+
+def _outermost_eval_loop(phases: Phases, effect: Effect):
+    found = None
+    loop = effect.ctx.loop
+    while loop is not None and not phases.loop_backprops(loop):
+        found = loop
+        loop = loop.parent
+    return found
+
+
+def _missing_fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evidence) -> Optional[Fix]:
+    ref = effect.ref
+    scope = effect.ctx.scope
+    text = f"{ref}.eval()"
+    switched_before = any(
+        e.order < effect.order and related(e.ref, ref) and e.kind in ("train", "maybe") for e in phases.events(scope)
+    )
+    module: Optional[cst.Module] = None
+    if evidence.kind in ("function", "callers") and scope != MODULE_SCOPE and not switched_before:
+        fn = model.functions[scope]
+        if phases.valid_at(ref, scope):
+            module = _insert_at_top(model.module, fn.node.body, text)
+    elif evidence.kind == "loop" and evidence.loop is not None:
+        target = phases.outside_withs(evidence.loop.node, effect.ctx.withs)
+        if phases.valid_at(ref, scope, evidence.loop.node, evidence.loop):
+            module = _insert_before(phases, model.module, target, text)
+    else:
+        loop = _outermost_eval_loop(phases, effect)
+        target = loop.node if loop is not None else effect.ctx.statement
+        if target is not None and phases.valid_at(ref, scope, target, loop):
+            module = _insert_before(phases, model.module, phases.outside_withs(target, effect.ctx.withs), text)
+    if module is None:
+        return None
+    module = _restore_training(phases, module)
+    return _as_fix(phases, module, f"Insert `{text}` before the evaluation")
+
+
+def _restore_training(phases: Phases, module: cst.Module) -> Optional[cst.Module]:
+    """When the inserted ``eval()`` lands in a training loop (directly or through the
+    evaluation function it calls), also switch the model back at the start of the
+    training step, so the fix does not leave the model in eval mode for training."""
+    if not phases.file_trains():
+        return module
+    from mllint.semantics import build_model
+
+    before = len(phases.eval_not_undone())
+    for _ in range(4):
+        code = module.code
+        try:
+            new_model = build_model(cst.parse_module(code), code, phases.m.path)
+        except Exception:
+            return None
+        new_phases = Phases.of(new_model)
+        items = new_phases.eval_not_undone()
+        if len(items) <= before:
+            return module
+        known = {phases.m.code_of(i.event.node) + "|" + i.ref for i in phases.eval_not_undone()}
+        fresh = [i for i in items if new_phases.m.code_of(i.event.node) + "|" + i.ref not in known] or items
+        fixed = _train_insertion(new_phases, fresh[0])
+        if fixed is None:
+            return None
+        module = fixed
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Examples (collected by the test suite). INVALID examples carry the expected --fix output.
+
+from mllint.registry import Example  # noqa: E402
+
+VALID: List[str] = [
+    # eval() at the start of the evaluation function
+    """
+    import torch
+
+    @torch.no_grad()
+    def evaluate(model, loader):
+        model.eval()
+        return sum((model(x).argmax(1) == y).sum().item() for x, y in loader)
+    """,
+    # shared train/val loop: the mode follows the phase
+    """
+    import torch
+
+    def train_model(model, dataloaders, criterion, optimizer, epochs):
+        for epoch in range(epochs):
+            for phase in ["train", "val"]:
+                if phase == "train":
+                    model.train()
+                else:
+                    model.eval()
+                for inputs, labels in dataloaders[phase]:
+                    optimizer.zero_grad()
+                    with torch.set_grad_enabled(phase == "train"):
+                        loss = criterion(model(inputs), labels)
+                        if phase == "train":
+                            loss.backward()
+                            optimizer.step()
+    """,
+    # eval() in the caller before calling the evaluation helper; train() back in the loop
+    """
+    import torch
+
+    @torch.no_grad()
+    def validate(net, val_loader):
+        return [net(x) for x, _ in val_loader]
+
+    for epoch in range(10):
+        net.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            criterion(net(x), y).backward()
+            optimizer.step()
+        net.eval()
+        validate(net, val_loader)
+    """,
+    # a frozen teacher set to eval once, before the training loop
+    """
+    import torch
+
+    teacher.eval()
+    student.train()
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        with torch.no_grad():
+            soft = teacher(x)
+        loss = distill_loss(student(x), soft, y)
+        loss.backward()
+        optimizer.step()
+    """,
+    # a context manager defined in the file that switches to eval and back
+    """
+    import contextlib
+    import torch
+
+    @contextlib.contextmanager
+    def evaluating(model):
+        model.eval()
+        try:
+            yield model
+        finally:
+            model.train()
+
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+        with evaluating(model), torch.no_grad():
+            val_out = [model(x) for x, _ in val_loader]
+    """,
+    # Lightning hooks: the framework switches modes
+    """
+    import torch
+    import pytorch_lightning as pl
+
+    class Lit(pl.LightningModule):
+        def test_step(self, batch, batch_idx):
+            x, y = batch
+            self.log("test_acc", (self.net(x).argmax(1) == y).float().mean())
+    """,
+    # from_pretrained returns the model in eval mode
+    """
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+    with torch.no_grad():
+        for batch in test_loader:
+            logits = model(**batch).logits
+    """,
+    # the evaluation helper restores training mode itself
+    """
+    import torch
+
+    def evaluate(model, loader):
+        model.eval()
+        with torch.no_grad():
+            acc = sum((model(x).argmax(1) == y).sum().item() for x, y in loader)
+        model.train()
+        return acc
+
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+        evaluate(model, val_loader)
+    """,
+    # a class that overrides train()/eval() with a meaning of its own
+    """
+    import torch
+
+    class Agent:
+        def train(self, steps):
+            ...
+
+        def eval(self):
+            ...
+
+    agent = Agent()
+    with torch.no_grad():
+        for obs in test_episodes:
+            agent(obs)
+    """,
+    # a DQN target network inside the training step: its output feeds the loss
+    """
+    import torch
+
+    for step in range(num_steps):
+        states, actions, rewards, next_states = buffer.sample(64)
+        with torch.no_grad():
+            target = rewards + gamma * target_net(next_states).max(1)[0]
+        q = policy_net(states).gather(1, actions)
+        loss = torch.nn.functional.smooth_l1_loss(q, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    """,
+    # an unknown context manager around the evaluation may set the mode: stay silent
+    """
+    import torch
+    from utils import eval_mode
+
+    def validate(model, val_loader):
+        with eval_mode(model), torch.no_grad():
+            return [model(x) for x, _ in val_loader]
+    """,
+    # eval() then train() in the same training loop, via train(False) and train(True)
+    """
+    import torch
+
+    for epoch in range(epochs):
+        model.train(True)
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+        model.train(False)
+        with torch.no_grad():
+            for x, y in val_loader:
+                model(x)
+    """,
+]
+
+INVALID = [
+    # the evaluation function never calls eval(): dropout stays on
+    Example(
+        """
+import torch
+
+@torch.no_grad()
+def evaluate(model, loader):
+    correct = 0
+    for x, y in loader:
+        correct += (model(x).argmax(1) == y).sum().item()
+    return correct
+""",
+        fixed="""
+import torch
+
+@torch.no_grad()
+def evaluate(model, loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        correct += (model(x).argmax(1) == y).sum().item()
+    return correct
+""",
+    ),
+    # eval() inside the training loop, never undone: epochs after the first train in eval mode
+    Example(
+        """
+import torch
+
+model = Net()
+optimizer = torch.optim.Adam(model.parameters())
+for epoch in range(10):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        for x, y in val_loader:
+            val_loss = criterion(model(x), y)
+""",
+        fixed="""
+import torch
+
+model = Net()
+optimizer = torch.optim.Adam(model.parameters())
+for epoch in range(10):
+    model.train()
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        for x, y in val_loader:
+            val_loss = criterion(model(x), y)
+""",
+    ),
+    # the evaluation helper switches to eval mode and the training loop never switches back
+    Example(
+        """
+import torch
+
+def validate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(criterion(model(x), y).item() for x, y in loader)
+
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+        print(validate(model, val_loader))
+""",
+        fixed="""
+import torch
+
+def validate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(criterion(model(x), y).item() for x, y in loader)
+
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        model.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+        print(validate(model, val_loader))
+""",
+    ),
+    # a validation loop inside the training function, under no_grad but in training mode
+    Example(
+        """
+import torch
+
+def train(model, train_loader, val_loader, optimizer, epochs):
+    for epoch in range(epochs):
+        model.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+        with torch.no_grad():
+            for x, y in val_loader:
+                acc = (model(x).argmax(1) == y).float().mean()
+""",
+        fixed="""
+import torch
+
+def train(model, train_loader, val_loader, optimizer, epochs):
+    for epoch in range(epochs):
+        model.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            for x, y in val_loader:
+                acc = (model(x).argmax(1) == y).float().mean()
+""",
+    ),
+    # another model's eval() does not count
+    Example(
+        """
+import torch
+
+@torch.no_grad()
+def evaluate(encoder, decoder, loader):
+    encoder.eval()
+    for src, tgt in loader:
+        out = decoder(encoder(src))
+""",
+        fixed="""
+import torch
+
+@torch.no_grad()
+def evaluate(encoder, decoder, loader):
+    decoder.eval()
+    encoder.eval()
+    for src, tgt in loader:
+        out = decoder(encoder(src))
+""",
+    ),
+    # eval in a training loop on a step interval, never undone
+    Example(
+        """
+import torch
+
+for step, (x, y) in enumerate(train_loader):
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    if step % 500 == 0:
+        model.eval()
+        with torch.no_grad():
+            print(step, criterion(model(x_val), y_val).item())
+""",
+        fixed="""
+import torch
+
+for step, (x, y) in enumerate(train_loader):
+    model.train()
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    if step % 500 == 0:
+        model.eval()
+        with torch.no_grad():
+            print(step, criterion(model(x_val), y_val).item())
+""",
+    ),
+    # an inference script that loads weights and never switches to eval mode
+    Example(
+        """
+import torch
+
+model = Net()
+model.load_state_dict(torch.load("model.pt"))
+with torch.no_grad():
+    predictions = model(images).argmax(1)
+""",
+        fixed="""
+import torch
+
+model = Net()
+model.load_state_dict(torch.load("model.pt"))
+model.eval()
+with torch.no_grad():
+    predictions = model(images).argmax(1)
+""",
+    ),
+    # a trainer method; the fix also switches back to training mode in the epoch loop
+    Example(
+        """
+import torch
+
+class Trainer:
+    @torch.no_grad()
+    def validate(self):
+        return [self.model(x) for x, _ in self.val_loader]
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            for x, y in self.train_loader:
+                self.optimizer.zero_grad()
+                self.criterion(self.model(x), y).backward()
+                self.optimizer.step()
+            self.validate()
+""",
+        fixed="""
+import torch
+
+class Trainer:
+    @torch.no_grad()
+    def validate(self):
+        self.model.eval()
+        return [self.model(x) for x, _ in self.val_loader]
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            self.model.train()
+            for x, y in self.train_loader:
+                self.optimizer.zero_grad()
+                self.criterion(self.model(x), y).backward()
+                self.optimizer.step()
+            self.validate()
+""",
+    ),
+    # the model was switched to training mode after loading it with from_pretrained
+    Example(
+        """
+import torch
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+model.train()
+finetune(model)
+
+@torch.no_grad()
+def generate_text(prompt_ids):
+    for _ in range(20):
+        logits = model(prompt_ids).logits
+        prompt_ids = torch.cat([prompt_ids, logits[:, -1:].argmax(-1)], dim=1)
+    return prompt_ids
+
+print(generate_text(ids))
+""",
+        fixed="""
+import torch
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+model.train()
+finetune(model)
+
+@torch.no_grad()
+def generate_text(prompt_ids):
+    model.eval()
+    for _ in range(20):
+        logits = model(prompt_ids).logits
+        prompt_ids = torch.cat([prompt_ids, logits[:, -1:].argmax(-1)], dim=1)
+    return prompt_ids
+
+print(generate_text(ids))
+""",
+    ),
+    # a test loop at module level after training, under no_grad but never switched to eval
+    Example(
+        """
+import torch
+
+net = Net()
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+for epoch in range(5):
+    for x, y in train_loader:
+        opt.zero_grad()
+        criterion(net(x), y).backward()
+        opt.step()
+
+correct = 0
+with torch.no_grad():
+    for x, y in test_loader:
+        correct += (net(x).argmax(1) == y).sum().item()
+""",
+        fixed="""
+import torch
+
+net = Net()
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+for epoch in range(5):
+    for x, y in train_loader:
+        opt.zero_grad()
+        criterion(net(x), y).backward()
+        opt.step()
+
+correct = 0
+net.eval()
+with torch.no_grad():
+    for x, y in test_loader:
+        correct += (net(x).argmax(1) == y).sum().item()
+""",
+    ),
+    # the only caller loads a fresh model and never switches it to eval mode
+    Example(
+        """
+import torch
+
+def score_batches(model, batches):
+    with torch.no_grad():
+        return [model(b) for b in batches]
+
+def main():
+    model = build_model()
+    model.load_state_dict(torch.load("ckpt.pt"))
+    print(score_batches(model, test_batches))
+""",
+        fixed="""
+import torch
+
+def score_batches(model, batches):
+    model.eval()
+    with torch.no_grad():
+        return [model(b) for b in batches]
+
+def main():
+    model = build_model()
+    model.load_state_dict(torch.load("ckpt.pt"))
+    print(score_batches(model, test_batches))
+""",
+    ),
+]
