@@ -17,6 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 ML001 = FIXTURES / "ml001"
+ML004 = FIXTURES / "ml004"
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -98,9 +99,10 @@ def test_mllint_json_lists_exactly_one_ml001_finding_in_fixtures():
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     findings = json.loads(proc.stdout)
-    assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [
+    assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings if f["code"] == "ML001"] == [
         ("bad_train.py", "ML001", backward_line(ML001 / "bad_train.py"))
     ]
+    assert all(Path(f["path"]).name.startswith("bad_") for f in findings), findings
 
 
 def test_each_fixture_alone():
@@ -117,3 +119,53 @@ def test_each_fixture_alone():
     )
     assert good.returncode == 0, good.stdout + good.stderr
     assert "ML001" not in good.stdout
+
+
+# --- ML004 -------------------------------------------------------------------------------------
+
+
+def constant_tensors(stdout: str) -> int:
+    match = re.search(r"^constant tensors built per epoch (\d+) ", stdout, re.MULTILINE)
+    assert match, f"no 'constant tensors' line in:\n{stdout}"
+    return int(match.group(1))
+
+
+def allocation_lines(path: Path) -> list:
+    """Lines of the three per-batch constructor calls in the bad script's loop."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    wanted = ("torch.ones(SEQ_LEN", "torch.arange(SEQ_LEN", "torch.tensor([2.0]")
+    return [number for number, text in enumerate(lines, 1) if text.startswith("        ") and any(w in text for w in wanted)]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml004_scripts_run_alike_and_the_bad_one_builds_more_tensors():
+    good = run_script(ML004 / "good_train.py")
+    assert good.returncode == 0, good.stderr
+    bad = run_script(ML004 / "bad_train.py")
+    assert bad.returncode == 0, bad.stderr
+    # Hoisting changes the work, not the results.
+    assert re.search(r"^final loss (\S+)$", bad.stdout, re.MULTILINE).group(1) == re.search(
+        r"^final loss (\S+)$", good.stdout, re.MULTILINE
+    ).group(1)
+    batches = int(re.search(r"\((\d+) batches\)", bad.stdout).group(1))
+    # Three constant tensors per batch against three per epoch.
+    assert constant_tensors(bad.stdout) - constant_tensors(good.stdout) == 3 * (batches - 1), (bad.stdout, good.stdout)
+
+
+def test_mllint_reports_ml004_at_each_per_batch_allocation_of_the_bad_fixture_only():
+    proc = subprocess.run(
+        mllint_command() + ["--no-cache", "--format", "json", str(ML004)],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = json.loads(proc.stdout)
+    lines = allocation_lines(ML004 / "bad_train.py")
+    assert len(lines) == 3
+    assert sorted((Path(f["path"]).name, f["code"], f["line"]) for f in findings) == [
+        ("bad_train.py", "ML004", line) for line in lines
+    ]
+    assert all(f["fix"] is not None and f["fix"]["applicability"] == "safe" for f in findings)
