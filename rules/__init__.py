@@ -8,6 +8,7 @@ examples, and ``check(model) -> Iterable[Finding]``.
 RULE_MODULES = [
     "ml001_missing_zero_grad",
     "ml002_inference_without_no_grad",
+    "ml003_data_leakage",
     "ml004_per_batch_tensor_allocation",
     "ml005_missing_eval_mode",
 ]

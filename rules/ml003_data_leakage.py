@@ -1,0 +1,1117 @@
+"""A preprocessing step or a model learns from data that includes the test set.
+
+Why it matters
+    A scaler, encoder, imputer, PCA, feature selector, vectorizer or resampler learns
+    statistics in ``fit``. Fitted on all the data before it is split into training and
+    test data (or before cross-validation), it has seen the test rows: the test score
+    no longer measures performance on unseen data. The effect ranges from small (a
+    scaler's mean) to dramatic: selecting 20 of 10,000 pure-noise features on the full
+    data and then cross-validating a classifier on them scores far above chance (about
+    0.8 accuracy on random labels in ``fixtures/ml003``), while the same selection
+    inside the cross-validation scores 0.5, as it should. SMOTE before the split puts
+    synthetic copies of test points into training. A model fitted on the test split, or
+    refitted on all the data and then scored on the test split, is scored on rows it
+    was trained on.
+
+    The analysis follows the data: names through assignments, the outputs of
+    ``train_test_split``/``random_split``, the folds of ``KFold`` and kin, column
+    selection, ``.values``/``.to_numpy()``, concatenation, complementary slices
+    (``X[:n]``/``X[n:]``) and masks; it reports only when the fitted transformer's output
+    reaches a split, cross-validation or a model together with split data.
+
+When the code is fine
+    - fitting on the training split and transforming the test split;
+    - a ``Pipeline``/``make_pipeline`` handed to cross-validation or fitted on the
+      training split;
+    - fitting on train+validation after the test split was held out first;
+    - transform-only with a transformer fitted on the training split;
+    - a ``LabelEncoder``/``LabelBinarizer`` fitted on all the labels (the target): it
+      only learns the set of class names, which does not change any score;
+    - unsupervised fits (PCA for a plot, clustering) on data that is never split, or
+      whose output never reaches a model;
+    - refitting the final model on all the data after it was evaluated;
+    - code whose data flow is not visible (a function receiving ``X`` as a parameter
+      with no split in sight).
+
+How to fix
+    Split first, then fit the preprocessing on the training split only and apply it
+    (``transform``) to the test split; for cross-validation put the preprocessing and the
+    model in one ``Pipeline``. Resample (SMOTE) only the training split. The rule offers
+    an unsafe fix (shown by ``--diff``, applied by ``--unsafe-fixes``) in the simple
+    shapes: ``X_s = scaler.fit_transform(X)`` followed by ``train_test_split(X_s, y)`` in
+    the same block is reordered to split first; a transformer fitted before
+    ``cross_val_score`` is moved into a ``make_pipeline`` with the model; a
+    ``fit_transform`` on the test split becomes ``transform``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from mllint.findings import Applicability, Finding, Fix
+from mllint.semantics import dataflow as D
+from mllint.semantics.model import FileModel
+from mllint.semantics.names import dotted
+
+CODE = "ML003"
+NAME = "data-leakage"
+MESSAGE = "a preprocessing step or a model is fitted on data that includes the test set"
+TRIGGERS = (".fit", "fit_", "scale(", "_transform(")
+DEFAULT_ENABLED = True
+FIX = "unsafe"
+
+
+# --- finding the leaks ----------------------------------------------------------------------
+
+
+class Leak:
+    def __init__(self, fit: D.FitEvent, kind: str, split: Optional[D.SplitInfo], evaluation: Optional[D.EvalEvent] = None):
+        self.fit = fit
+        self.kind = kind  # full / concat / test / val (transformers); model-test / refit (models); paired (names)
+        self.split = split
+        self.evaluation = evaluation
+
+
+def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
+    kind, split = flow.classify(fit.rows)
+    uses = flow.sinks.get(fit.fid, [])
+    if kind is None:
+        return _paired_names_leak(flow, fit, model)
+    if kind == "full":
+        uses = [u for u in uses if flow.relevant(u)]
+    if not uses:
+        return None
+    if fit.cls in D.LABEL_ENCODERS and kind in ("full", "concat"):
+        if not any(u.x_position for u in uses) or _targetish(model, fit):
+            return None  # label encoding of the target: harmless to scores
+    if kind == D.VAL and fit.kind == D.RESAMPLER:
+        return None
+    return Leak(fit, kind, split)
+
+
+def _paired_names_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
+    """Data of unknown origin (parameters, imported names): a transformer re-fitted on
+    ``X_test`` right after being fitted on ``X_train`` is fitted on the test split."""
+    previous = fit.previous
+    if previous is None or not previous.is_transformer or fit.data_node is None or previous.data_node is None:
+        return None
+    if not flow.opaque(fit.rows) or not flow.opaque(previous.rows):
+        return None
+    test_text = model.code_of(fit.data_node)
+    train_text = model.code_of(previous.data_node)
+    if not D.is_test_name(test_text) or D.is_val_name(test_text):
+        return None
+    if re.sub(r"test", "train", test_text, flags=re.IGNORECASE) != re.sub(r"(?i)train", "train", train_text):
+        return None
+    if fit.cls in D.LABEL_ENCODERS and _targetish(model, fit):
+        return None
+    return Leak(fit, "paired", None)
+
+
+def _model_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
+    kind, split = flow.classify(fit.rows)
+    if kind == D.TEST:
+        if fit.kind == D.CALIBRATOR or any(o.kind == D.CALIBRATOR for o in (fit.obj.inner if fit.obj else ())):
+            return None
+        names = flow.part_names(fit.rows, D.TEST)
+        if fit.data_node is not None:
+            names.add(model.code_of(fit.data_node))
+        if not any(D.is_test_name(n) and not D.is_val_name(n) for n in names):
+            return None  # a held-out part the code treats as validation (calibration, blending)
+        return Leak(fit, "model-test", split)
+    if kind in ("full", "concat"):
+        later_fits = [
+            f.order for f in flow.fits if f is not fit and f.key == fit.key and f.scope == fit.scope and f.order > fit.order
+        ]
+        for evaluation in flow.evals:
+            if evaluation.key != fit.key or evaluation.scope != fit.scope or evaluation.order < fit.order:
+                continue
+            if any(order < evaluation.order for order in later_fits):
+                continue
+            eval_kind, eval_split = flow.classify(evaluation.data.rows)
+            if eval_kind == D.TEST:
+                return Leak(fit, "refit", eval_split, evaluation)
+    return None
+
+
+def find_leaks(model: FileModel) -> List[Leak]:
+    flow = D.dataflow_of(model)
+    leaks = []
+    for fit in flow.fits:
+        leak = _transformer_leak(flow, fit, model) if fit.is_transformer else _model_leak(flow, fit, model)
+        if leak is not None:
+            leaks.append(leak)
+    return leaks
+
+
+def _targetish(model: FileModel, fit: D.FitEvent) -> bool:
+    texts = []
+    if fit.data_node is not None:
+        texts.append(model.code_of(fit.data_node))
+    statement = fit.statement
+    if isinstance(statement, cst.SimpleStatementLine):
+        for small in statement.body:
+            if isinstance(small, cst.Assign):
+                texts.extend(model.code_of(t.target) for t in small.targets)
+    return any(D.is_target_name(t) for t in texts)
+
+
+# --- messages -------------------------------------------------------------------------------------
+
+
+def _what(fit: D.FitEvent) -> str:
+    cls = fit.cls
+    if fit.kind == D.RESAMPLER:
+        return "resampler"
+    if cls.endswith("Scaler") or cls in ("scale", "minmax_scale", "maxabs_scale", "robust_scale", "QuantileTransformer", "PowerTransformer", "quantile_transform", "power_transform"):
+        return "scaler"
+    if "Encoder" in cls or "Binarizer" in cls or cls == "KBinsDiscretizer":
+        return "encoder"
+    if "Imputer" in cls:
+        return "imputer"
+    if cls.startswith("Select") or cls in ("RFE", "RFECV", "VarianceThreshold", "SequentialFeatureSelector", "BorutaPy", "GenericUnivariateSelect"):
+        return "feature selector"
+    if "Vectorizer" in cls or cls == "TfidfTransformer":
+        return "vectorizer"
+    if cls in ("PCA", "TruncatedSVD", "KernelPCA", "IncrementalPCA", "NMF", "FastICA"):
+        return cls
+    return "transformer"
+
+
+def _line(model: FileModel, node: Optional[cst.CSTNode]) -> Optional[int]:
+    if node is None:
+        return None
+    try:
+        return model.position(node).start.line
+    except Exception:  # a node from another tree
+        return None
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _split_parts(split: Optional[D.SplitInfo]) -> Tuple[str, str]:
+    if split is None:
+        return "X_train", "X_test"
+    train = split.names.get(D.TRAIN, [])
+    test = split.names.get(D.TEST, [])
+    return (train[0] if train else "X_train"), (test[0] if test else "X_test")
+
+
+def _message(model: FileModel, leak: Leak) -> str:
+    fit = leak.fit
+    call = _short(model.code_of(fit.node))
+    data = _short(model.code_of(fit.data_node)) if fit.data_node is not None else "the data"
+    split = leak.split
+    where = f" on line {_line(model, split.node)}" if split is not None and _line(model, split.node) else ""
+    origin = f" (split off on line {_line(model, split.node)})" if where else ""
+    label = f" ({split.label})" if split is not None and split.label else ""
+    receiver = fit.receiver if fit.receiver and re.fullmatch(r"[\w.]+", fit.receiver) else _what(fit).replace(" ", "_")
+    train, test = _split_parts(split)
+    what = _what(fit)
+    if leak.kind == "full":
+        if fit.kind == D.RESAMPLER:
+            return (
+                f"`{call}` resamples all of `{data}` before it is split{where}{label}: samples made from test rows "
+                f"end up in training and the test split is resampled too; resample only the training split, after "
+                f"the split: `{receiver}.fit_resample({train}, ...)`"
+            )
+        if split is not None and split.kind == "cv":
+            return (
+                f"`{call}` fits the {what} on all of `{data}`, which is then cross-validated{where}{label}: every "
+                f"fold's test rows were seen by the fit; put the {what} and the model in one pipeline "
+                f"(`make_pipeline({fit.cls or what}(...), model)`) and cross-validate that on `{data}`"
+            )
+        if split is not None and split.kind == "folds":
+            return (
+                f"`{call}` fits the {what} on all of `{data}`, which is split into folds{where}{label}: every fold's "
+                f"test rows were seen by the fit; fit it inside the loop on the training fold only, or use a pipeline"
+            )
+        return (
+            f"`{call}` fits the {what} on all of `{data}`, which is split into train and test{where}{label}: the "
+            f"test rows leak into the fit; fit the {what} on the training split only: move it after the split and "
+            f"use `{receiver}.fit_transform({train})` / `{receiver}.transform({test})`"
+        )
+    if leak.kind == "concat":
+        return (
+            f"`{call}` fits the {what} on data that includes the test split{origin}: fit it on the training "
+            f"split only and use `{receiver}.transform(...)` on the test split"
+        )
+    if leak.kind in (D.TEST, "paired"):
+        if fit.kind == D.RESAMPLER:
+            return (
+                f"`{call}` resamples the test split{origin}: evaluate on the test data as it is and resample only "
+                f"the training split"
+            )
+        return (
+            f"`{call}` fits the {what} on the test split{origin}: use `{receiver}.transform({data})` with the "
+            f"{what} fitted on the training split"
+        )
+    if leak.kind == D.VAL:
+        return (
+            f"`{call}` fits the {what} on the validation split{origin}: use `{receiver}.transform({data})` with the "
+            f"{what} fitted on the training split"
+        )
+    if leak.kind == "model-test":
+        return (
+            f"`{call}` trains the model on the test split{origin}: train on the training split and keep the test "
+            f"split for evaluation"
+        )
+    evaluation = leak.evaluation
+    eval_line = _line(model, evaluation.node) if evaluation is not None else None
+    eval_text = _short(model.code_of(evaluation.node)) if evaluation is not None else "the test split"
+    return (
+        f"`{call}` trains on all of `{data}`, including the test split{origin}, and the model is then evaluated by "
+        f"`{eval_text}` on line {eval_line}: it is scored on rows it was trained on; evaluate a model fitted on "
+        f"the training split (refit on all the data only after the evaluation)"
+    )
+
+
+# --- fixes ------------------------------------------------------------------------------------------
+
+
+def _names_in(node: cst.CSTNode) -> List[cst.Name]:
+    found: List[cst.Name] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.append(name)
+
+        def visit_Attribute(self, attr: cst.Attribute) -> bool:
+            attr.value.visit(self)
+            return False
+
+    node.visit(Finder())
+    return found
+
+
+def _bound_names(statements) -> Set[str]:
+    bound: Set[str] = set()
+
+    class Finder(cst.CSTVisitor):
+        def _target(self, target: cst.BaseExpression) -> None:
+            for element in D._names_in_target(target):
+                bound.add(element.split(".")[0].split("[")[0])
+            if isinstance(target, cst.Subscript):
+                base = dotted(target.value)
+                if base:
+                    bound.add(base.split(".")[0])
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                self._target(target.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._target(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._target(node.target)
+
+        def visit_For(self, node: cst.For) -> None:
+            self._target(node.target)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            self._target(node.target)
+
+    for statement in statements:
+        statement.visit(Finder())
+    return bound
+
+
+def _uses(statements, name: str) -> int:
+    return sum(1 for statement in statements for n in _names_in(statement) if n.value == name)
+
+
+def _fresh_name(model: FileModel, cls: str, what: str) -> str:
+    base = {"scaler": "scaler", "encoder": "encoder", "imputer": "imputer", "feature selector": "selector", "vectorizer": "vectorizer"}.get(what)
+    if base is None:
+        base = re.sub(r"(?<!^)(?=[A-Z][a-z])", "_", cls).lower() or "transformer"
+    taken = {n.value for n in _names_in(model.module)}
+    name, index = base, 2
+    while name in taken:
+        name, index = f"{base}_{index}", index + 1
+    return name
+
+
+def _statement(code: str) -> Optional[cst.BaseStatement]:
+    try:
+        return cst.parse_statement(code)
+    except Exception:
+        return None
+
+
+def _simple_fit(fit: D.FitEvent):
+    """(statement, assigned names, receiver expression, positional args) of a fit written as
+    ``T = recv.fit_transform(D[, y])`` / ``T, Ty = recv.fit_resample(D, y)``, else None."""
+    statement = fit.statement
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    assign = statement.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or assign.value is not fit.node:
+        return None
+    call = fit.node
+    if not isinstance(call.func, cst.Attribute) or any(a.keyword is not None or a.star for a in call.args):
+        return None
+    target = assign.targets[0].target
+    if fit.method == "fit_transform" and isinstance(target, cst.Name) and 1 <= len(call.args) <= 2:
+        names = [target.value]
+    elif fit.method == "fit_resample" and isinstance(target, (cst.Tuple, cst.List)) and len(call.args) == 2:
+        if len(target.elements) != 2 or not all(isinstance(e.value, cst.Name) for e in target.elements):
+            return None
+        names = [e.value.value for e in target.elements]
+    else:
+        return None
+    receiver = call.func.value
+    if not isinstance(receiver, (cst.Name, cst.Call)):
+        return None
+    return statement, names, receiver, [a.value for a in call.args]
+
+
+def _block_index(block, statement) -> Optional[int]:
+    body = getattr(block, "body", None)
+    if not isinstance(body, (list, tuple)):
+        return None
+    for index, item in enumerate(body):
+        if item is statement:
+            return index
+    return None
+
+
+def _fix_split_first(model: FileModel, leak: Leak) -> Optional[Fix]:
+    """``T = r.fit_transform(D)`` ... ``a, b, c, d = train_test_split(T, y)`` in one block:
+    split ``D`` first, then fit on the training part and transform the test part."""
+    fit, split = leak.fit, leak.split
+    if split is None or split.kind != "train_test_split":
+        return None
+    simple = _simple_fit(fit)
+    if simple is None:
+        return None
+    statement, names, receiver, args = simple
+    block = fit.block
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    if isinstance(block, cst.IndentedBlock) and not any(f.node.body is block for f in model.functions.values()):
+        return None  # only a module's or a function's own body: later uses are all visible
+    i = _block_index(block, statement)
+    if i is None:
+        return None
+    body = list(block.body)
+    split_call = split.node
+    j = None
+    for index in range(i + 1, len(body)):
+        item = body[index]
+        if isinstance(item, cst.SimpleStatementLine) and len(item.body) == 1 and isinstance(item.body[0], cst.Assign):
+            if item.body[0].value is split_call:
+                j = index
+                break
+    if j is None:
+        return None
+    assign = body[j].body[0]
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, (cst.Tuple, cst.List)):
+        return None
+    targets = assign.targets[0].target.elements
+    arrays = [a for a in split_call.args if a.keyword is None and not a.star]
+    if len(targets) != 2 * len(arrays) or not all(isinstance(t.value, cst.Name) for t in targets):
+        return None
+    target_names = [t.value.value for t in targets]
+    array_names = [a.value.value if isinstance(a.value, cst.Name) else None for a in arrays]
+    # the fitted output(s) must be split right there and used nowhere else afterwards
+    positions = []
+    for name in names:
+        if name not in array_names or _uses(body[i + 1:j] + body[j + 1:], name):
+            return None
+        positions.append(array_names.index(name))
+    between = body[i + 1:j]
+    data = args[0]
+    if _bound_names(between) & {n.value for n in _names_in(data)}:
+        return None
+    label = args[1] if len(args) > 1 else None
+    if label is not None and fit.method == "fit_transform":
+        if not isinstance(label, cst.Name) or label.value not in array_names or label.value in _bound_names(between):
+            return None
+    if isinstance(receiver, cst.Name) and (_uses(between, receiver.value) or receiver.value in _bound_names(body[j + 1:])):
+        return None
+    # build the new statements
+    replacements = {0: data}
+    if fit.method == "fit_resample":
+        if positions[0] != 0 or len(positions) != 2:
+            return None
+        replacements = {positions[0]: args[0], positions[1]: args[1]}
+    elif positions[0] != 0:
+        return None
+    originals = {names[k]: replacements[positions[k]] for k in range(len(names))}
+    new_split = assign.with_changes(value=split_call.with_changes(args=[_rename(a, originals) for a in split_call.args]))
+    new_split_line = body[j].with_changes(body=[new_split])
+    code = model.code_of
+    prelude = []
+    if isinstance(receiver, cst.Call):
+        name = _fresh_name(model, fit.cls, _what(fit))
+        prelude.append(f"{name} = {code(receiver)}\n")
+    else:
+        name = receiver.value
+    x_train, x_test = target_names[0], target_names[1]
+    if fit.method == "fit_resample":
+        y_pos = positions[1]
+        y_train = target_names[2 * y_pos]
+        lines = prelude + [f"{x_train}, {y_train} = {name}.fit_resample({x_train}, {y_train})\n"]
+        description = f"Resample only the training split, after `{code(split_call.func)}`"
+    else:
+        extra = ""
+        if label is not None:
+            extra = f", {target_names[2 * array_names.index(label.value)]}"
+        lines = prelude + [
+            f"{x_train} = {name}.fit_transform({x_train}{extra})\n",
+            f"{x_test} = {name}.transform({x_test})\n",
+        ]
+        description = f"Split first, then fit `{name}` on `{x_train}` and transform `{x_test}`"
+    new_statements = [_statement(line) for line in lines]
+    if any(s is None for s in new_statements):
+        return None
+    new_statements[0] = new_statements[0].with_changes(leading_lines=statement.leading_lines)
+    new_body = body[:i] + body[i + 1:j] + [new_split_line] + new_statements + body[j + 1:]
+    if i + 1 < j and statement.leading_lines and not new_body[i].leading_lines:
+        pass
+    return model.fix_replacing(block, block.with_changes(body=new_body), Applicability.UNSAFE, description)
+
+
+def _rename(node, mapping):
+    """``node`` with every Name in ``mapping`` replaced by the mapped expression."""
+
+    class Renamer(cst.CSTTransformer):
+        def leave_Name(self, original: cst.Name, updated: cst.Name):
+            return mapping.get(original.value, updated)
+
+        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+            return updated.with_changes(attr=original.attr)
+
+        def leave_Arg(self, original: cst.Arg, updated: cst.Arg):
+            return updated.with_changes(keyword=original.keyword)
+
+    return node.visit(Renamer())
+
+
+def _fix_pipeline(model: FileModel, leak: Leak) -> Optional[Fix]:
+    """``T = r.fit_transform(D)`` ... ``cross_val_score(est, T, y)``: cross-validate
+    ``make_pipeline(r, est)`` on ``D`` instead."""
+    fit, split = leak.fit, leak.split
+    if split is None or split.kind != "cv" or not isinstance(split.node, cst.Call):
+        return None
+    simple = _simple_fit(fit)
+    if simple is None or fit.method != "fit_transform":
+        return None
+    statement, names, receiver, args = simple
+    block = fit.block
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    if isinstance(block, cst.IndentedBlock) and not any(f.node.body is block for f in model.functions.values()):
+        return None
+    i = _block_index(block, statement)
+    if i is None:
+        return None
+    body = list(block.body)
+    cv_call = split.node
+    j = None
+    for index in range(i + 1, len(body)):
+        if any(node is cv_call for node in _calls_in(body[index])):
+            j = index
+            break
+    if j is None or not isinstance(body[j], cst.SimpleStatementLine):
+        return None
+    positional = [a for a in cv_call.args if a.keyword is None and not a.star]
+    if len(positional) < 2 or not isinstance(positional[1].value, cst.Name) or positional[1].value.value != names[0]:
+        return None
+    if _uses(body[i + 1:], names[0]) != 1:
+        return None
+    between = body[i + 1:j]
+    data = args[0]
+    if _bound_names(between) & {n.value for n in _names_in(data)}:
+        return None
+    if isinstance(receiver, cst.Name) and _uses(body[i + 1:], receiver.value):
+        return None  # the transformer is used again later: it must stay fitted
+    pipeline_name = "make_pipeline"
+    qualified = model.imports.qualify(pipeline_name)
+    needs_import = qualified != "sklearn.pipeline.make_pipeline"
+    if needs_import and (qualified != pipeline_name or pipeline_name in {n.value for n in _names_in(model.module)}):
+        return None
+    estimator = positional[0]
+    new_estimator = cst.parse_expression(f"make_pipeline({model.code_of(receiver)}, {model.code_of(estimator.value)})")
+    new_args = []
+    for arg in cv_call.args:
+        if arg is estimator:
+            new_args.append(arg.with_changes(value=new_estimator))
+        elif arg is positional[1]:
+            new_args.append(arg.with_changes(value=data))
+        else:
+            new_args.append(arg)
+    new_line = body[j].deep_replace(cv_call, cv_call.with_changes(args=new_args))
+    new_body = body[:i] + body[i + 1:j] + [new_line] + body[j + 1:]
+    if statement.leading_lines:  # blank lines and comments above the removed statement stay where they were
+        follower = new_body[i]
+        new_body[i] = follower.with_changes(leading_lines=tuple(statement.leading_lines) + tuple(follower.leading_lines))
+    new_block = block.with_changes(body=new_body)
+    module = model.module if isinstance(block, cst.Module) else None
+    new_module = new_block if module is not None else model.module.deep_replace(block, new_block)
+    if needs_import:
+        new_module = _add_import(new_module, "from sklearn.pipeline import make_pipeline\n")
+        if new_module is None:
+            return None
+    description = f"Cross-validate `make_pipeline({_short(model.code_of(receiver), 30)}, ...)` on `{model.code_of(data)}`"
+    return model.fix_replacing(model.module, new_module, Applicability.UNSAFE, description)
+
+
+def _calls_in(node: cst.CSTNode) -> List[cst.Call]:
+    found: List[cst.Call] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            found.append(call)
+
+    node.visit(Finder())
+    return found
+
+
+def _add_import(module: cst.Module, line: str) -> Optional[cst.Module]:
+    statement = _statement(line)
+    if statement is None:
+        return None
+    body = list(module.body)
+    last_import = -1
+    for index, item in enumerate(body):
+        if isinstance(item, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in item.body):
+            last_import = index
+        elif index == 0 and isinstance(item, cst.SimpleStatementLine) and isinstance(item.body[0], cst.Expr):
+            continue  # docstring
+        elif last_import >= 0:
+            break
+    body.insert(last_import + 1, statement)
+    return module.with_changes(body=body)
+
+
+def _fix_transform(model: FileModel, leak: Leak) -> Optional[Fix]:
+    """``t.fit_transform(X_test)`` after ``t`` was fitted on the training split: ``t.transform(X_test)``."""
+    fit = leak.fit
+    if fit.method != "fit_transform" or fit.kind != D.TRANSFORMER or not isinstance(fit.node.func, cst.Attribute):
+        return None
+    previous = fit.previous
+    if previous is None or not previous.is_transformer or previous.scope != fit.scope:
+        return None
+    flow = D.dataflow_of(model)
+    if leak.kind != "paired":
+        kind, _ = flow.classify(previous.rows)
+        if kind is not None or not any(flow.steps(row) for row in previous.rows):
+            return None
+    if not isinstance(fit.node.func.value, cst.Name):
+        return None
+    call = fit.node
+    args = [a for a in call.args if a.keyword is None and not a.star]
+    if not args:
+        return None
+    new_call = call.with_changes(
+        func=call.func.with_changes(attr=cst.Name("transform")),
+        args=[args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)],
+    )
+    return model.fix_replacing(call, new_call, Applicability.UNSAFE, f"Use `{call.func.value.value}.transform(...)` on the test split")
+
+
+def _fix(model: FileModel, leak: Leak) -> Optional[Fix]:
+    try:
+        if leak.kind == "full":
+            return _fix_split_first(model, leak) or _fix_pipeline(model, leak)
+        if leak.kind in (D.TEST, "paired", D.VAL):
+            return _fix_transform(model, leak)
+    except Exception:  # a fix is a convenience: never let it break linting
+        return None
+    return None
+
+
+def check(model: FileModel) -> Iterable[Finding]:
+    reported = set()
+    for leak in find_leaks(model):
+        node = leak.fit.node
+        if id(node) in reported:
+            continue
+        reported.add(id(node))
+        yield model.finding(node, CODE, NAME, _message(model, leak), _fix(model, leak))
+
+
+# ---------------------------------------------------------------------------------------
+# Examples (collected by the test suite). INVALID examples carry the expected unsafe fix.
+
+from mllint.registry import Example  # noqa: E402
+
+VALID = [
+    # split first, fit on the training split, transform the test split
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0)
+    scaler = StandardScaler()
+    X_train = scaler.fit_transform(X_train)
+    X_test = scaler.transform(X_test)
+    model.fit(X_train, y_train)
+    print(model.score(X_test, y_test))
+    """,
+    # a pipeline handed to cross-validation: each fold fits the selector on its own training part
+    """
+    from sklearn.feature_selection import SelectKBest, f_classif
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    pipe = make_pipeline(SelectKBest(f_classif, k=20), LogisticRegression(max_iter=1000))
+    cv = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    scores = cross_val_score(pipe, X, y, cv=cv)
+    print(f"accuracy {scores.mean():.3f}")
+    """,
+    # label encoding of the target on all labels: it only learns the class names
+    """
+    from sklearn.preprocessing import LabelEncoder
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.model_selection import train_test_split
+    texts = df["clean_text"].values
+    labels = LabelEncoder().fit_transform(df["category"].values)
+    X_train, X_test, y_train, y_test = train_test_split(texts, labels, test_size=0.2, stratify=labels)
+    vectorizer = TfidfVectorizer(max_features=5000)
+    X_train_tfidf = vectorizer.fit_transform(X_train)
+    X_test_tfidf = vectorizer.transform(X_test)
+    clf.fit(X_train_tfidf, y_train)
+    """,
+    # PCA on everything for a plot; the model itself is a pipeline fitted on the training split
+    """
+    import matplotlib.pyplot as plt
+    from sklearn.decomposition import PCA
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+    coords = PCA(n_components=2).fit_transform(X)
+    plt.scatter(coords[:, 0], coords[:, 1], c=y)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=42)
+    clf = make_pipeline(StandardScaler(), SVC())
+    clf.fit(X_train, y_train)
+    print(clf.score(X_test, y_test))
+    """,
+    # a manual k-fold loop that fits the preprocessing inside each fold
+    """
+    from sklearn.decomposition import PCA
+    from sklearn.model_selection import KFold
+    kf = KFold(n_splits=5, shuffle=True, random_state=0)
+    for fold, (train_idx, val_idx) in enumerate(kf.split(X)):
+        X_tr, X_va = X[train_idx], X[val_idx]
+        y_tr, y_va = y[train_idx], y[val_idx]
+        pca = PCA(n_components=10).fit(X_tr)
+        clf.fit(pca.transform(X_tr), y_tr)
+        print(fold, clf.score(pca.transform(X_va), y_va))
+    """,
+    # test held out first; the scaler is refitted on train+validation for the final model
+    """
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+    X_dev, X_test, y_dev, y_test = train_test_split(X, y, test_size=0.2, random_state=1)
+    X_tr, X_val, y_tr, y_val = train_test_split(X_dev, y_dev, test_size=0.25, random_state=1)
+    scaler = StandardScaler().fit(X_tr)
+    model.fit(scaler.transform(X_tr), y_tr)
+    print("val", model.score(scaler.transform(X_val), y_val))
+    scaler = StandardScaler().fit(np.concatenate([X_tr, X_val]))
+    final_model.fit(scaler.transform(X_dev), y_dev)
+    print("test", final_model.score(scaler.transform(X_test), y_test))
+    """,
+    # evaluated first, then refitted on all the data for deployment
+    """
+    import joblib
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.model_selection import train_test_split
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
+    forest = RandomForestClassifier(n_estimators=300)
+    forest.fit(X_train, y_train)
+    print("held-out accuracy", forest.score(X_test, y_test))
+    forest.fit(X, y)
+    joblib.dump(forest, "forest.joblib")
+    """,
+    # a calibrator fitted on a held-out calibration split is the point of prefit calibration
+    """
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.model_selection import train_test_split
+    X_train, X_calib, y_train, y_calib = train_test_split(X, y, test_size=0.3, random_state=0)
+    base.fit(X_train, y_train)
+    calibrated = CalibratedClassifierCV(base, cv="prefit")
+    calibrated.fit(X_calib, y_calib)
+    """,
+    # a helper receiving the data as a parameter: no split in sight, nothing to say
+    """
+    from sklearn.preprocessing import MinMaxScaler
+
+    def scale_features(frame, columns):
+        scaler = MinMaxScaler()
+        frame[columns] = scaler.fit_transform(frame[columns])
+        return frame, scaler
+    """,
+    # competition data: the test file is not a split of the training data
+    """
+    import pandas as pd
+    from sklearn.preprocessing import StandardScaler
+    train = pd.read_csv("train.csv")
+    test = pd.read_csv("test.csv")
+    scaler = StandardScaler()
+    X = scaler.fit_transform(train[FEATURES])
+    X_submit = scaler.transform(test[FEATURES])
+    model.fit(X, train["target"])
+    submission = model.predict(X_submit)
+    """,
+    # stratified shuffle split, a preprocessing pipeline fitted on the training set, CV on it
+    """
+    from sklearn.model_selection import StratifiedShuffleSplit, cross_val_score
+    split = StratifiedShuffleSplit(n_splits=1, test_size=0.2, random_state=42)
+    for train_index, test_index in split.split(housing, housing["income_cat"]):
+        strat_train_set = housing.loc[train_index]
+        strat_test_set = housing.loc[test_index]
+    housing = strat_train_set.drop("median_house_value", axis=1)
+    housing_labels = strat_train_set["median_house_value"].copy()
+    housing_prepared = full_pipeline.fit_transform(housing)
+    lin_reg.fit(housing_prepared, housing_labels)
+    scores = cross_val_score(lin_reg, housing_prepared, housing_labels, cv=10)
+    X_test = strat_test_set.drop("median_house_value", axis=1)
+    X_test_prepared = full_pipeline.transform(X_test)
+    final_predictions = lin_reg.predict(X_test_prepared)
+    """,
+    # time series: the scaler learns from the training window only, then scales the whole series
+    """
+    from sklearn.preprocessing import StandardScaler
+    n_train = int(len(series) * 0.8)
+    scaler = StandardScaler()
+    scaler.fit(series[:n_train])
+    scaled = scaler.transform(series)
+    train, test = scaled[:n_train], scaled[n_train:]
+    model.fit(make_windows(train))
+    forecast = model.predict(make_windows(test))
+    """,
+    # the target column is label-encoded in the frame and then dropped from the features
+    """
+    import pandas as pd
+    from sklearn.preprocessing import LabelEncoder, StandardScaler
+    from sklearn.model_selection import train_test_split
+    df = pd.read_csv("iris.csv")
+    df["species"] = LabelEncoder().fit_transform(df["species"])
+    X = df.drop(columns=["species"])
+    y = df["species"]
+    X_train, X_test, y_train, y_test = train_test_split(X, y, stratify=y)
+    sc = StandardScaler()
+    X_train = sc.fit_transform(X_train)
+    X_test = sc.transform(X_test)
+    knn.fit(X_train, y_train)
+    """,
+    # grid search on the scaled training split (the test split stays out)
+    """
+    from sklearn.model_selection import GridSearchCV, train_test_split
+    from sklearn.preprocessing import RobustScaler
+    from sklearn.svm import SVC
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=7)
+    scaler = RobustScaler()
+    X_train = scaler.fit_transform(X_train)
+    X_test = scaler.transform(X_test)
+    search = GridSearchCV(SVC(), {"C": [0.1, 1, 10]}, cv=5)
+    search.fit(X_train, y_train)
+    print(search.best_params_, search.score(X_test, y_test))
+    """,
+]
+
+INVALID = [
+    # the classic: scale everything, then split
+    Example(
+        """
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import StandardScaler
+        scaler = StandardScaler()
+        X_scaled = scaler.fit_transform(X)
+        X_train, X_test, y_train, y_test = train_test_split(X_scaled, y, test_size=0.2)
+        model.fit(X_train, y_train)
+        print(model.score(X_test, y_test))
+        """,
+        unsafe_fixed="""
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import StandardScaler
+        scaler = StandardScaler()
+        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2)
+        X_train = scaler.fit_transform(X_train)
+        X_test = scaler.transform(X_test)
+        model.fit(X_train, y_train)
+        print(model.score(X_test, y_test))
+        """,
+    ),
+    # feature selection on all the data, then cross-validation on the selected features
+    Example(
+        """
+        import numpy as np
+        from sklearn.feature_selection import SelectKBest, f_classif
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import cross_val_score
+        X = np.random.randn(100, 10000)
+        y = np.random.randint(0, 2, 100)
+        X_sel = SelectKBest(f_classif, k=20).fit_transform(X, y)
+        scores = cross_val_score(LogisticRegression(), X_sel, y, cv=5)
+        print(scores.mean())
+        """,
+        unsafe_fixed="""
+        import numpy as np
+        from sklearn.feature_selection import SelectKBest, f_classif
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import cross_val_score
+        from sklearn.pipeline import make_pipeline
+        X = np.random.randn(100, 10000)
+        y = np.random.randint(0, 2, 100)
+        scores = cross_val_score(make_pipeline(SelectKBest(f_classif, k=20), LogisticRegression()), X, y, cv=5)
+        print(scores.mean())
+        """,
+    ),
+    # oversampling before the split puts synthetic copies of test rows into training
+    Example(
+        """
+        from imblearn.over_sampling import SMOTE
+        from sklearn.model_selection import train_test_split
+        X_res, y_res = SMOTE(random_state=42).fit_resample(X, y)
+        X_train, X_val, y_train, y_val = train_test_split(X_res, y_res, test_size=0.2, stratify=y_res)
+        clf.fit(X_train, y_train)
+        print(clf.score(X_val, y_val))
+        """,
+        unsafe_fixed="""
+        from imblearn.over_sampling import SMOTE
+        from sklearn.model_selection import train_test_split
+        X_train, X_val, y_train, y_val = train_test_split(X, y, test_size=0.2, stratify=y)
+        smote = SMOTE(random_state=42)
+        X_train, y_train = smote.fit_resample(X_train, y_train)
+        clf.fit(X_train, y_train)
+        print(clf.score(X_val, y_val))
+        """,
+    ),
+    # TF-IDF statistics learned from every document before the split
+    Example(
+        """
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import train_test_split
+        tfidf = TfidfVectorizer(max_features=5000, ngram_range=(1, 2))
+        X = tfidf.fit_transform(df["review"])
+        y = df["sentiment"]
+        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=42)
+        clf = LogisticRegression().fit(X_train, y_train)
+        print(clf.score(X_test, y_test))
+        """,
+        unsafe_fixed="""
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import train_test_split
+        tfidf = TfidfVectorizer(max_features=5000, ngram_range=(1, 2))
+        y = df["sentiment"]
+        X_train, X_test, y_train, y_test = train_test_split(df["review"], y, test_size=0.2, random_state=42)
+        X_train = tfidf.fit_transform(X_train)
+        X_test = tfidf.transform(X_test)
+        clf = LogisticRegression().fit(X_train, y_train)
+        print(clf.score(X_test, y_test))
+        """,
+    ),
+    # the scaler is refitted on the test split instead of reusing the training statistics
+    Example(
+        """
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import StandardScaler
+        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
+        sc = StandardScaler()
+        X_train = sc.fit_transform(X_train)
+        X_test = sc.fit_transform(X_test)
+        classifier.fit(X_train, y_train)
+        y_pred = classifier.predict(X_test)
+        """,
+        unsafe_fixed="""
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import StandardScaler
+        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
+        sc = StandardScaler()
+        X_train = sc.fit_transform(X_train)
+        X_test = sc.transform(X_test)
+        classifier.fit(X_train, y_train)
+        y_pred = classifier.predict(X_test)
+        """,
+    ),
+    # columns scaled in place on the whole frame (.loc), then the frame is split
+    """
+    from sklearn import preprocessing as pp
+    from sklearn.model_selection import train_test_split
+    dataX = data.copy().drop(["Class"], axis=1)
+    dataY = data["Class"].copy()
+    featuresToScale = dataX.columns
+    sX = pp.StandardScaler(copy=True)
+    dataX.loc[:, featuresToScale] = sX.fit_transform(dataX[featuresToScale])
+    X_train, X_test, y_train, y_test = train_test_split(dataX, dataY, test_size=0.33, stratify=dataY)
+    logReg.fit(X_train, y_train)
+    """,
+    # imputation statistics from the whole frame, inside main()
+    """
+    import pandas as pd
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.impute import SimpleImputer
+    from sklearn.model_selection import train_test_split
+
+    def main():
+        df = pd.read_csv("houses.csv")
+        features = ["LotArea", "YearBuilt", "GarageArea"]
+        df[features] = SimpleImputer(strategy="median").fit_transform(df[features])
+        X_train, X_test, y_train, y_test = train_test_split(df[features], df["SalePrice"], random_state=1)
+        reg = GradientBoostingRegressor().fit(X_train, y_train)
+        print(reg.score(X_test, y_test))
+    """,
+    # PCA on everything, then a manual k-fold loop
+    """
+    from sklearn.decomposition import PCA
+    from sklearn.model_selection import StratifiedKFold
+    X = PCA(n_components=10).fit_transform(X)
+    skf = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    for fold, (train_idx, val_idx) in enumerate(skf.split(X, y)):
+        clf.fit(X[train_idx], y[train_idx])
+        print(fold, clf.score(X[val_idx], y[val_idx]))
+    """,
+    # a time series scaled as a whole, then cut into a training and a test window
+    """
+    from sklearn.preprocessing import MinMaxScaler
+    dataset = dataframe.values.astype("float32")
+    scaler = MinMaxScaler(feature_range=(0, 1))
+    dataset = scaler.fit_transform(dataset)
+    train_size = int(len(dataset) * 0.67)
+    train, test = dataset[0:train_size, :], dataset[train_size:len(dataset), :]
+    trainX, trainY = create_dataset(train, look_back)
+    testX, testY = create_dataset(test, look_back)
+    model.fit(trainX, trainY, epochs=100, batch_size=1)
+    """,
+    # refitted on all the data, then "evaluated" on the test split it has seen
+    """
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.metrics import accuracy_score
+    from sklearn.model_selection import train_test_split
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25)
+    model = RandomForestClassifier()
+    model.fit(X, y)
+    y_pred = model.predict(X_test)
+    print(accuracy_score(y_test, y_pred))
+    """,
+    # a model trained on the test split
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.tree import DecisionTreeClassifier
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=1)
+    clf = DecisionTreeClassifier()
+    clf = clf.fit(X_test, y_test)
+    y_pred = clf.predict(X_test)
+    """,
+    # the scaler sees the training and the test split stacked together
+    """
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+    X_train, X_test, y_train, y_test = train_test_split(X, y)
+    scaler = StandardScaler().fit(np.vstack([X_train, X_test]))
+    model.fit(scaler.transform(X_train), y_train)
+    print(model.score(scaler.transform(X_test), y_test))
+    """,
+    # categorical feature columns label-encoded on the whole frame before the split
+    """
+    import pandas as pd
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import LabelEncoder
+    df = pd.read_csv("titanic.csv")
+    le = LabelEncoder()
+    for col in ["Sex", "Embarked", "Cabin"]:
+        df[col] = le.fit_transform(df[col].astype(str))
+    X = df.drop("Survived", axis=1)
+    y = df["Survived"]
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2)
+    model.fit(X_train, y_train)
+    """,
+    # the leaking fit sits in a helper; the caller splits its output
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import MinMaxScaler
+
+    def scaling(X):
+        return MinMaxScaler(feature_range=(0, 1)).fit_transform(X)
+
+    X = scaling(df.drop("target", axis=1))
+    X_train, X_test, y_train, y_test = train_test_split(X, df["target"])
+    knn.fit(X_train, y_train)
+    """,
+    # features selected on all the data, then a grid search cross-validates on them
+    """
+    from sklearn.feature_selection import SelectKBest
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.svm import SVC
+    selector = SelectKBest(k=50)
+    X_sel = selector.fit_transform(X, y)
+    grid = GridSearchCV(SVC(), {"C": [0.1, 1, 10]}, cv=5)
+    grid.fit(X_sel, y)
+    print(grid.best_score_)
+    """,
+    # sklearn.preprocessing.scale: fit and transform in one call, before the split
+    """
+    import numpy as np
+    from sklearn import preprocessing, svm
+    from sklearn.model_selection import train_test_split
+    X = np.array(df.drop(["label"], axis=1))
+    X = preprocessing.scale(X)
+    y = np.array(df["label"])
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2)
+    clf = svm.SVR().fit(X_train, y_train)
+    print(clf.score(X_test, y_test))
+    """,
+    # the test split is oversampled too
+    """
+    from imblearn.over_sampling import SMOTE
+    from sklearn.model_selection import train_test_split
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, stratify=y)
+    sm = SMOTE()
+    X_train_bal, y_train_bal = sm.fit_resample(X_train, y_train)
+    X_test_bal, y_test_bal = sm.fit_resample(X_test, y_test)
+    model.fit(X_train_bal, y_train_bal)
+    print(model.score(X_test_bal, y_test_bal))
+    """,
+    # a frame scaled, then split by date
+    """
+    from sklearn.preprocessing import StandardScaler
+    df[cols] = StandardScaler().fit_transform(df[cols])
+    train = df[df["date"] < "2020-01-01"]
+    test = df[df["date"] >= "2020-01-01"]
+    model.fit(train[cols], train["y"])
+    print(model.score(test[cols], test["y"]))
+    """,
+    # fitted before a pandas sample/drop split
+    """
+    from sklearn.preprocessing import MinMaxScaler
+    scaler = MinMaxScaler()
+    df[num_cols] = scaler.fit_transform(df[num_cols])
+    train = df.sample(frac=0.8, random_state=1)
+    test = df.drop(train.index)
+    model.fit(train[num_cols], train["y"])
+    print(model.score(test[num_cols], test["y"]))
+    """,
+    # train and test arrays imported from elsewhere: the scaler is refitted on the test set
+    Example(
+        """
+        from sklearn import preprocessing
+        from data_creation import X_train, X_test
+
+        scaler = preprocessing.MinMaxScaler()
+        X_train = scaler.fit_transform(X_train.values)
+        X_test = scaler.fit_transform(X_test.values)
+        """,
+        unsafe_fixed="""
+        from sklearn import preprocessing
+        from data_creation import X_train, X_test
+
+        scaler = preprocessing.MinMaxScaler()
+        X_train = scaler.fit_transform(X_train.values)
+        X_test = scaler.transform(X_test.values)
+        """,
+    ),
+]

@@ -1,0 +1,221 @@
+"""ML003 beyond the collected examples: its unsafe fixes, messages and silences."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from mllint.engine import lint_source
+from mllint.findings import Applicability
+from mllint.fixing import fix_source
+from mllint.registry import all_rules
+
+RULE = all_rules()["ML003"]
+
+
+def lint(source: str):
+    return [f for f in lint_source(textwrap.dedent(source), "t.py", [RULE]) if f.code == "ML003"]
+
+
+def unsafe_fix(source: str):
+    return fix_source(textwrap.dedent(source), "t.py", [RULE], unsafe=True)
+
+
+# --- the unsafe fixes of the INVALID examples ------------------------------------------------------
+
+WITH_UNSAFE_FIX = [e for e in RULE.invalid if e.unsafe_fixed is not None]
+
+
+def test_some_examples_show_their_unsafe_fix():
+    assert len(WITH_UNSAFE_FIX) >= 5
+
+
+@pytest.mark.parametrize("example", WITH_UNSAFE_FIX, ids=lambda e: e.code.splitlines()[-1][:40])
+def test_unsafe_fix_gives_the_expected_code_which_lints_clean(example):
+    outcome = fix_source(example.code, "example.py", [RULE], unsafe=True)
+    assert outcome.rejected == []
+    assert outcome.source == example.unsafe_fixed
+    assert [f for f in outcome.remaining if f.code == "ML003"] == []
+    again = fix_source(outcome.source, "example.py", [RULE], unsafe=True)
+    assert again.source == outcome.source and again.applied == []
+
+
+@pytest.mark.parametrize("example", RULE.invalid, ids=lambda e: e.code.splitlines()[-1][:40])
+def test_every_offered_fix_is_unsafe_and_removes_the_finding(example):
+    findings = [f for f in lint_source(example.code, "example.py", [RULE]) if f.code == "ML003"]
+    assert findings
+    assert all(f.fix is None or f.fix.applicability is Applicability.UNSAFE for f in findings)
+    if example.unsafe_fixed is None:
+        assert all(f.fix is None for f in findings), "an INVALID example with a fix should show it (unsafe_fixed=...)"
+    # --fix alone never touches leakage
+    assert fix_source(example.code, "example.py", [RULE]).source == example.code
+
+
+def test_the_fixed_code_runs_like_the_intended_code():
+    """The reordered code is real Python that scikit-learn accepts (run, not just parsed)."""
+    pytest.importorskip("sklearn")
+    source = textwrap.dedent(
+        """
+        import numpy as np
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import StandardScaler
+        rng = np.random.RandomState(0)
+        X = rng.randn(60, 3)
+        y = (X[:, 0] > 0).astype(int)
+        X_scaled = StandardScaler().fit_transform(X)
+        X_train, X_test, y_train, y_test = train_test_split(X_scaled, y, test_size=0.25, random_state=0)
+        model = LogisticRegression().fit(X_train, y_train)
+        score = model.score(X_test, y_test)
+        """
+    )
+    fixed = fix_source(source, "t.py", [RULE], unsafe=True).source
+    assert "scaler = StandardScaler()" in fixed and "scaler.transform(X_test)" in fixed
+    namespace: dict = {}
+    exec(compile(fixed, "fixed.py", "exec"), namespace)
+    assert 0.5 <= namespace["score"] <= 1.0
+    assert abs(namespace["X_train"].mean()) < 1e-9  # fitted on the training split
+
+
+# --- when no fix is offered --------------------------------------------------------------------------
+
+
+def test_no_fix_when_the_transformed_data_is_used_again_after_the_split():
+    findings = lint(
+        """
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.model_selection import train_test_split
+        X_s = StandardScaler().fit_transform(X)
+        X_train, X_test, y_train, y_test = train_test_split(X_s, y)
+        model.fit(X_train, y_train)
+        plot(X_s)
+        """
+    )
+    assert len(findings) == 1 and findings[0].fix is None
+
+
+def test_no_fix_when_the_input_changes_between_fit_and_split():
+    findings = lint(
+        """
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.model_selection import train_test_split
+        X_s = StandardScaler().fit_transform(X)
+        X = X.drop(columns=["id"])
+        X_train, X_test, y_train, y_test = train_test_split(X_s, y)
+        model.fit(X_train, y_train)
+        """
+    )
+    assert len(findings) == 1 and findings[0].fix is None
+
+
+def test_no_fix_when_the_fit_and_the_split_sit_in_different_blocks():
+    findings = lint(
+        """
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.model_selection import train_test_split
+        if normalise:
+            X = StandardScaler().fit_transform(X)
+        X_train, X_test, y_train, y_test = train_test_split(X, y)
+        model.fit(X_train, y_train)
+        """
+    )
+    assert len(findings) == 1 and findings[0].fix is None
+
+
+def test_fix_inside_a_function_and_with_a_supervised_selector():
+    outcome = unsafe_fix(
+        """
+        from sklearn.feature_selection import SelectKBest, chi2
+        from sklearn.model_selection import train_test_split
+
+        def run(X, y):
+            selector = SelectKBest(chi2, k=10)
+            X = selector.fit_transform(X, y)
+            X_tr, X_te, y_tr, y_te = train_test_split(X, y, random_state=0)
+            return model.fit(X_tr, y_tr).score(X_te, y_te)
+        """
+    )
+    assert outcome.source == textwrap.dedent(
+        """
+        from sklearn.feature_selection import SelectKBest, chi2
+        from sklearn.model_selection import train_test_split
+
+        def run(X, y):
+            selector = SelectKBest(chi2, k=10)
+            X_tr, X_te, y_tr, y_te = train_test_split(X, y, random_state=0)
+            X_tr = selector.fit_transform(X_tr, y_tr)
+            X_te = selector.transform(X_te)
+            return model.fit(X_tr, y_tr).score(X_te, y_te)
+        """
+    )
+    assert [f for f in outcome.remaining if f.code == "ML003"] == []
+
+
+# --- messages --------------------------------------------------------------------------------------
+
+
+def test_the_message_names_the_split_and_the_rewrite():
+    (finding,) = lint(
+        """
+        from sklearn.preprocessing import MinMaxScaler
+        from sklearn.model_selection import train_test_split
+        scaler = MinMaxScaler()
+        X = scaler.fit_transform(X)
+        X_tr, X_te, y_tr, y_te = train_test_split(X, y)
+        model.fit(X_tr, y_tr)
+        """
+    )
+    assert finding.line == 5
+    assert "line 6" in finding.message and "`train_test_split`" in finding.message
+    assert "`scaler.fit_transform(X_tr)`" in finding.message and "`scaler.transform(X_te)`" in finding.message
+
+
+# --- silences that matter ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # no split anywhere: an unsupervised notebook
+        """
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.cluster import KMeans
+        X = StandardScaler().fit_transform(df[cols])
+        df["cluster"] = KMeans(4).fit_predict(X)
+        """,
+        # fit on train, transform the whole data, then split that
+        """
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.model_selection import train_test_split
+        X_train, X_test, y_train, y_test = train_test_split(X, y)
+        scaler = StandardScaler().fit(X_train)
+        X_all = scaler.transform(X)
+        model.fit(scaler.transform(X_train), y_train)
+        """,
+        # a keras model monitoring the test split during training: not a fit on it
+        """
+        from sklearn.model_selection import train_test_split
+        X_train, X_test, y_train, y_test = train_test_split(X, y)
+        model.fit(X_train, y_train, epochs=10, validation_data=(X_test, y_test))
+        model.evaluate(X_test, y_test)
+        """,
+        # blending: a second-level model fitted on a held-out validation part
+        """
+        from sklearn.model_selection import train_test_split
+        X_train, X_blend, y_train, y_blend = train_test_split(X, y, test_size=0.3)
+        base.fit(X_train, y_train)
+        meta.fit(base.predict_proba(X_blend), y_blend)
+        """,
+        # a scaler on the target of a regression, inside a function that receives the data
+        """
+        from sklearn.preprocessing import StandardScaler
+        def fit_model(X_train, y_train):
+            y_scaler = StandardScaler()
+            y_s = y_scaler.fit_transform(y_train.reshape(-1, 1))
+            return model.fit(X_train, y_s)
+        """,
+    ],
+)
+def test_silent(source):
+    assert lint(source) == []
