@@ -17,6 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 ML001 = FIXTURES / "ml001"
+ML003 = FIXTURES / "ml003"
 ML004 = FIXTURES / "ml004"
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
@@ -169,3 +170,43 @@ def test_mllint_reports_ml004_at_each_per_batch_allocation_of_the_bad_fixture_on
         ("bad_train.py", "ML004", line) for line in lines
     ]
     assert all(f["fix"] is not None and f["fix"]["applicability"] == "safe" for f in findings)
+
+
+# --- ML003 -------------------------------------------------------------------------------------
+
+HAS_SKLEARN = importlib.util.find_spec("sklearn") is not None
+
+
+def cv_accuracy(stdout: str) -> float:
+    match = re.search(r"^cv accuracy (\S+)$", stdout, re.MULTILINE)
+    assert match, f"no 'cv accuracy' line in:\n{stdout}"
+    return float(match.group(1))
+
+
+@pytest.mark.skipif(not HAS_SKLEARN, reason="scikit-learn is not installed")
+def test_ml003_scripts_run_and_the_leaky_one_scores_far_above_chance():
+    good = run_script(ML003 / "good_train.py")
+    assert good.returncode == 0, good.stderr
+    bad = run_script(ML003 / "bad_train.py")
+    assert bad.returncode == 0, bad.stderr
+    # Random labels: chance is 0.5. Selecting features on all rows before cross-validation
+    # lets the test folds pick the features, and the score comes out far above chance.
+    assert abs(cv_accuracy(good.stdout) - 0.5) < 0.1, good.stdout
+    assert cv_accuracy(bad.stdout) > 0.7, bad.stdout
+
+
+def test_mllint_reports_ml003_at_the_leaking_fit_of_the_bad_fixture_only():
+    proc = subprocess.run(
+        mllint_command() + ["--no-cache", "--format", "json", str(ML003)],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = json.loads(proc.stdout)
+    lines = (ML003 / "bad_train.py").read_text(encoding="utf-8").splitlines()
+    fit_line = next(n for n, text in enumerate(lines, 1) if ".fit_transform(X, y)" in text)
+    assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_train.py", "ML003", fit_line)]
+    assert findings[0]["fix"]["applicability"] == "unsafe"
