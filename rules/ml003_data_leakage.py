@@ -178,6 +178,8 @@ def _what(fit: D.FitEvent) -> str:
         return "vectorizer"
     if cls in ("PCA", "TruncatedSVD", "KernelPCA", "IncrementalPCA", "NMF", "FastICA"):
         return cls
+    if cls in ("ColumnTransformer", "make_column_transformer", "Pipeline", "make_pipeline", "FeatureUnion", "make_union"):
+        return "preprocessor"
     return "transformer"
 
 
@@ -226,6 +228,12 @@ def _message(model: FileModel, leak: Leak) -> str:
                 f"`{call}` fits the {what} on all of `{data}`, which is then cross-validated{where}{label}: every "
                 f"fold's test rows were seen by the fit; put the {what} and the model in one pipeline "
                 f"(`make_pipeline({fit.cls or what}(...), model)`) and cross-validate that on `{data}`"
+            )
+        if split is not None and split.kind == "validation_split":
+            return (
+                f"`{call}` fits the {what} on all of `{data}`, whose last rows Keras holds out for validation{where} "
+                f"(`validation_split`): the validation rows leak into the fit; split off the validation data first "
+                f"(`train_test_split`), fit the {what} on the training part and pass `validation_data=...`"
             )
         if split is not None and split.kind == "folds":
             return (
@@ -328,7 +336,10 @@ def _uses(statements, name: str) -> int:
 
 
 def _fresh_name(model: FileModel, cls: str, what: str) -> str:
-    base = {"scaler": "scaler", "encoder": "encoder", "imputer": "imputer", "feature selector": "selector", "vectorizer": "vectorizer"}.get(what)
+    base = {
+        "scaler": "scaler", "encoder": "encoder", "imputer": "imputer", "feature selector": "selector",
+        "vectorizer": "vectorizer", "preprocessor": "preprocessor",
+    }.get(what)
     if base is None:
         base = re.sub(r"(?<!^)(?=[A-Z][a-z])", "_", cls).lower() or "transformer"
     taken = {n.value for n in _names_in(model.module)}

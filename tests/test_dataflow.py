@@ -335,3 +335,17 @@ def test_branches_are_joined():
     )
     fit = fit_at(model, flow, "fit_transform")
     assert [u.what for u in flow.sinks[fit.fid]] == ["split"]
+
+
+def test_keras_validation_split_holds_out_rows_of_what_fit_is_given():
+    model, flow = flow_of(
+        """
+        from sklearn.preprocessing import StandardScaler
+        X = StandardScaler().fit_transform(X)
+        net.fit(X, y, epochs=10, validation_split=0.2)
+        """
+    )
+    fit = fit_at(model, flow, "fit_transform")
+    assert flow.classify(fit.rows)[0] == "full"
+    assert any(s.kind == "validation_split" for s in flow.splits.values())
+    assert any(u.what == "split" and flow.relevant(u) for u in flow.sinks[fit.fid])

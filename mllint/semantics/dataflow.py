@@ -1300,6 +1300,11 @@ class _Analysis:
                 self._split_rows(info, data_of(x), TRAIN)
                 if y is not None:
                     self._split_rows(info, data_of(y), TRAIN)
+            if "validation_split" in keywords:
+                # Keras holds out the last rows of what it is given for validation
+                info = self._new_split(call, "validation_split", f"`validation_split` of `{receiver_text}.fit`")
+                self._split_rows(info, data_of(x), TRAIN)
+                self._sink(x, call, "split", True)
             self._fit(call, kind, method, obj.cls if obj else "", obj, receiver_text, x, y, x_node)
             self._sink(x, call, "cv" if kind == SEARCH else "fit", True)
             if y is not None:
