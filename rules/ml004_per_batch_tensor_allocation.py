@@ -119,12 +119,16 @@ def _in_body(an: Analysis, node: cst.CSTNode, loop: Loop) -> bool:
     return any(parent is body for parent in an.ancestors(node))
 
 
-def _rarely_runs(loop: Loop, ctx) -> bool:
-    """Under a condition inside the loop that counts iterations (``if step % 100 == 0``)
-    or in an ``except`` handler: not on every batch."""
+def _rarely_runs(facts: LoopFacts, loop: Loop, ctx) -> bool:
+    """Under a condition inside the loop that may hold on some iterations only: one that
+    counts iterations (``if step % 100 == 0``) or tests anything the loop changes
+    (``if not losses:``), or in an ``except`` handler. A condition the loop never changes
+    (``if args.use_mask:``) holds on every iteration or on none."""
     for cond in ctx.conds:
         if cond.loop is not None and loop.encloses(cond.loop):
-            if cond.branch == "except" or counts_iterations(cond, loop.targets):
+            if cond.branch == "except" or cond.node is None or counts_iterations(cond, loop.targets):
+                return True
+            if not facts.invariant(cond.node):
                 return True
     return False
 
@@ -391,9 +395,9 @@ def check(model: FileModel) -> Iterable[Finding]:
         loop = an.enclosing_batch_loop(ctx.loop)
         if loop is None or not _in_body(an, call, loop) or an.inside_nested_scope(call, loop.node):
             continue
-        if _rarely_runs(loop, ctx):
-            continue
         facts = an.facts(loop)
+        if _rarely_runs(facts, loop, ctx):
+            continue
         if not _allocation_invariant(facts, call, kind):
             continue
         expr = _hoistable(an, facts, call)
@@ -537,6 +541,27 @@ VALID = [
         make = lambda: torch.ones(3)
         state = torch.zeros(0)
         state, out = rnn(x, state)
+    """,
+    # under a condition that depends on the batch: not on every iteration
+    """
+    import torch
+    for x, y in loader:
+        if y.sum() == 0:
+            loss = torch.tensor(0.0, device=device)
+        else:
+            loss = criterion(model(x), y)
+        loss.backward()
+    """,
+    # a loop that looks at one batch and stops; loops over the items of one batch
+    """
+    import torch
+    for images, labels in loader:
+        dummy = torch.zeros(1, 3, 224, 224)
+        print(model(dummy).shape, images.shape)
+        break
+    for batch_idx, (scores, labels) in enumerate(zip(all_scores, all_labels)):
+        keep = torch.full((height, width), -1, dtype=torch.int32)
+        results.append(keep)
     """,
     # torch.arange over a size taken from the batch
     """

@@ -56,6 +56,7 @@ def expr_in(model, text: str):
         ("for i in range(num_batches):\n    pass\n", "for i"),
         ("from torch.utils.data import DataLoader\ndl = DataLoader(ds)\nfor item in dl:\n    pass\n", "for item"),
         ("for step in range(max_steps):\n    x, y = next(data_iter)\n", "for step"),
+        ("for step in range(max_steps):\n    batch = next(iter(train_loader))\n", "for step"),
         ("while True:\n    xb, yb = get_batch('train')\n", "while True"),
         ("for it in range(n_iter):\n    loss = model(x)\n    loss.backward()\n", "for it"),
     ],
@@ -75,8 +76,15 @@ def test_batch_loops(source, header):
         ("for b in range(batch_size):\n    pass\n", "for b"),
         ("for batch_idx in range(batch_size):\n    pass\n", "for batch_idx"),
         ("for sample in batch:\n    pass\n", "for sample"),
-        ("for x, y in loader:\n    pass\n", "for x"),  # loader is a name; the loop below is in __init__
-    ][:-1],
+        # post-processing: the items of one batch
+        ("for batch_idx, (scores, labels) in enumerate(zip(all_scores, all_labels)):\n    pass\n", "for batch_idx"),
+        ("for k, batch_indices in groups.items():\n    pass\n", "for k"),
+        # a conditional next() is not how a step loop fetches its batch
+        ("for kind, start in groups:\n    if kind:\n        grid = next(grid_iters[kind])\n", "for kind"),
+        ("for kind, start in groups:\n    grid = next(grid_iters[kind])\n", "for kind"),  # one of several iterators
+        ("for start in range(lookback, end, chunk_length):\n    pass\n", "for start"),  # streaming over time
+        ("for x, y in loader:\n    print(x.shape)\n    break\n", "for x"),  # looks at one batch
+    ],
 )
 def test_not_batch_loops(source, header):
     model = model_of(source)

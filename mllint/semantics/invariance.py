@@ -120,11 +120,9 @@ ESCAPE_METHODS = frozenset(
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # Iterables whose items are batches (``train_loader``, ``batches``, ``data_iter``), not the items of one batch.
 _LOADER_TEXT = re.compile(r"loader|batches|iterator$|(^|_)iter$|(^|_)dl$|^dl_", re.IGNORECASE)
-_BATCH_TARGET = re.compile(
-    r"^(batch|batch_idx|batch_id|batch_index|batch_num|batch_no|batch_i|batch_data|data_batch|mb|minibatch|mini_batch"
-    r"|\w+_batch|batch_\w+)$",
-    re.IGNORECASE,
-)
+# A loop variable that holds a whole batch. Not ``batch_idx`` or ``batch_scores``: post-processing
+# code spells the items of one batch so (``for batch_idx, scores in enumerate(zip(...))``).
+_BATCH_TARGET = re.compile(r"^(batch|batches|minibatch|mini_batch|mb|batch_data|data_batch|batch_dict)$", re.IGNORECASE)
 _NOT_BATCH = re.compile(r"^batch_?(size|sizes|shape|count|len|length|dim|dims|norm|first)s?$|bs$", re.IGNORECASE)
 _EPOCH = re.compile(r"epoch", re.IGNORECASE)
 _BATCH_FETCH = re.compile(r"(^|_)(get|next|sample|load|fetch|make|draw|generate)_?\w*batch|batch(es)?$", re.IGNORECASE)
@@ -333,6 +331,8 @@ def _is_batch_loop(an: Analysis, loop: Loop) -> bool:
     if loop.scope.rsplit(".", 1)[-1] == "__init__":
         return False
     node = loop.node
+    if _exits_first_time(node.body):
+        return False  # for batch in loader: ...; break -- looks at one batch
     epoch = any(_EPOCH.search(t) for t in loop.targets)
     if isinstance(node, cst.For):
         if not epoch and model.has_role(loop.iter_ref, R.LOADER, loop.scope):
@@ -352,17 +352,39 @@ def _is_batch_loop(an: Analysis, loop: Loop) -> bool:
         return False
     # The body fetches a batch, or runs a training step (each iteration is one batch).
     for targets, value, ctx in model.assignments:
-        if ctx.loop is not loop:
+        if ctx.loop is not loop or ctx.conditional:
             continue
         if any(_BATCH_TARGET.match(t) and not _NOT_BATCH.search(t) for t in targets):
             return True
         if isinstance(value, cst.Call):
             name = _call_name(value.func)
-            if name == "next" and value.args and "param" not in model.code_of(value.args[0].value):
+            if name == "next" and value.args and _data_iterator(value.args[0].value):
                 return True  # batch = next(train_iter)
             if name != "next" and _BATCH_FETCH.search(name) and "size" not in name.lower():
                 return True  # xb, yb = get_batch("train")
     return any(e.kind == BACKWARD and e.depth == 0 for e in model.loop_effects(loop))
+
+
+_DATA_ITERATOR = re.compile(r"iter|loader|data|batch|(^|_)dl$|stream|(^|_)it$|gen", re.IGNORECASE)
+
+
+def _data_iterator(arg: cst.BaseExpression) -> bool:
+    """``next(train_iter)``, ``next(iter(loader))``, ``next(self.data_stream)``; not
+    ``next(model.parameters())`` or ``next(grid_iters[kind])`` (one of several iterators)."""
+    if isinstance(arg, cst.Call) and _call_name(arg.func) == "iter" and arg.args:
+        arg = arg.args[0].value
+    name = dotted(arg)
+    return name is not None and "param" not in name and bool(_DATA_ITERATOR.search(name.rsplit(".", 1)[-1]))
+
+
+def _exits_first_time(body: cst.BaseSuite) -> bool:
+    """Whether the loop body ends every pass with ``break``, ``return`` or ``raise``."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for statement in statements:
+        small = statement.body if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else ()
+        if any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in small):
+            return True
+    return False
 
 
 def _range_over_batches(an: Analysis, call: cst.BaseExpression) -> bool:
@@ -375,7 +397,7 @@ def _range_over_batches(an: Analysis, call: cst.BaseExpression) -> bool:
         return False
     args = [a.value for a in call.args if a.keyword is None]
     texts = [" ".join(an.model.code_of(a).split()) for a in args]
-    if len(texts) == 3 and re.search(r"batch|\bbs\b|chunk", texts[2], re.IGNORECASE):
+    if len(texts) == 3 and re.search(r"batch|\bbs\b", texts[2], re.IGNORECASE):
         return True
     return len(texts) <= 2 and bool(texts) and bool(re.search(r"n_?batch|num_?batch|batches|loader", texts[-1], re.IGNORECASE))
 
