@@ -76,7 +76,7 @@ class Leak:
 
 
 def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
-    kind, split = flow.classify(fit.rows)
+    kind, split = flow.classify(fit.rows, near=fit)
     uses = flow.sinks.get(fit.fid, [])
     if kind is None:
         return _paired_names_leak(flow, fit, model)
@@ -112,7 +112,7 @@ def _paired_names_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> O
 
 
 def _model_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
-    kind, split = flow.classify(fit.rows)
+    kind, split = flow.classify(fit.rows, near=fit)
     if kind == D.TEST:
         if fit.kind == D.CALIBRATOR or any(o.kind == D.CALIBRATOR for o in (fit.obj.inner if fit.obj else ())):
             return None
@@ -125,7 +125,7 @@ def _model_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional
     if kind in ("full", "concat"):
         later_fits = [
             f.order for f in flow.fits if f is not fit and f.key == fit.key and f.scope == fit.scope and f.order > fit.order
-        ]
+        ] + [order for key, order, scope in flow.resets if key == fit.key and scope == fit.scope and order > fit.order]
         for evaluation in flow.evals:
             if evaluation.key != fit.key or evaluation.scope != fit.scope or evaluation.order < fit.order:
                 continue

@@ -207,6 +207,25 @@ def test_the_message_names_the_split_and_the_rewrite():
         base.fit(X_train, y_train)
         meta.fit(base.predict_proba(X_blend), y_blend)
         """,
+        # a precomputed kernel: the test rows against the training rows (no fit on test rows)
+        """
+        from sklearn.model_selection import GridSearchCV
+        from sklearn.svm import SVC
+        K_train = np.dot(X_[:180], X_[:180].T)
+        y_train = y_[:180]
+        search = GridSearchCV(SVC(kernel="precomputed"), {"C": [0.1, 1.0]})
+        search.fit(K_train, y_train)
+        K_test = np.dot(X_[180:], X_[:180].T)
+        search.score(K_test, y_[180:])
+        """,
+        # fitted on everything, then its coefficients are replaced before it predicts the fold
+        """
+        from sklearn.linear_model import LogisticRegression
+        for i, (train, test) in enumerate(cv.split(X, y)):
+            clf = LogisticRegression().fit(X, y)
+            clf.coef_ = paths[i]
+            print(clf.predict_proba(X[test]))
+        """,
         # a scaler on the target of a regression, inside a function that receives the data
         """
         from sklearn.preprocessing import StandardScaler

@@ -331,6 +331,7 @@ class DataFlow:
         self.sinks: Dict[int, List[SinkUse]] = {}  # fit id -> uses of its output
         self.param_roots: Dict[int, Tuple[str, int]] = {}  # root -> (function key, parameter index)
         self.opaque_roots: Set[int] = set()  # parameters and names bound elsewhere
+        self.resets: List[Tuple[str, int, str]] = []  # (object key, order, scope): fitted attributes assigned
         self.summaries: Dict[str, Summary] = {}
         self.bound_at: Dict[Tuple[str, str], List[int]] = {}  # (scope, name) -> orders of its bindings
         self.references: Dict[Tuple[str, str], List[Tuple[int, cst.Name]]] = {}  # (scope, name) -> (order, node)
@@ -360,7 +361,20 @@ class DataFlow:
             if info.confirmed and any(r == root and not self.steps((r, p)) for r, p in info.inputs)
         ]
 
-    def row_kind(self, row: Row) -> Tuple[str, Optional[SplitInfo]]:
+    @staticmethod
+    def _nearest(splits: List["SplitInfo"], near: Optional["FitEvent"]) -> "SplitInfo":
+        """The split to name in a message: the first one after the fit in its own scope, else the
+        first one in its scope, else the first one."""
+        if near is not None:
+            after = [s for s in splits if s.scope == near.scope and s.order > near.order]
+            if after:
+                return min(after, key=lambda s: s.order)
+            same = [s for s in splits if s.scope == near.scope]
+            if same:
+                return min(same, key=lambda s: s.order)
+        return min(splits, key=lambda s: s.order)
+
+    def row_kind(self, row: Row, near: Optional["FitEvent"] = None) -> Tuple[str, Optional[SplitInfo]]:
         """``full`` (rows later/earlier split into train and test), ``unsplit`` (never split),
         ``test`` (inside the held-out part of a top-level split), ``val`` (held out by a
         split of a training part: validation), ``train``."""
@@ -368,7 +382,7 @@ class DataFlow:
         if not steps:
             tops = self.top_splits(row[0])
             if tops:
-                return "full", min(tops, key=lambda s: s.order)
+                return "full", self._nearest(tops, near)
             return "unsplit", None
         first, part = steps[0]
         if part == TEST:
@@ -380,14 +394,14 @@ class DataFlow:
                 return VAL, info
         return TRAIN, first
 
-    def classify(self, rows: Iterable[Row]) -> Tuple[Optional[str], Optional[SplitInfo]]:
+    def classify(self, rows: Iterable[Row], near: Optional["FitEvent"] = None) -> Tuple[Optional[str], Optional[SplitInfo]]:
         """What a fit on ``rows`` sees: ``full`` (data that is split into train and test),
         ``concat`` (train and test parts together), ``test``, ``val`` (validation rows
         only), or None (training rows, or data never split)."""
         kinds: Dict[str, SplitInfo] = {}
         for row in rows:
-            kind, info = self.row_kind(row)
-            if info is not None and (kind not in kinds or info.order < kinds[kind].order):
+            kind, info = self.row_kind(row, near)
+            if info is not None and (kinds.get(kind) is None or (kind != "full" and info.order < kinds[kind].order)):
                 kinds[kind] = info
             elif kind not in kinds:
                 kinds[kind] = None  # type: ignore[assignment]
@@ -412,8 +426,12 @@ class DataFlow:
     def relevant(self, use: "SinkUse") -> bool:
         """Whether a use of a fit's output bears on an evaluation: the output is split or
         cross-validated there, or reaches a model together with rows that come from a split."""
-        if use.what in ("split", "cv"):
-            return use.sid is None or self.split_of(use.sid) is not None
+        if use.what == "cv":
+            return True
+        if use.what == "split":
+            info = self.split_of(use.sid) if use.sid is not None else None
+            # slices, masks and samples are splits by inference: their parts must reach a model
+            return use.sid is None or (info is not None and info.kind not in ("slice", "mask", "sample"))
         return any(self.steps(row) for row in use.rows)
 
     def opaque(self, rows: Iterable[Row]) -> bool:
@@ -461,6 +479,7 @@ class _Analysis:
         self.block: Optional[cst.CSTNode] = None
         self.targets: Tuple[str, ...] = ()  # names the current statement assigns (for split part names)
         self.n_targets = 0
+        self.direct_value: Optional[cst.CSTNode] = None  # the value the current assignment binds as a whole
         self.functions: Dict[str, cst.FunctionDef] = {}
         self.last_fit: Dict[Tuple[str, str], FitEvent] = {}  # (scope, key) -> last fit
         self.fit_by_obj: Dict[int, FitEvent] = {}
@@ -660,12 +679,16 @@ class _Analysis:
                 for target_el, value_el in zip(first.elements, small.value.elements):
                     self.targets = tuple(_names_in_target(target_el.value))
                     self.n_targets = 1
+                    self.direct_value = value_el.value
                     vals.append(self.ev(value_el.value))
+                self.direct_value = None
                 self.targets, self.n_targets = saved
                 for target_el, val in zip(first.elements, vals):
                     self._bind(target_el.value, val)
                 return
+            self.direct_value = small.value
             val = self.ev(small.value)
+            self.direct_value = None
             self.targets, self.n_targets = saved
             for target in small.targets:
                 self._bind(target.target, val)
@@ -715,6 +738,12 @@ class _Analysis:
             return
         if isinstance(target, cst.Attribute):
             name = dotted(target)
+            attr = target.attr.value
+            if attr.endswith("_") and not attr.startswith("_"):
+                # clf.coef_ = ...: the model's fitted state is replaced, as by a new fit
+                owner = self.ev(target.value)
+                obj = min(owner.objs, key=lambda o: o.oid) if owner.objs else None
+                self.df.resets.append((self._key(obj, _text(self.m, target.value)), self.next(), self.scope))
             if name is not None:
                 self.env.names[name] = val
                 self._bound(name)
@@ -1054,9 +1083,10 @@ class _Analysis:
             uppers.add(upper)
         if uppers & lowers:
             info.confirmed = True  # X[:n] and X[n:] (or X[n:m]) both taken
-        for name in self.targets:
-            if part == TRAIN and is_test_name(name) and not is_train_name(name):
-                info.swap = True
+        if node is self.direct_value:  # X_test = X[:n] (the slice is the whole assigned value)
+            for name in self.targets:
+                if part == TRAIN and is_test_name(name) and not is_train_name(name):
+                    info.swap = True
         return self._split_rows(info, data, part)
 
     def _mask_part(self, data: Val, base_node: cst.BaseExpression, comparison: cst.Comparison) -> Optional[Val]:
@@ -1071,6 +1101,9 @@ class _Analysis:
             part, key = TRAIN, f"{left}|{right}"
         elif isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
             part, key = TEST, f"{left}|{right}"
+        elif isinstance(op, (cst.Equal, cst.NotEqual)) and isinstance(comparator, (cst.Name, cst.Attribute, cst.Subscript)) and not isinstance(comparison.left, cst.SimpleString):
+            # df[df.fold != k] / df[df.fold == k]: the training folds and the held-out fold
+            part, key = (TEST if isinstance(op, cst.Equal) else TRAIN), f"{left}|{right}"
         elif isinstance(op, (cst.Equal, cst.NotEqual)) and isinstance(comparator, cst.SimpleString):
             value = comparator.evaluated_value if isinstance(comparator.evaluated_value, str) else ""
             if is_test_name(value):
@@ -1216,14 +1249,6 @@ class _Analysis:
             self._sink_all(positional + list(keywords.values()), call, "call", True)
         # unknown: the result is derived from the data handed in (or a fresh root)
         data_args = [v for v in positional + list(keywords.values()) if data_of(v).rows]
-        if self.n_targets > 1 and len(self.targets) > 1:
-            out = EMPTY
-            items = []
-            for _ in range(self.n_targets):
-                fresh = self.root()
-                items.append(fresh)
-            taint = frozenset().union(*(flat(v).taint for v in data_args)) if data_args else frozenset()
-            return Val(items=tuple(replace(i, taint=taint) for i in items))
         if data_args:
             return replace(self._union(data_args), index=frozenset())
         return self.root()
