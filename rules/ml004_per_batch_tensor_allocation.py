@@ -36,6 +36,8 @@ How to fix
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import re
 from typing import Iterable, List, Optional, Set, Tuple
 
@@ -100,6 +102,8 @@ def _allocation_invariant(facts: LoopFacts, call: cst.Call, kind: str) -> bool:
         return False
     if not facts.pure_call(call):
         return False
+    if facts.changes_defaults:
+        return False  # torch.set_default_dtype(...) in the loop: what torch.zeros(3) builds may change
     return all(facts.invariant(arg.value) for arg in call.args)
 
 
@@ -200,8 +204,8 @@ def _unconditional_path(an: Analysis, statement: cst.CSTNode, loop: Loop) -> boo
                 if _UNSAFE_CONTEXTS.search(name):
                     return False
         elif isinstance(parent, cst.Try):
-            if child is not parent.body:
-                return False
+            if child is not parent.body or parent.handlers:
+                return False  # an except clause may be there for the allocation (out of memory)
         elif isinstance(parent, (cst.For, cst.While)):
             if child is not parent.body:
                 return False  # a loop's else clause
@@ -219,6 +223,19 @@ def _expression_unconditional(an: Analysis, expr: cst.CSTNode, statement: cst.CS
         if isinstance(parent, (cst.IfExp, cst.BooleanOperation)):
             return False
     return False
+
+
+def _bound_outside(an: Analysis, loop: Loop, name: str) -> bool:
+    """Whether ``name`` is also bound in the loop's scope outside the loop (then moving
+    ``name = ...`` before the loop would change its value when the loop runs no time)."""
+    model = an.model
+    fn = model.functions.get(loop.scope)
+    if fn is not None and name in model.locals.get(loop.scope, ()) and name in fn.params:
+        return True
+    for targets, _value, ctx in model.assignments:
+        if ctx.scope == loop.scope and name in targets and not loop.encloses(ctx.loop):
+            return True
+    return any(l.scope == loop.scope and name in l.targets and not loop.encloses(l) for l in model.loops)
 
 
 def _reads_before(an: Analysis, loop: Loop, statement: cst.CSTNode, name: str) -> bool:
@@ -278,8 +295,8 @@ def _fresh_name(an: Analysis, expr: cst.CSTNode, call: cst.Call, kind: str, take
             named = next((s for s in sizes if isinstance(s, (cst.Name, cst.Attribute))), None)
             if named is not None:
                 base = f"{base}_{(dotted(named) or '').rsplit('.', 1)[-1].lower()}"
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,40}", base):
-        base = "const_tensor"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,40}", base) or keyword.iskeyword(base) or hasattr(builtins, base):
+        base = "const_tensor" if base == "const_tensor" or not base.isidentifier() else f"{base}_tensor"
     name = base
     number = 2
     while name in an.names or name in taken:
@@ -313,6 +330,7 @@ def _fix(an: Analysis, loop: Loop, call: cst.Call, expr: cst.BaseExpression, kin
         name is not None
         and len(statement.body) == 1
         and facts.binding_counts.get(name, 0) == 1
+        and not _bound_outside(an, loop, name)
         and not _reads_before(an, loop, statement, name)
     )
     if movable:
@@ -330,10 +348,7 @@ def _fix(an: Analysis, loop: Loop, call: cst.Call, expr: cst.BaseExpression, kin
         hoisted = _statement_line(f"{new_name} = {model.code_of(expr).strip()}\n")
         if hoisted is None:
             return None
-        replacement = cst.Name(new_name, lpar=getattr(expr, "lpar", ()), rpar=getattr(expr, "rpar", ()))
-        if replacement.lpar:  # (torch.zeros(3)) -> zeros_3, keeping no stray parentheses
-            replacement = cst.Name(new_name)
-        new_loop = loop.node.deep_replace(expr, replacement)
+        new_loop = loop.node.deep_replace(expr, cst.Name(new_name))
         description = f"Build the tensor once before the loop as `{new_name}`"
     if not isinstance(new_loop, cst.BaseStatement):
         return None

@@ -417,6 +417,7 @@ class _Bindings(cst.CSTVisitor):
         self.changed: Set[str] = set()
         self.self_calls: Set[str] = set()
         self.binding_counts: Dict[str, int] = {}
+        self.changes_defaults = False  # calls torch.set_default_dtype/device/tensor_type
         root.visit(self)
 
     def _bind_target(self, target: cst.BaseExpression) -> None:
@@ -492,6 +493,8 @@ class _Bindings(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if _call_name(func).startswith("set_default_"):
+            self.changes_defaults = True
         if not isinstance(func, cst.Attribute):
             return
         method = func.attr.value
@@ -549,6 +552,7 @@ class LoopFacts:
         self._fixed: FrozenSet[str] = frozenset()  # comprehension variables while checking one
         self.bound = scan.bound
         self.binding_counts = scan.binding_counts
+        self.changes_defaults = scan.changes_defaults
         self.changed = set(scan.changed)
         for method in scan.self_calls:
             callee = an._method(loop.scope, method)
