@@ -59,6 +59,9 @@ def expr_in(model, text: str):
         ("for step in range(max_steps):\n    batch = next(iter(train_loader))\n", "for step"),
         ("while True:\n    xb, yb = get_batch('train')\n", "while True"),
         ("for it in range(n_iter):\n    loss = model(x)\n    loss.backward()\n", "for it"),
+        ("for samples, targets in metric_logger.log_every(data_loader, 10, header):\n    pass\n", "for samples"),
+        ("pbar = tqdm(train_loader, desc='train')\nfor x, y in pbar:\n    pass\n", "for x"),
+        ("it = iter(val_dl)\nfor images, labels in it:\n    pass\n", "for images"),
     ],
 )
 def test_batch_loops(source, header):
@@ -76,6 +79,8 @@ def test_batch_loops(source, header):
         ("for b in range(batch_size):\n    pass\n", "for b"),
         ("for batch_idx in range(batch_size):\n    pass\n", "for batch_idx"),
         ("for sample in batch:\n    pass\n", "for sample"),
+        ("for path in sorted(glob(loader_dir)):\n    pass\n", "for path"),
+        ("for name in loader_names:\n    pass\n", "for name"),
         # post-processing: the items of one batch
         ("for batch_idx, (scores, labels) in enumerate(zip(all_scores, all_labels)):\n    pass\n", "for batch_idx"),
         ("for k, batch_indices in groups.items():\n    pass\n", "for k"),

@@ -335,12 +335,8 @@ def _is_batch_loop(an: Analysis, loop: Loop) -> bool:
         return False  # for batch in loader: ...; break -- looks at one batch
     epoch = any(_EPOCH.search(t) for t in loop.targets)
     if isinstance(node, cst.For):
-        if not epoch and model.has_role(loop.iter_ref, R.LOADER, loop.scope):
+        if not epoch and _loader_like(an, loop, node.iter):
             return True
-        if not epoch and loop.iter_ref and _LOADER_TEXT.search(loop.iter_ref.split("[")[0]) and not _NOT_BATCH.search(loop.iter_ref):
-            return True  # train_batches, data_iter, epoch_iterator, dataloaders[phase]
-        if not epoch and loop.iter_call and loop.iter_ref is None and _LOADER_TEXT.search(loop.iter_call.rsplit(".", 1)[-1]):
-            return True  # for batch in self.train_dataloader(), get_batches(x, y)
         if _EPOCH.search(" ".join(t for t in (loop.iter_ref, loop.iter_call) if t)):
             epoch = True
         if loop.iter_call in ("range", "trange"):
@@ -363,6 +359,42 @@ def _is_batch_loop(an: Analysis, loop: Loop) -> bool:
             if name != "next" and _BATCH_FETCH.search(name) and "size" not in name.lower():
                 return True  # xb, yb = get_batch("train")
     return any(e.kind == BACKWARD and e.depth == 0 for e in model.loop_effects(loop))
+
+
+_NOT_LOADER = re.compile(r"_(dir|path|paths|file|files|name|names|cfg|config|kwargs|args|fn|cls|type|size|len)$", re.IGNORECASE)
+
+
+def _loader_like(an: Analysis, loop: Loop, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Whether iterating ``expr`` yields batches: a data loader (by role or spelling:
+    ``train_loader``, ``batches``, ``data_iter``, ``dataloaders[phase]``), a call that
+    returns one (``self.train_dataloader()``, ``get_batches(x, y)``), a wrapper of one
+    (``enumerate(tqdm(loader))``, ``metric_logger.log_every(loader, 10)``), or a name
+    assigned from one of these (``pbar = tqdm(loader)``)."""
+    model = an.model
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.Subscript):
+        return _loader_like(an, loop, expr.value, depth + 1)
+    if isinstance(expr, cst.Call):
+        name = _call_name(expr.func)
+        if name != "range" and _LOADER_TEXT.search(name) and not _NOT_LOADER.search(name):
+            return True
+        return any(a.keyword is None and _loader_like(an, loop, a.value, depth + 1) for a in expr.args)
+    ref = dotted(expr)
+    if ref is None:
+        return False
+    last = ref.rsplit(".", 1)[-1]
+    if _NOT_LOADER.search(last) or _NOT_BATCH.search(last):
+        return False
+    if model.has_role(ref, R.LOADER, loop.scope) or _LOADER_TEXT.search(last):
+        return True
+    if "." in ref:
+        return False
+    for targets, value, ctx in model.assignments:  # pbar = tqdm(train_loader)
+        if targets == (ref,) and ctx.scope == loop.scope and not loop.encloses(ctx.loop) and value is not expr:
+            if isinstance(value, cst.Call) and _loader_like(an, loop, value, depth + 1):
+                return True
+    return False
 
 
 _DATA_ITERATOR = re.compile(r"iter|loader|data|batch|(^|_)dl$|stream|(^|_)it$|gen", re.IGNORECASE)
