@@ -68,15 +68,23 @@ FIX = "unsafe"
 
 
 class Leak:
-    def __init__(self, fit: D.FitEvent, kind: str, split: Optional[D.SplitInfo], evaluation: Optional[D.EvalEvent] = None):
+    def __init__(
+        self,
+        fit: D.FitEvent,
+        kind: str,
+        split: Optional[D.SplitInfo],
+        evaluation: Optional[D.EvalEvent] = None,
+        via: Optional[cst.CSTNode] = None,
+    ):
         self.fit = fit
         self.kind = kind  # full / concat / test / val (transformers); model-test / refit (models); paired (names)
         self.split = split
         self.evaluation = evaluation
+        self.via = via  # the call of the helper the fit sits in that handed it the data
 
 
 def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
-    kind, split = flow.classify(fit.rows, near=fit)
+    kind, split, via = flow.classify_fit(fit)
     uses = flow.sinks.get(fit.fid, [])
     if kind is None:
         return _paired_names_leak(flow, fit, model)
@@ -89,7 +97,7 @@ def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Op
             return None  # label encoding of the target: harmless to scores
     if kind == D.VAL and fit.kind == D.RESAMPLER:
         return None
-    return Leak(fit, kind, split)
+    return Leak(fit, kind, split, via=via)
 
 
 def _paired_names_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
@@ -112,7 +120,7 @@ def _paired_names_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> O
 
 
 def _model_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
-    kind, split = flow.classify(fit.rows, near=fit)
+    kind, split, via = flow.classify_fit(fit)
     if kind == D.TEST:
         if fit.kind == D.CALIBRATOR or any(o.kind == D.CALIBRATOR for o in (fit.obj.inner if fit.obj else ())):
             return None
@@ -121,7 +129,7 @@ def _model_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional
             names.add(model.code_of(fit.data_node))
         if not any(D.is_test_name(n) and not D.is_val_name(n) for n in names):
             return None  # a held-out part the code treats as validation (calibration, blending)
-        return Leak(fit, "model-test", split)
+        return Leak(fit, "model-test", split, via=via)
     if kind in ("full", "concat"):
         later_fits = [
             f.order for f in flow.fits if f is not fit and f.key == fit.key and f.scope == fit.scope and f.order > fit.order
@@ -133,7 +141,7 @@ def _model_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional
                 continue
             eval_kind, eval_split = flow.classify(evaluation.data.rows)
             if eval_kind == D.TEST:
-                return Leak(fit, "refit", eval_split, evaluation)
+                return Leak(fit, "refit", eval_split, evaluation, via)
     return None
 
 
@@ -206,6 +214,16 @@ def _split_parts(split: Optional[D.SplitInfo]) -> Tuple[str, str]:
 
 
 def _message(model: FileModel, leak: Leak) -> str:
+    message = _base_message(model, leak)
+    fit = leak.fit
+    if leak.via is not None and _line(model, leak.via) and fit.data_node is not None:
+        data = f"`{_short(model.code_of(fit.data_node))}`"
+        via = f" (as passed by `{_short(model.code_of(leak.via), 40)}` on line {_line(model, leak.via)})"
+        message = message.replace(data, data + via, 1)
+    return message
+
+
+def _base_message(model: FileModel, leak: Leak) -> str:
     fit = leak.fit
     call = _short(model.code_of(fit.node))
     data = _short(model.code_of(fit.data_node)) if fit.data_node is not None else "the data"
@@ -249,6 +267,13 @@ def _message(model: FileModel, leak: Leak) -> str:
         return (
             f"`{call}` fits the {what} on data that includes the test split{origin}: fit it on the training "
             f"split only and use `{receiver}.transform(...)` on the test split"
+        )
+    if leak.kind in (D.TEST, D.VAL) and leak.via is not None and _line(model, leak.via):
+        part = "test" if leak.kind == D.TEST else "validation"
+        return (
+            f"`{call}` fits the {what} on the {part} split when `{_short(model.code_of(leak.via), 40)}` (line "
+            f"{_line(model, leak.via)}) calls it: fit the {what} once, on the training split, and only transform "
+            f"the {part} split"
         )
     if leak.kind in (D.TEST, "paired"):
         if fit.kind == D.RESAMPLER:

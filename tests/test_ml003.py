@@ -238,3 +238,71 @@ def test_the_message_names_the_split_and_the_rewrite():
 )
 def test_silent(source):
     assert lint(source) == []
+
+
+# --- helpers and methods --------------------------------------------------------------------------
+
+
+def test_a_helper_called_with_the_test_split_fits_on_it():
+    (finding,) = lint(
+        """
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.model_selection import train_test_split
+
+        def scale(frame):
+            return StandardScaler().fit_transform(frame)
+
+        X_train, X_test, y_train, y_test = train_test_split(X, y)
+        X_train = scale(X_train)
+        X_test = scale(X_test)
+        model.fit(X_train, y_train)
+        print(model.score(X_test, y_test))
+        """
+    )
+    assert finding.line == 6
+    assert "test split when `scale(X_test)` (line 10) calls it" in finding.message
+
+
+def test_leak_through_methods_of_a_class_reported_in_the_helper_with_the_caller_named():
+    findings = lint(
+        """
+        import pandas as pd
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import StandardScaler
+
+        class Search:
+            def prep_numeric(self, frame):
+                frame[frame.columns] = StandardScaler().fit_transform(frame)
+                return frame
+
+            def prep_input(self, X):
+                return self.prep_numeric(X.select_dtypes("number").copy())
+
+            def fit(self, X, y):
+                features = pd.concat([self.prep_input(X), y], axis=1).dropna().drop(columns=["y"])
+                X_train, X_test, y_train, y_test = train_test_split(features, y)
+                self.model.fit(X_train, y_train)
+                return self.model.score(X_test, y_test)
+        """
+    )
+    assert [f.line for f in findings] == [8]
+    assert "as passed by `self.prep_input(X)` on line 15" in findings[0].message
+
+
+def test_helpers_fitting_on_the_training_split_are_fine():
+    assert lint(
+        """
+        from sklearn.preprocessing import OrdinalEncoder
+        from sklearn.model_selection import train_test_split
+
+        def prepare_inputs(X_train, X_test):
+            oe = OrdinalEncoder()
+            oe.fit(X_train)
+            return oe.transform(X_train), oe.transform(X_test)
+
+        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.33, random_state=1)
+        X_train_enc, X_test_enc = prepare_inputs(X_train, X_test)
+        model.fit(X_train_enc, y_train)
+        print(model.score(X_test_enc, y_test))
+        """
+    ) == []

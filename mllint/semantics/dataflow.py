@@ -57,7 +57,7 @@ _TRANSFORMER_CLASSES = {
     "KBinsDiscretizer", "SplineTransformer", "TargetEncoder", "OneHotEncoder", "OrdinalEncoder",
     "LabelEncoder", "LabelBinarizer", "MultiLabelBinarizer",
     # imputers
-    "SimpleImputer", "KNNImputer", "IterativeImputer", "MissingIndicator",
+    "SimpleImputer", "KNNImputer", "IterativeImputer", "MissingIndicator", "Imputer",
     # decomposition and embeddings
     "PCA", "IncrementalPCA", "KernelPCA", "SparsePCA", "MiniBatchSparsePCA", "TruncatedSVD", "FastICA", "NMF",
     "MiniBatchNMF", "FactorAnalysis", "LatentDirichletAllocation", "DictionaryLearning", "MiniBatchDictionaryLearning",
@@ -270,6 +270,8 @@ class FitEvent:
     statement: Optional[cst.CSTNode]
     block: Optional[cst.CSTNode]
     rows: Set[Row] = field(default_factory=set)  # the fitted rows, with instantiations through helpers
+    # each call of the enclosing helper(s) that handed it data: (call, the rows it fitted then)
+    instances: List[Tuple[cst.CSTNode, FrozenSet[Row]]] = field(default_factory=list)
     previous: Optional["FitEvent"] = None  # the object's previous fit in the same scope, if any
 
     @property
@@ -414,6 +416,19 @@ class DataFlow:
         if VAL in kinds and TRAIN not in kinds and "unsplit" not in kinds:
             return VAL, kinds[VAL]
         return None, None
+
+    _PRIORITY = ("full", "concat", TEST, VAL)
+
+    def classify_fit(self, fit: "FitEvent") -> Tuple[Optional[str], Optional[SplitInfo], Optional[cst.CSTNode]]:
+        """Like ``classify`` for a fit, taking each call of its helper on its own (a helper
+        called once with the training split and once with the test split fits on the test
+        split, not on their union). Returns (kind, split, the helper call or None)."""
+        best = self.classify(fit.data.rows, near=fit) + (None,)
+        for call, rows in fit.instances:
+            kind, split = self.classify(rows, near=fit)
+            if kind is not None and (best[0] is None or self._PRIORITY.index(kind) < self._PRIORITY.index(best[0])):
+                best = (kind, split, call)
+        return best
 
     def part_names(self, rows: Iterable[Row], part: str = TEST) -> Set[str]:
         out: Set[str] = set()
@@ -1151,8 +1166,8 @@ class _Analysis:
         is_method = isinstance(func, cst.Attribute) and not (
             name is not None and (name.split(".")[0] in self.module_names and name.split(".")[0] not in self.env.names)
         )
-        if is_method and name is not None and name in self.m.functions:
-            is_method = False
+        if is_method and (name is not None and name in self.m.functions or self._local_function(call, name or "")):
+            is_method = False  # self.helper(...), obj.method(...) of a class defined here: its summary
         if not is_method:
             return self._function_call(call, name or "", qual or "")
         receiver = self.ev(func.value)
@@ -1281,14 +1296,16 @@ class _Analysis:
                 root = summary.param_roots[params.index(keyword)]
                 if root:
                     mapping[root] = val
-        # instantiate: fits and splits inside the helper now also see the caller's rows
+        # instantiate: fits and splits inside the helper (or in helpers it calls, which were
+        # instantiated with its parameters) now also see the caller's rows
         if mapping:
             for fit in self.df.fits:
-                if fit.scope == key or fit.scope.startswith(key + "."):
-                    fit.rows.update(_substitute(fit.data.rows, mapping))
+                added = _substitute(frozenset(fit.rows), mapping)
+                if added:
+                    fit.rows.update(added)
+                    fit.instances.append((call, frozenset(added)))
             for info in self.df.splits.values():
-                if info.scope == key or info.scope.startswith(key + "."):
-                    info.inputs.update(_substitute(frozenset(info.inputs), mapping))
+                info.inputs.update(_substitute(frozenset(info.inputs), mapping))
         return _substitute_val(summary.ret, mapping, self)
 
     def _method_call(self, call: cst.Call, method: str, receiver: Val, receiver_node: cst.BaseExpression) -> Val:
