@@ -101,20 +101,19 @@ def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Op
 
 
 def _paired_names_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
-    """Data of unknown origin (parameters, imported names): a transformer re-fitted on
-    ``X_test`` right after being fitted on ``X_train`` is fitted on the test split."""
+    """Data whose split we cannot see (parameters, imported names, separate files): a
+    transformer re-fitted on ``X_test`` right after being fitted on ``X_train`` is fitted on
+    the test data."""
     previous = fit.previous
     if previous is None or not previous.is_transformer or fit.data_node is None or previous.data_node is None:
         return None
-    if not flow.opaque(fit.rows) or not flow.opaque(previous.rows):
-        return None
+    if any(flow.steps(row) for row in fit.rows) or any(flow.steps(row) for row in previous.rows):
+        return None  # the data flow knows which parts these are
     test_text = model.code_of(fit.data_node)
     train_text = model.code_of(previous.data_node)
     if not D.is_test_name(test_text) or D.is_val_name(test_text):
         return None
     if re.sub(r"test", "train", test_text, flags=re.IGNORECASE) != re.sub(r"(?i)train", "train", train_text):
-        return None
-    if fit.cls in D.LABEL_ENCODERS and _targetish(model, fit):
         return None
     return Leak(fit, "paired", None)
 
@@ -186,6 +185,8 @@ def _what(fit: D.FitEvent) -> str:
         return "vectorizer"
     if cls in ("PCA", "TruncatedSVD", "KernelPCA", "IncrementalPCA", "NMF", "FastICA"):
         return cls
+    if cls == "Tokenizer":
+        return "tokenizer"
     if cls in ("ColumnTransformer", "make_column_transformer", "Pipeline", "make_pipeline", "FeatureUnion", "make_union"):
         return "preprocessor"
     return "transformer"
@@ -258,10 +259,14 @@ def _base_message(model: FileModel, leak: Leak) -> str:
                 f"`{call}` fits the {what} on all of `{data}`, which is split into folds{where}{label}: every fold's "
                 f"test rows were seen by the fit; fit it inside the loop on the training fold only, or use a pipeline"
             )
+        if fit.method == "fit_on_texts":
+            advice = f"`{receiver}.fit_on_texts({train})`, then `texts_to_sequences` on each split"
+        else:
+            advice = f"`{receiver}.fit_transform({train})` / `{receiver}.transform({test})`"
         return (
             f"`{call}` fits the {what} on all of `{data}`, which is split into train and test{where}{label}: the "
             f"test rows leak into the fit; fit the {what} on the training split only: move it after the split and "
-            f"use `{receiver}.fit_transform({train})` / `{receiver}.transform({test})`"
+            f"use {advice}"
         )
     if leak.kind == "concat":
         return (

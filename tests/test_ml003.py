@@ -306,3 +306,35 @@ def test_helpers_fitting_on_the_training_split_are_fine():
         print(model.score(X_test_enc, y_test))
         """
     ) == []
+
+
+def test_keras_tokenizer_vocabulary_learned_before_the_split():
+    (finding,) = lint(
+        """
+        from tensorflow.keras.preprocessing.text import Tokenizer
+        from sklearn.model_selection import train_test_split
+        tokenizer = Tokenizer(num_words=10000)
+        tokenizer.fit_on_texts(df["text"])
+        X = pad_sequences(tokenizer.texts_to_sequences(df["text"]), maxlen=100)
+        X_train, X_test, y_train, y_test = train_test_split(X, df["label"], test_size=0.2)
+        model.fit(X_train, y_train, epochs=5)
+        """
+    )
+    assert finding.line == 5 and "`tokenizer.fit_on_texts(X_train)`" in finding.message
+
+
+def test_refit_on_test_data_loaded_from_its_own_file():
+    (finding,) = lint(
+        """
+        import pandas as pd
+        from sklearn.preprocessing import StandardScaler
+        train = pd.read_csv("train.csv")
+        test = pd.read_csv("test.csv")
+        sc = StandardScaler()
+        X_train = sc.fit_transform(train[FEATURES])
+        X_test = sc.fit_transform(test[FEATURES])
+        model.fit(X_train, train["y"])
+        print(model.score(X_test, test["y"]))
+        """
+    )
+    assert finding.line == 8 and finding.fix is not None

@@ -1318,6 +1318,20 @@ class _Analysis:
         y = positional[1] if len(positional) > 1 else keywords.get("y")
         obj = min(objs, key=lambda o: o.oid) if objs else None
 
+        if method == "fit_on_texts" and x is not None:
+            # a Keras Tokenizer learns its vocabulary (and word frequencies) from these texts
+            fit = self._fit(call, TRANSFORMER, method, "Tokenizer", obj, receiver_text, x, None, x_node)
+            if obj is None:  # remember the fit by the receiver's name
+                self.env.names[f"<tokenizer>{receiver_text}"] = Val(taint=frozenset({fit.fid}))
+            return EMPTY
+        if method in ("texts_to_sequences", "texts_to_matrix", "sequences_to_matrix") and x is not None:
+            fits = frozenset()
+            for o in objs:
+                fits |= self.env.fits.get(o.oid, frozenset())
+            marker = self.env.names.get(f"<tokenizer>{receiver_text}")
+            if marker is not None:
+                fits |= marker.taint
+            return Val(data_of(x).rows, flat(x).taint | fits, frozenset(), data_of(x).index)
         if method in ("fit", "fit_transform", "fit_resample", "partial_fit") and x is not None:
             if kinds & {TRANSFORMER, RESAMPLER} or (method == "fit_transform" and kinds & {PIPELINE, ESTIMATOR}):
                 kind = RESAMPLER if RESAMPLER in kinds else TRANSFORMER
@@ -1510,7 +1524,7 @@ class _Analysis:
 # --- helpers -----------------------------------------------------------------------------------------
 
 
-_FIT_METHODS = {"fit", "fit_transform", "fit_resample", "partial_fit"}
+_FIT_METHODS = {"fit", "fit_transform", "fit_resample", "partial_fit", "fit_on_texts"}
 
 
 def _is_fit_call(call: cst.Call) -> bool:
