@@ -99,10 +99,8 @@ def _allocation_invariant(facts: LoopFacts, call: cst.Call, kind: str) -> bool:
             return False  # a leaf that collects gradients: each iteration needs its own
         if arg.keyword is not None and arg.keyword.value == "out":
             return False
-    if kind in _SHAPED and _empty_shape(call):
-        return False  # torch.zeros(0): an empty placeholder, no storage to allocate
-    if kind in ("tensor", "as_tensor") and isinstance(call.args[0].value, (cst.List, cst.Tuple)) and not call.args[0].value.elements:
-        return False  # torch.tensor([])
+    if _empty(call, kind):
+        return False  # torch.zeros(0), torch.tensor([]): an empty placeholder, no storage to allocate
     if kind == "as_tensor":
         data = call.args[0].value
         if not isinstance(data, (cst.List, cst.Tuple, cst.Integer, cst.Float)):
@@ -116,14 +114,21 @@ def _allocation_invariant(facts: LoopFacts, call: cst.Call, kind: str) -> bool:
     return all(facts.invariant(arg.value) for arg in call.args)
 
 
-_SHAPED = frozenset({"zeros", "ones", "empty", "full", "Tensor", "FloatTensor", "LongTensor", "new_zeros", "new_ones", "new_empty", "new_full"})
+_SHAPED = frozenset({"zeros", "ones", "empty", "full", "new_zeros", "new_ones", "new_empty", "new_full"})
 
 
-def _empty_shape(call: cst.Call) -> bool:
-    """A literal 0 among the sizes: ``torch.zeros(0)``, ``torch.empty((0, 3))``."""
-    sizes = [a.value for a in call.args if a.keyword is None or a.keyword.value == "size"]
-    if sizes and isinstance(sizes[0], (cst.Tuple, cst.List)):
-        sizes = [e.value for e in sizes[0].elements]
+def _empty(call: cst.Call, kind: str) -> bool:
+    """An empty placeholder: a literal 0 among the sizes (``torch.zeros(0)``,
+    ``torch.empty((0, 3))``, ``torch.Tensor(0)``) or empty data (``torch.tensor([])``)."""
+    positional = [a.value for a in call.args if a.keyword is None or a.keyword.value in ("size", "data")]
+    if not positional:
+        return False
+    first = positional[0]
+    if kind in ("tensor", "as_tensor", "new_tensor") or kind.endswith("Tensor") and isinstance(first, (cst.List, cst.Tuple)):
+        return isinstance(first, (cst.List, cst.Tuple)) and not first.elements  # data, not sizes
+    if kind not in _SHAPED and not kind.endswith("Tensor"):
+        return False
+    sizes = [e.value for e in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else positional
     return any(isinstance(s, cst.Integer) and s.value == "0" for s in sizes)
 
 

@@ -54,6 +54,7 @@ def expr_in(model, text: str):
         ("for xb, yb in get_batches(X, Y):\n    pass\n", "for xb"),
         ("for start in range(0, n, batch_size):\n    pass\n", "for start"),
         ("for i in range(num_batches):\n    pass\n", "for i"),
+        ("for i in range(len(X) // args.batch_size):\n    pass\n", "for i"),
         ("from torch.utils.data import DataLoader\ndl = DataLoader(ds)\nfor item in dl:\n    pass\n", "for item"),
         ("for step in range(max_steps):\n    x, y = next(data_iter)\n", "for step"),
         ("for step in range(max_steps):\n    batch = next(iter(train_loader))\n", "for step"),

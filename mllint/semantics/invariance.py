@@ -420,7 +420,8 @@ def _exits_first_time(body: cst.BaseSuite) -> bool:
 
 
 def _range_over_batches(an: Analysis, call: cst.BaseExpression) -> bool:
-    """``range(0, n, batch_size)``, ``range(num_batches)``, ``range(len(loader))``."""
+    """``range(0, n, batch_size)``, ``range(num_batches)``, ``range(len(loader))``,
+    ``range(len(X) // batch_size)``."""
     while isinstance(call, cst.Call) and _call_name(call.func) in ("enumerate", "tqdm", "trange"):
         if not call.args:
             return False
@@ -431,7 +432,13 @@ def _range_over_batches(an: Analysis, call: cst.BaseExpression) -> bool:
     texts = [" ".join(an.model.code_of(a).split()) for a in args]
     if len(texts) == 3 and re.search(r"batch|\bbs\b", texts[2], re.IGNORECASE):
         return True
-    return len(texts) <= 2 and bool(texts) and bool(re.search(r"n_?batch|num_?batch|batches|loader", texts[-1], re.IGNORECASE))
+    if not texts or len(texts) > 2:
+        return False
+    stop = texts[-1]
+    return bool(
+        re.search(r"n_?batch|num_?batch|batches|loader", stop, re.IGNORECASE)
+        or re.search(r"//?\s*[\w.]*(batch_size|\bbs)\b", stop, re.IGNORECASE)  # range(len(X) // batch_size)
+    )
 
 
 # --- names bound and objects changed in a block --------------------------------------------------
