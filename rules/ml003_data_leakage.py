@@ -97,6 +97,8 @@ def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Op
             return None  # label encoding of the target: harmless to scores
     if kind == D.VAL and fit.kind == D.RESAMPLER:
         return None
+    if kind == "concat" and _held_out_as_validation(flow, fit.rows):
+        return None  # train + validation: the code keeps its test data elsewhere
     return Leak(fit, kind, split, via=via)
 
 
@@ -116,6 +118,13 @@ def _paired_names_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> O
     if re.sub(r"test", "train", test_text, flags=re.IGNORECASE) != re.sub(r"(?i)train", "train", train_text):
         return None
     return Leak(fit, "paired", None)
+
+
+def _held_out_as_validation(flow: D.DataFlow, rows) -> bool:
+    """Whether the held-out parts among ``rows`` are all named as validation data
+    (``X_val``, ``X_valid``, ``X_dev``): refitting on train+validation is fine."""
+    names = flow.part_names(rows, D.TEST)
+    return bool(names) and all(D.is_val_name(n) and not D.is_test_name(n) for n in names)
 
 
 def _model_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
@@ -845,6 +854,22 @@ VALID = [
     X_train = sc.fit_transform(X_train)
     X_test = sc.transform(X_test)
     knn.fit(X_train, y_train)
+    """,
+    # the split made here is train/validation; the test data comes from its own file:
+    # refitting on train + validation for the final model is fine
+    """
+    import numpy as np
+    import pandas as pd
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+    X_test = pd.read_csv("test_features.csv")
+    X_train, X_val, y_train, y_val = train_test_split(X, y, test_size=0.2, random_state=0)
+    scaler = StandardScaler().fit(X_train)
+    model.fit(scaler.transform(X_train), y_train)
+    print("validation", model.score(scaler.transform(X_val), y_val))
+    scaler = StandardScaler().fit(np.concatenate([X_train, X_val]))
+    model.fit(scaler.transform(np.concatenate([X_train, X_val])), np.concatenate([y_train, y_val]))
+    predictions = model.predict(scaler.transform(X_test))
     """,
     # grid search on the scaled training split (the test split stays out)
     """

@@ -349,3 +349,15 @@ def test_keras_validation_split_holds_out_rows_of_what_fit_is_given():
     assert flow.classify(fit.rows)[0] == "full"
     assert any(s.kind == "validation_split" for s in flow.splits.values())
     assert any(u.what == "split" and flow.relevant(u) for u in flow.sinks[fit.fid])
+
+
+def test_torch_subset_with_split_indices_takes_that_part():
+    model, flow = flow_of(
+        """
+        from torch.utils.data import Subset
+        from sklearn.model_selection import train_test_split
+        train_idx, test_idx = train_test_split(range(len(ds)), test_size=0.2)
+        a.fit(Subset(ds, test_idx))
+        """
+    )
+    assert kind_of(model, flow, "a.fit") == D.TEST

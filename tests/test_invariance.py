@@ -259,6 +259,9 @@ def test_stays_private(body):
         "t = torch.zeros(3).fill_(2)\n",
         "t = torch.zeros(3)\nparam = torch.nn.Parameter(t)\nparam.data.uniform_()\n",
         "t = torch.zeros(3)\nstate = Holder(t)\nstates.append(state)\n",
+        "t = torch.zeros(3)\ndist.all_reduce(t)\n",  # a collective writes into it
+        "t = torch.zeros(3)\narr = t.numpy()\narr.fill(1)\n",  # numpy's in-place methods have no underscore
+        "t = torch.zeros(3)\nt.frobnicate()\n",  # an unknown method may change it
     ],
 )
 def test_does_not_stay_private(body):

@@ -1247,6 +1247,8 @@ class _Analysis:
             return inner
         if last == "next" and positional and positional[0].gen:
             return Val(items=tuple(Val(index=frozenset((sid, part) for sid in positional[0].gen)) for part in (TRAIN, TEST)))
+        if last == "Subset" and len(positional) >= 2 and positional[1].index:
+            return self._restrict(data_of(positional[0]), positional[1].index, call)  # torch Subset(ds, train_idx)
         if last == "zip" and positional:
             return Val(items=tuple(self._element(v) for v in positional))
         # local functions: their summaries

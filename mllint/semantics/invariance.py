@@ -117,6 +117,27 @@ ESCAPE_METHODS = frozenset(
         "record", "send", "add_param_group", "__setitem__",
     }
 )
+# Tensor (and array) methods known not to change their receiver; any other method called on
+# a tensor the loop built may (numpy's ``arr.fill(0)``, ``arr.sort()`` after ``t.numpy()``).
+NON_MUTATING_METHODS = PURE_METHODS | FRESH_METHODS | frozenset(
+    {
+        "numpy", "backward", "chunk", "unbind", "index_select", "gather", "masked_select", "nonzero", "where", "argsort",
+        "topk", "unique", "roll", "narrow", "select", "unfold", "softmax", "log_softmax", "square", "sign", "lerp",
+        "bmm", "mm", "mv", "dot", "outer", "einsum", "isnan", "isinf", "isfinite", "nan_to_num", "floor_divide",
+        "remainder", "fmod", "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+        "bitwise_or", "amax", "amin", "logsumexp", "cumprod", "diff", "is_contiguous", "data_ptr", "is_pinned",
+        "record_stream", "storage_offset", "untyped_storage", "__getitem__", "__len__", "__iter__", "as_subclass",
+        "requires_grad", "retain_grad", "register_hook", "abs", "mul", "add", "sub", "div", "true_divide",
+    }
+)
+# Functions that write into a tensor argument: collectives and shuffles.
+MUTATING_FUNCTIONS = frozenset(
+    {
+        "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+        "reduce_scatter_tensor", "recv", "irecv", "all_to_all", "all_to_all_single", "shuffle", "copyto", "place",
+        "putmask",
+    }
+)
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # Iterables whose items are batches (``train_loader``, ``batches``, ``data_iter``), not the items of one batch.
 _LOADER_TEXT = re.compile(r"loader|batches|iterator$|(^|_)iter$|(^|_)dl$|^dl_", re.IGNORECASE)
@@ -735,7 +756,7 @@ class LoopFacts:
                 call = parents.get(parent)
                 if isinstance(call, cst.Call) and call.func is parent:
                     method = parent.attr.value
-                    if is_inplace_name(method):
+                    if is_inplace_name(method) or method not in NON_MUTATING_METHODS:
                         return None
                     if method in FRESH_METHODS:
                         return set()
@@ -788,6 +809,8 @@ class LoopFacts:
         if any(a.keyword is not None and a.keyword.value == "inplace" and not _is_false(a.value) for a in call.args):
             return None
         name = _call_name(func)
+        if name in MUTATING_FUNCTIONS:
+            return None  # dist.all_reduce(t) writes into t
         if is_method_call(self.model, func):
             assert isinstance(func, cst.Attribute)
             if name in ESCAPE_METHODS:
@@ -922,8 +945,8 @@ class _Aliases:
                 func = node.func
                 name = _call_name(func)
                 method = is_method_call(aliases.an.model, func)
-                if method and aliases.may_alias(func.value) and is_inplace_name(name):
-                    failed.append(True)  # t.add_(1), t[0].zero_(), t.data.copy_(x)
+                if method and aliases.may_alias(func.value) and (is_inplace_name(name) or name not in NON_MUTATING_METHODS):
+                    failed.append(True)  # t.add_(1), t[0].zero_(), t.data.copy_(x), t.numpy().fill(0)
                     return
                 if not any(aliases.may_alias(a.value) for a in node.args):
                     return
@@ -936,7 +959,7 @@ class _Aliases:
                 if name in ESCAPE_METHODS and method:
                     failed.append(True)
                     return
-                if name == "setattr" or (not method and is_inplace_name(name)):
+                if name == "setattr" or name in MUTATING_FUNCTIONS or (not method and is_inplace_name(name)):
                     failed.append(True)
                     return
                 key = aliases.an.callee_of(node)
