@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -88,6 +91,31 @@ class _Builder(cst.CSTVisitor):
         self.conds: Tuple[Cond, ...] = ()
         self.pending_calls: List[Tuple[cst.Call, Context, int]] = []
 
+    # --- the walk ----------------------------------------------------------------------
+    def walk(self, node: cst.CSTNode) -> None:
+        """Visit ``node`` and its descendants in source order, calling ``visit_<Type>`` and
+        ``leave_<Type>`` like ``node.visit(self)`` does, without LibCST's generic visit
+        machinery (which rebuilds and re-validates every node and dispatches per attribute:
+        most of the cost of building the model)."""
+        hooks = _HOOKS.get(type(node))
+        if hooks is None:
+            hooks = _HOOKS[type(node)] = _hooks_for(type(self), type(node))
+        enter, leave, fields = hooks
+        if enter is not None and enter(self, node) is False:
+            if leave is not None:
+                leave(self, node)
+            return
+        for name in fields:
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                self.walk(value)
+            elif isinstance(value, (tuple, list)):
+                for item in value:
+                    if isinstance(item, cst.CSTNode):
+                        self.walk(item)
+        if leave is not None:
+            leave(self, node)
+
     # --- context ---------------------------------------------------------------------
     def ctx(self) -> Context:
         return Context(
@@ -105,7 +133,7 @@ class _Builder(cst.CSTVisitor):
     def _visit_block(self, suite: cst.BaseSuite) -> None:
         saved = self.block
         self.block = suite
-        suite.visit(self)
+        self.walk(suite)
         self.block = saved
 
     def _visit_in(self, node: Optional[cst.CSTNode], **changes) -> None:
@@ -117,7 +145,7 @@ class _Builder(cst.CSTVisitor):
         if isinstance(node, cst.BaseSuite):
             self._visit_block(node)
         else:
-            node.visit(self)
+            self.walk(node)
         for k, v in saved.items():
             setattr(self, k, v)
 
@@ -138,7 +166,7 @@ class _Builder(cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         for decorator in node.decorators:
-            decorator.visit(self)
+            self.walk(decorator)
         bases = tuple(self.m.imports.qualname(b.value) or "" for b in node.bases)
         name = node.name.value
         info = ClassInfo(name, node, bases, is_module=False)
@@ -201,7 +229,7 @@ class _Builder(cst.CSTVisitor):
         return tuple(names)
 
     def visit_For(self, node: cst.For) -> bool:
-        node.iter.visit(self)
+        self.walk(node.iter)
         iter_ref, iter_call = self._iterated(node.iter)
         loop = Loop(node, self.scope, self.loop, self._loop_targets(node.target), iter_ref, iter_call, node.body, self._next(), _trip_count(node.iter))
         self.m.loops.append(loop)
@@ -546,6 +574,24 @@ class _Builder(cst.CSTVisitor):
         return mapping
 
 
+# Per node type: (visit hook, leave hook, the fields that can hold nodes, in source order).
+_HOOKS: Dict[type, Tuple] = {}
+# Fields that never hold code: whitespace, punctuation, comments, parentheses.
+_SKIP_FIELDS = re.compile(
+    r"^(whitespace_\w*|lpar|rpar|comma|semicolon|colon|dot|equal|star|leading_lines|lines_after_decorators|"
+    r"header|footer|newline|trailing_whitespace|empty_lines|indent|first_line|last_line|asynchronous|"
+    r"operator|lbracket|rbracket|lbrace|rbrace|default_newline|default_indent|encoding|has_trailing_newline)$"
+)
+
+
+def _hooks_for(builder: type, node_type: type) -> Tuple:
+    name = node_type.__name__
+    enter = getattr(builder, f"visit_{name}", None)
+    leave = getattr(builder, f"leave_{name}", None)
+    fields = tuple(f.name for f in dataclasses.fields(node_type) if not _SKIP_FIELDS.match(f.name))
+    return enter, leave, fields
+
+
 def _source_ref(value: cst.BaseExpression) -> Optional[str]:
     """The object an expression returns when it returns (a wrapper of) an existing one:
     ``model.to(device)``, ``DDP(model)``, ``torch.compile(model)``, ``accelerator.prepare(model)``."""
@@ -637,7 +683,7 @@ _Builder._iterated = _iterated  # type: ignore[attr-defined]
 def build(module: cst.Module, source: str, path: str) -> FileModel:
     model = FileModel(module, source, path)
     builder = _Builder(model)
-    module.visit(builder)
+    builder.walk(module)
     for cls in model.classes.values():
         cls.is_module = builder._is_module_class(cls)
     return model
