@@ -239,8 +239,12 @@ def _base_message(model: FileModel, leak: Leak) -> str:
     data = _short(model.code_of(fit.data_node)) if fit.data_node is not None else "the data"
     split = leak.split
     where = f" on line {_line(model, split.node)}" if split is not None and _line(model, split.node) else ""
+    if where and split.scope != fit.scope and split.scope != "<module>":
+        where += f" (in `{split.scope}`)"
     origin = f" (split off on line {_line(model, split.node)})" if where else ""
-    label = f" ({split.label})" if split is not None and split.label else ""
+    label = f" ({_short(split.label, 50)})" if split is not None and split.label else ""
+    if label.count("`") % 2:
+        label = label[:-1] + "`)"
     receiver = fit.receiver if fit.receiver and re.fullmatch(r"[\w.]+", fit.receiver) else _what(fit).replace(" ", "_")
     train, test = _split_parts(split)
     what = _what(fit)

@@ -338,3 +338,24 @@ def test_refit_on_test_data_loaded_from_its_own_file():
         """
     )
     assert finding.line == 8 and finding.fix is not None
+
+
+def test_a_helper_that_cross_validates_what_it_is_handed_is_a_split():
+    findings = lint(
+        """
+        from sklearn.decomposition import PCA
+        from sklearn.model_selection import KFold
+
+        def evaluate(features, labels):
+            scores = []
+            for tr, te in KFold(n_splits=5).split(features):
+                clf.fit(features[tr], labels[tr])
+                scores.append(clf.score(features[te], labels[te]))
+            return scores
+
+        X_reduced = PCA(n_components=10).fit_transform(X)
+        print(evaluate(X_reduced, y))
+        """
+    )
+    assert [f.line for f in findings] == [12]
+    assert "(in `evaluate`)" in findings[0].message

@@ -1306,8 +1306,14 @@ class _Analysis:
                 if added:
                     fit.rows.update(added)
                     fit.instances.append((call, frozenset(added)))
+            split_roots = set()
             for info in self.df.splits.values():
-                info.inputs.update(_substitute(frozenset(info.inputs), mapping))
+                added = _substitute(frozenset(info.inputs), mapping)
+                if added:
+                    info.inputs.update(added)
+                    split_roots.update(root for root, _path in info.inputs if root in mapping)
+            for root in split_roots:  # the helper splits (or cross-validates) what it is handed
+                self._sink(mapping[root], call, "split", True)
         return _substitute_val(summary.ret, mapping, self)
 
     def _method_call(self, call: cst.Call, method: str, receiver: Val, receiver_node: cst.BaseExpression) -> Val:
