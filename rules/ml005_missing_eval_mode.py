@@ -64,16 +64,16 @@ def check(model: FileModel) -> Iterable[Finding]:
     reported: Set[Tuple] = set()
     for effect in phases.forwards():
         evidence = phases.evidence(effect)
-        if evidence is None:
-            continue
+        if evidence is None or evidence.weak:
+            continue  # generating or sampling (a GAN's samples in training mode) is not evaluating
         ref = effect.ref
         scope = effect.ctx.scope
         if phases.overrides_mode(ref, scope) or phases.mode_cm_around(effect.ctx, ref):
             continue
         modes = phases.mode_at(effect, ref)
-        if "maybe" in modes or not (modes - {"eval"}):
+        if "maybe" in modes or not (modes - {"eval", "eval_initial"}):
             continue
-        if evidence.kind in ("function", "callers") and _deliberate_train(phases, effect, scope):
+        if _deliberate_train(phases, effect, evidence):
             continue
         unit = (model.canonical(ref, scope), evidence.kind, evidence.function, id(evidence.loop.node) if evidence.loop else None)
         if evidence.kind in ("data", "mode"):
@@ -98,12 +98,18 @@ def check(model: FileModel) -> Iterable[Finding]:
         yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item))
 
 
-def _deliberate_train(phases: Phases, effect: Effect, scope: str) -> bool:
-    """``model.train()`` in the evaluation function itself: deliberate (Monte Carlo dropout)."""
-    return any(
-        e.kind == "train" and not e.via and e.order < effect.order and related(e.ref, effect.ref)
-        for e in phases.events(scope)
-    )
+def _deliberate_train(phases: Phases, effect: Effect, evidence: Evidence) -> bool:
+    """``model.train()`` inside the evaluation itself (the evaluation function, or the body
+    of the evaluation loop): deliberate (Monte Carlo dropout, detection models that only
+    return losses in training mode)."""
+    for event in phases.events(effect.ctx.scope):
+        if event.kind != "train" or event.via or event.order > effect.order or not related(event.ref, effect.ref):
+            continue
+        if evidence.kind in ("function", "callers"):
+            return True
+        if evidence.kind == "loop" and evidence.loop is not None and evidence.loop.encloses(event.ctx.loop):
+            return True
+    return False
 
 
 # --- fixes --------------------------------------------------------------------------------------------------
@@ -634,6 +640,10 @@ with torch.no_grad():
 import torch
 
 class Trainer:
+    def __init__(self, model, optimizer, criterion, train_loader, val_loader):
+        self.model, self.optimizer, self.criterion = model, optimizer, criterion
+        self.train_loader, self.val_loader = train_loader, val_loader
+
     @torch.no_grad()
     def validate(self):
         return [self.model(x) for x, _ in self.val_loader]
@@ -650,6 +660,10 @@ class Trainer:
 import torch
 
 class Trainer:
+    def __init__(self, model, optimizer, criterion, train_loader, val_loader):
+        self.model, self.optimizer, self.criterion = model, optimizer, criterion
+        self.train_loader, self.val_loader = train_loader, val_loader
+
     @torch.no_grad()
     def validate(self):
         self.model.eval()
@@ -676,13 +690,13 @@ model.train()
 finetune(model)
 
 @torch.no_grad()
-def generate_text(prompt_ids):
+def predict_next_tokens(prompt_ids):
     for _ in range(20):
         logits = model(prompt_ids).logits
         prompt_ids = torch.cat([prompt_ids, logits[:, -1:].argmax(-1)], dim=1)
     return prompt_ids
 
-print(generate_text(ids))
+print(predict_next_tokens(ids))
 """,
         fixed="""
 import torch
@@ -693,14 +707,14 @@ model.train()
 finetune(model)
 
 @torch.no_grad()
-def generate_text(prompt_ids):
+def predict_next_tokens(prompt_ids):
     model.eval()
     for _ in range(20):
         logits = model(prompt_ids).logits
         prompt_ids = torch.cat([prompt_ids, logits[:, -1:].argmax(-1)], dim=1)
     return prompt_ids
 
-print(generate_text(ids))
+print(predict_next_tokens(ids))
 """,
     ),
     # a test loop at module level after training, under no_grad but never switched to eval
@@ -744,19 +758,19 @@ with torch.no_grad():
         """
 import torch
 
-def score_batches(model, batches):
+def predict_batches(model, batches):
     with torch.no_grad():
         return [model(b) for b in batches]
 
 def main():
     model = build_model()
     model.load_state_dict(torch.load("ckpt.pt"))
-    print(score_batches(model, test_batches))
+    print(predict_batches(model, test_batches))
 """,
         fixed="""
 import torch
 
-def score_batches(model, batches):
+def predict_batches(model, batches):
     model.eval()
     with torch.no_grad():
         return [model(b) for b in batches]
@@ -764,7 +778,7 @@ def score_batches(model, batches):
 def main():
     model = build_model()
     model.load_state_dict(torch.load("ckpt.pt"))
-    print(score_batches(model, test_batches))
+    print(predict_batches(model, test_batches))
 """,
     ),
 ]

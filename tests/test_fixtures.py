@@ -19,6 +19,8 @@ FIXTURES = ROOT / "fixtures"
 ML001 = FIXTURES / "ml001"
 ML003 = FIXTURES / "ml003"
 ML004 = FIXTURES / "ml004"
+ML002 = FIXTURES / "ml002"
+ML005 = FIXTURES / "ml005"
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -210,3 +212,66 @@ def test_mllint_reports_ml003_at_the_leaking_fit_of_the_bad_fixture_only():
     fit_line = next(n for n, text in enumerate(lines, 1) if ".fit_transform(X, y)" in text)
     assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_train.py", "ML003", fit_line)]
     assert findings[0]["fix"]["applicability"] == "unsafe"
+
+
+# --- ML002 and ML005 -----------------------------------------------------------------------------
+
+
+def line_containing(path: Path, text: str) -> int:
+    hits = [n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if text in line]
+    assert len(hits) == 1, (path, text, hits)
+    return hits[0]
+
+
+def printed(stdout: str, label: str) -> str:
+    match = re.search(r"^%s:? (\S+)$" % re.escape(label), stdout, re.MULTILINE)
+    assert match, f"no {label!r} line in:\n{stdout}"
+    return match.group(1)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml002_scripts_run_and_the_bad_one_keeps_graphs_alive():
+    good = run_script(ML002 / "good_eval.py")
+    assert good.returncode == 0, good.stderr
+    bad = run_script(ML002 / "bad_eval.py")
+    assert bad.returncode == 0, bad.stderr
+    assert printed(good.stdout, "outputs require grad") == "False"
+    assert int(printed(good.stdout, "bytes saved for backward during evaluation")) == 0
+    assert printed(bad.stdout, "outputs require grad") == "True"
+    assert int(printed(bad.stdout, "bytes saved for backward during evaluation")) > 0
+    # no_grad changes what is kept, not the predictions.
+    assert printed(bad.stdout, "test accuracy") == printed(good.stdout, "test accuracy")
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml005_scripts_run_and_the_bad_one_evaluates_in_training_mode():
+    good = run_script(ML005 / "good_eval.py")
+    assert good.returncode == 0, good.stderr
+    bad = run_script(ML005 / "bad_eval.py")
+    assert bad.returncode == 0, bad.stderr
+    # Eval mode: deterministic, and evaluating leaves the model alone.
+    assert printed(good.stdout, "two evaluations agree") == "True"
+    assert printed(good.stdout, "evaluation changed the batch-norm running mean") == "False"
+    # Training mode: dropout makes two identical evaluations differ; batch norm learns from the test batch.
+    assert printed(bad.stdout, "two evaluations agree") == "False"
+    assert printed(bad.stdout, "evaluation changed the batch-norm running mean") == "True"
+
+
+@pytest.mark.parametrize(
+    "folder,code,forward",
+    [(ML002, "ML002", "outputs.append(model(xb))"), (ML005, "ML005", "    return model(x)")],
+)
+def test_mllint_reports_ml002_and_ml005_at_the_forward_of_the_bad_fixture_only(folder, code, forward):
+    proc = subprocess.run(
+        mllint_command() + ["--no-cache", "--format", "json", str(folder)],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = json.loads(proc.stdout)
+    line = line_containing(folder / "bad_eval.py", forward)
+    assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_eval.py", code, line)]
+    assert findings[0]["fix"]["applicability"] == "safe"

@@ -71,12 +71,25 @@ _WEAK_EVAL_WORDS = frozenset("generate generation generating sample sampling sco
 # Words in the names of data (loaders, splits, tensors) that hold evaluation data.
 _EVAL_DATA_WORDS = frozenset("val valid validation test eval evaluation holdout heldout".split())
 # Words that make a name a setting rather than data (``args.test_batch_size``, ``val_every``).
+_DATA_WORDS = frozenset(
+    "x y data dataset datasets ds set loader loaders dataloader dataloaders dl iter iterator batch batches images "
+    "imgs img inputs input samples features feats split examples texts text sentences seqs sequences df frame "
+    "tensors tensor arr array points graphs graph seq src tgt labels targets queue gen generator X Y".split()
+)
 _SETTING_WORDS = frozenset(
     "size sizes num number freq frequency interval every steps step ratio split splits path dir file files "
     "flag mode only bs epochs epoch iters fn func metric metrics loss losses acc accuracy score scores "
     "transform transforms args cfg config kwargs is use do enable enabled name names idx index indices "
-    "percent pct fraction frac count len length dataset_name".split()
+    "percent pct fraction frac count len length dataset_name dim dims channels heads head scale dtype attn "
+    "embed hidden ratio ratios period patience interval threshold temp temperature weight weights mask masks "
+    "lens lengths ids positions coords query queries key keys value values".split()
 )
+_LOADER_WORDS = frozenset("loader dataloader data dataset batches ds dl iterator".split())
+_PROPERTY_WORDS = frozenset(
+    "shape shapes size sizes dtype dtypes type types dim dims schema format device dependency dependencies "
+    "signature config mask masks code docs doc name names id ids key keys seed seeds".split()
+)
+_TRAINING_WORDS = frozenset("loss losses train training fit backward optimize optimise update step".split())
 _TEACHER_WORDS = frozenset("teacher target ema frozen old ref reference pretrained momentum avg swa mean".split())
 _MODE_CALL_WORDS = frozenset("eval train training mode inference dropout bn batchnorm freeze unfreeze".split())
 
@@ -87,7 +100,14 @@ _LIGHTNING_EVAL_HOOKS = frozenset(
     "on_predict_batch_end on_validation_epoch_start on_test_epoch_start on_predict_epoch_end "
     "on_validation_start on_validation_end on_test_start on_test_end on_predict_start on_predict_end".split()
 )
-_FRAMEWORK_BASES = re.compile(r"(Trainer|NeuralNet|NeuralNetClassifier|NeuralNetRegressor|NeuralNetBinaryClassifier)$")
+_FRAMEWORK_BASES = re.compile(
+    r"(Trainer|NeuralNet|NeuralNetClassifier|NeuralNetRegressor|NeuralNetBinaryClassifier|GenerationMixin|Pipeline)$"
+)
+# Base classes (imported, so unseen) whose subclasses are models.
+_MODEL_BASE_NAMES = re.compile(
+    r"(Model|Module|Layer|Block|Encoder|Decoder|Head|Attention|Embedding|Embeddings|MLP|Net|Network|Backbone|"
+    r"Transformer|Sequential|ModuleList|ModuleDict|LightningModule|Diffusion|For[A-Z]\w*)$"
+)
 
 # Context managers known not to change grad mode or model mode.
 _HARMLESS_CM = re.compile(
@@ -110,7 +130,16 @@ _EVAL_INITIAL = re.compile(r"(from_pretrained$|^clip\.load$|open_clip\.create_mo
 _MAYBE_INITIAL = re.compile(r"(^torch\.jit\.load$|jit\.load$|load_from_checkpoint$|deepcopy$|^copy\.copy$|hub\.load$|load_model$)")
 
 _CM_DECORATORS = ("contextmanager", "asynccontextmanager")
-_FACTORY_WORDS = frozenset("build get create make load init setup prepare new construct instantiate from".split())
+_FACTORY_WORDS = frozenset(
+    "build get create make load init setup prepare new construct instantiate from save log print push export "
+    "register wrap unwrap update compute run apply set add remove check convert freeze unfreeze fuse to copy "
+    "clone reset init initialize sync broadcast gather reduce".split()
+)
+# Words that make a model-looking name something else (``model_transform``, ``model_fn``).
+_NOT_MODEL_WORDS = frozenset(
+    "transform transforms fn func function loss metric metrics criterion hook hooks callback callbacks tokenizer "
+    "processor config cfg output outputs factory builder loader kwargs args path name type class cls".split()
+)
 
 
 def name_tokens(name: str) -> List[str]:
@@ -125,22 +154,31 @@ def eval_name_strength(name: str) -> Optional[str]:
     tokens = name_tokens(name)
     if not tokens or tokens[0] in ("is", "has", "check", "get") and len(tokens) > 1 and tokens[1] in ("valid", "val"):
         return None
+    if any(t in _PROPERTY_WORDS for t in tokens):
+        return None  # ``infer_shape``, ``generate_square_subsequent_mask``: working something out, not evaluating
     if any(t in _STRONG_EVAL_WORDS for t in tokens):
         return "strong"
-    if any(t in _WEAK_EVAL_WORDS for t in tokens):
+    if any(t in _WEAK_EVAL_WORDS for t in tokens) and not any(t in _TRAINING_WORDS for t in tokens):
         return "weak"
     return None
 
 
 def is_eval_data_ref(ref: Optional[str]) -> bool:
-    """Whether a reference names evaluation data (``X_val``, ``val_loader``, ``self.test_data``)."""
+    """Whether a reference names evaluation data (``X_val``, ``val_loader``, ``self.test_data``).
+    ``val``/``valid`` need a word for data beside them (``valid_mask``, ``valid_ratios`` are not data)."""
     if not ref or ref == ANY:
         return False
     parts = [p for p in re.split(r"[.\[\]]", ref) if p and p not in ("self", "cls")]
     if not parts:
         return False
     tokens = [t for p in parts for t in name_tokens(p)]
-    return any(t in _EVAL_DATA_WORDS for t in tokens) and not any(t in _SETTING_WORDS for t in tokens)
+    if any(t in _SETTING_WORDS for t in tokens):
+        return False
+    if any(t in _EVAL_DATA_WORDS and t not in ("val", "valid") for t in tokens):
+        return True
+    if any(t in ("val", "valid") for t in tokens):
+        return len(tokens) == 1 or any(t in _DATA_WORDS for t in tokens)
+    return False
 
 
 def related(a: str, b: str) -> bool:
@@ -148,6 +186,17 @@ def related(a: str, b: str) -> bool:
     if a == ANY or b == ANY:
         return True
     return a == b or a.startswith(b + ".") or b.startswith(a + ".") or a.startswith(b + "[") or b.startswith(a + "[")
+
+
+def _part_for(targets: Tuple[str, ...], value: cst.BaseExpression, ref: str) -> Optional[cst.BaseExpression]:
+    """The part of ``value`` assigned to ``ref`` (``a, b = x, y``), None when unknown."""
+    if len(targets) == 1:
+        return value
+    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(targets):
+        element = value.elements[targets.index(ref)]
+        if not isinstance(element, cst.StarredElement):
+            return element.value
+    return None
 
 
 def _head(ref: str) -> str:
@@ -250,6 +299,7 @@ class Evidence:
     text: str  # for messages: "in `evaluate()`", "in the loop over `val_loader`"
     function: Optional[str] = None  # the evaluation function (kind function/callers)
     loop: Optional[Loop] = field(default=None, compare=False, hash=False)  # the evaluation loop (kind loop)
+    weak: bool = False  # only a generate/sample/score name says so (inference, not evaluation: ML002 only)
 
 
 @dataclass
@@ -403,10 +453,32 @@ class Phases:
 
     def module_method(self, fn: Function) -> bool:
         """A method of an nn.Module subclass: model internals, run in whatever mode the caller set."""
-        if fn.cls is None:
+        return fn.cls is not None and self.module_like(fn.cls)
+
+    def module_like(self, name: str, seen: Optional[Set[str]] = None) -> bool:
+        """A class that is (very likely) a torch model: an nn.Module subclass, a class with a
+        ``forward`` method, or a subclass of an imported class named like a model part."""
+        info = self.m.classes.get(name)
+        if info is None:
             return False
-        info = self.m.classes.get(fn.cls)
-        return info is not None and info.is_module
+        if info.is_module or "forward" in info.methods or "_forward" in info.methods:
+            return True
+        seen = seen or set()
+        seen.add(name)
+        bases = []
+        for arg in info.node.bases:
+            expr = arg.value
+            if isinstance(expr, cst.Subscript):
+                expr = expr.value  # ``Classifier[DT]``
+            bases.append(self.qual(expr))
+        for base in bases:
+            short = base.rsplit(".", 1)[-1]
+            if short in self.m.classes:
+                if short not in seen and self.module_like(short, seen):
+                    return True
+            elif short and _MODEL_BASE_NAMES.search(short):
+                return True
+        return False
 
     def managed(self, fn: Function) -> bool:
         """Framework code that sets eval mode and grad off by itself: Lightning's evaluation
@@ -442,11 +514,16 @@ class Phases:
 
     def unit_test(self, fn: Function) -> bool:
         name = fn.node.name.value
-        if not name.startswith("test"):
+        tokens = name_tokens(name)
+        if "test" not in tokens and "tests" not in tokens:
             return False
         path = self.m.path.replace("\\", "/")
+        if "/tests/" in f"/{path}" or self.m.imports.imports_module("pytest") or self.m.imports.imports_module("unittest"):
+            return True  # a test suite: forward passes there check the model, they do not evaluate it
+        if not name.startswith("test"):
+            return False
         base = path.rsplit("/", 1)[-1]
-        if base.startswith("test_") or base.endswith("_test.py") or "/tests/" in f"/{path}" or "/test/" in f"/{path}":
+        if base.startswith("test_") or base.endswith("_test.py"):
             return True
         if fn.cls is not None and (fn.cls.startswith("Test") or any("TestCase" in b for b in self.m.classes[fn.cls].bases)):
             return True
@@ -1023,7 +1100,7 @@ class Phases:
 
     def _function_evidence(self, key: str) -> Optional[Evidence]:
         fn = self.m.functions.get(key)
-        if fn is None or self.managed(fn) or self.unit_test(fn) or self.trains(key):
+        if fn is None or self.managed(fn) or self.unit_test(fn) or self.trains(key) or self.module_method(fn):
             return None
         if isinstance(fn.node, cst.FunctionDef) and fn.node.asynchronous is not None:
             return None
@@ -1034,16 +1111,20 @@ class Phases:
         strength = eval_name_strength(name)
         if strength and not self.module_method(fn):
             if strength == "strong" or not self.referenced_as_value(key) or sites:
-                return Evidence("function", f"in `{name}()`", key)
+                return Evidence("function", f"in `{name}()`", key, weak=strength == "weak")
         # nested in an evaluation function
         if "." in key:
             outer = key.rsplit(".", 1)[0]
             if outer in self.m.functions:
                 found = self.function_evidence(outer)
-                if found is not None and found.kind == "function" and not sites:
+                outer_name = self.m.functions[outer].node.name.value
+                if found is not None and found.kind == "function" and not sites and eval_name_strength(outer_name) == "strong":
                     return found
-        if sites and not self.referenced_as_value(key) and all(self.evidence(site) is not None for site in sites):
-            return Evidence("callers", f"in `{name}()` (only evaluation code calls it)", key)
+        if sites and not self.referenced_as_value(key):
+            found_at_sites = [self.evidence(site) for site in sites]
+            if all(e is not None for e in found_at_sites):
+                weak = any(e.weak for e in found_at_sites if e is not None)
+                return Evidence("callers", f"in `{name}()` (only evaluation code calls it)", key, weak=weak)
         return None
 
     def evidence(self, effect: Effect) -> Optional[Evidence]:
@@ -1058,8 +1139,8 @@ class Phases:
     def _evidence_of(self, effect: Effect) -> Optional[Evidence]:
         scope = effect.ctx.scope
         fn = self.m.functions.get(scope)
-        if fn is not None and (self.managed(fn) or self.unit_test(fn)):
-            return None
+        if fn is not None and (self.managed(fn) or self.unit_test(fn) or self.module_method(fn)):
+            return None  # framework hooks, unit tests, model internals (run in the caller's mode)
         found = self.loop_evidence(effect.ctx) or (self.function_evidence(scope) if fn is not None else None)
         found = found or self.data_evidence(effect) or self.script_evidence(effect)
         if found is None:
@@ -1135,7 +1216,13 @@ class Phases:
             loop = loop.parent
         for targets, value, actx in self.m.assignments:
             if actx.scope == ctx.scope and head in targets:
-                if any(self._eval_data(r, actx, depth - 1) for r in _reads(value).refs if _head(r) != head):
+                if len(targets) != 1:
+                    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(targets):
+                        value = value.elements[targets.index(head)].value
+                    else:
+                        continue  # a, b = f(x_val, y): we cannot tell which part is which
+                refs = [r for r in _reads(value).refs if _head(r) not in (head, "self", "cls")]
+                if any(self._eval_data(r, actx, depth - 1) for r in refs):
                     return True
         return False
 
@@ -1177,6 +1264,8 @@ class Phases:
         modes = self.mode_at(effect, effect.ref)
         if modes != {"eval"}:
             return None
+        if not any(e.kind == "eval" and e.order < effect.order and related(e.ref, effect.ref) for e in self.events(scope)):
+            return None  # eval mode set by a caller: too far away to call this evaluation code
         if self.feeds_backward(effect.node, scope):
             return None
         return Evidence("mode", f"after `{effect.ref}.eval()`")
@@ -1364,7 +1453,8 @@ class Phases:
         return out
 
     def mode_at(self, effect: Effect, ref: str) -> Set[str]:
-        """The modes ``ref`` may be in when ``effect`` runs: a subset of {"eval", "train",
+        """The modes ``ref`` may be in when ``effect`` runs: a subset of {"eval", "eval_initial"
+        (made by from_pretrained, never switched), "train",
         "maybe", "none"} ("none": nothing sets it and nobody in this file calls the function)."""
         return self._mode(effect.ctx.scope, effect.order, effect.ctx, ref, 0, frozenset())
 
@@ -1412,9 +1502,12 @@ class Phases:
             if self.call_sites(scope):
                 return {"maybe"}  # recursion
             if head in ("self", "cls"):
-                return {self._initial_attr(scope, ref)}
+                found = self._initial_attr(scope, ref)
+                return {found if found != "none" or self._unset_counts(scope, depth) else "maybe"}
             if is_param:
-                return {"none"}
+                # Nobody in this file calls it: the caller may set the mode. Count that as
+                # missing only for the evaluation routine itself, not for a helper of a helper.
+                return {"none" if self._unset_counts(scope, depth) else "maybe"}
             parent = scope.rsplit(".", 1)[0] if "." in scope else MODULE_SCOPE
             if parent in self.m.classes:
                 parent = MODULE_SCOPE
@@ -1428,6 +1521,21 @@ class Phases:
             out |= self._mode(site.ctx.scope, site.order, site.ctx, new_ref, depth + 1, seen | {site.node})
         return out or {"maybe"}
 
+    def _unset_counts(self, scope: str, depth: int) -> bool:
+        return depth == 0 or self.loops_over_data(scope)
+
+    def loops_over_data(self, scope: str) -> bool:
+        """Whether the scope has a loop over a data loader or a dataset."""
+        for loop in self.m.loops:
+            if loop.scope != scope or not isinstance(loop.node, cst.For):
+                continue
+            if self.iterated_data(loop) is not None:
+                return True
+            ref = loop.iter_ref
+            if ref and (self.m.has_role(ref, R.LOADER, scope) or set(name_tokens(ref.rsplit(".", 1)[-1])) & _LOADER_WORDS):
+                return True
+        return False
+
     def _initial_of_value(self, value: cst.BaseExpression, scope: str, depth: int = 0) -> str:
         if depth > 4:
             return "maybe"
@@ -1440,7 +1548,7 @@ class Phases:
                 return "maybe"
             name = self.qual(expr.func)
             if _EVAL_INITIAL.search(name):
-                return "eval"
+                return "eval_initial"
             if _MAYBE_INITIAL.search(name):
                 return "maybe"
             if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "share_memory"):
@@ -1453,6 +1561,10 @@ class Phases:
                 if inner is not None:
                     return self._initial(scope, inner, depth + 1)
                 continue
+            if isinstance(expr.func, cst.Attribute):
+                receiver = ref_of(expr.func.value)
+                if receiver is None or _head(receiver) not in self.m.imports.aliases:
+                    return "maybe"  # ``self.get_encoder()``: a part of an existing object, in its mode
             return "train"
         return "maybe"
 
@@ -1467,6 +1579,9 @@ class Phases:
             for index in range(len(assignments) - 1, -1, -1):
                 targets, value, ctx = assignments[index]
                 if ctx.scope == current and ref in targets:
+                    part = _part_for(targets, value, ref)
+                    if part is not None and len(targets) != 1:
+                        targets, value = (ref,), part
                     if len(targets) != 1:
                         # model, optimizer = accelerator.prepare(model, optimizer)
                         if isinstance(value, cst.Call) and len(value.args) == len(targets) and self.qual(value.func).rsplit(".", 1)[-1] in ("prepare", "setup", "initialize"):
@@ -1494,16 +1609,19 @@ class Phases:
         cls = self.m.class_scope_of(scope)
         if cls is None or "." not in ref:
             return "none"
+        if self.module_like(cls.rsplit(".", 1)[-1]):
+            return "maybe"  # a model's own part: in the mode its caller set
         for targets, value, ctx in self.m.assignments:
             if ref in targets and self.m.class_scope_of(ctx.scope) == cls:
-                if len(targets) != 1:
+                value = _part_for(targets, value, ref)
+                if value is None:
                     return "maybe"
                 source = ref_of(value)
                 fn = self.m.functions.get(ctx.scope)
                 if source is not None and fn is not None and _head(source) in fn.params:
                     return "none"
                 return self._initial_of_value(value, ctx.scope)
-        return "none"
+        return "maybe"  # set by a base class we cannot see
 
     def mode_cm_around(self, ctx: Context, ref: str) -> bool:
         """An unknown context manager around this point that may set the model's mode
@@ -1598,6 +1716,14 @@ class Phases:
                 return True
         return False
 
+    def _factory_owners(self, optimizer: str, scope: str) -> Optional[FrozenSet[str]]:
+        """Models handed to the call that made the optimizer (``build_optimizer(cfg, model)``)."""
+        value = self._assigned_value(optimizer, scope)
+        if not isinstance(value, cst.Call):
+            return None
+        found = {r for r in _reads(*[a.value for a in value.args]).refs if self.m.has_role(r, R.MODEL, scope)}
+        return frozenset(found) or None
+
     def _trained_in(self, loop: Loop, ref: str) -> bool:
         """Whether the loop trains this model: an optimizer it steps holds its parameters, or
         (owners unknown) it runs a forward of it with grad on."""
@@ -1605,7 +1731,7 @@ class Phases:
         for step in self.loop_steps(loop):
             if step == ANY:
                 continue
-            owners = self.m.optimizer_owners(step, loop.scope)
+            owners = self.m.optimizer_owners(step, loop.scope) or self._factory_owners(step, loop.scope)
             if owners:
                 owners_known.append(owners)
         canonical = self.m.canonical(ref, loop.scope)
@@ -1705,9 +1831,12 @@ class Phases:
         seen: Set[cst.CSTNode] = set()
         out = []
         for effect in self.m.effects:
-            if effect.kind == FORWARD and effect.node not in seen and self._is_model_call(effect.ref):
-                seen.add(effect.node)
-                out.append(effect)
+            if effect.kind != FORWARD or effect.node in seen or not self._is_model_call(effect.ref):
+                continue
+            if isinstance(effect.node, cst.Call) and not effect.node.args:
+                continue  # ``model.fuse_model()``: a method, not a forward (a model needs an input)
+            seen.add(effect.node)
+            out.append(effect)
         return out
 
     def _is_model_call(self, ref: str) -> bool:
@@ -1718,4 +1847,4 @@ class Phases:
         if last[:1].isupper():
             return False
         tokens = name_tokens(last)
-        return not (tokens and tokens[0] in _FACTORY_WORDS)
+        return not (tokens and tokens[0] in _FACTORY_WORDS) and not (set(tokens) & _NOT_MODEL_WORDS)
