@@ -46,7 +46,7 @@ import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel, line_edits
-from mllint.semantics.phases import Evidence, NotUndone, Phases, related
+from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
 
 CODE = "ML005"
 NAME = "missing-eval-mode"
@@ -64,7 +64,7 @@ def check(model: FileModel) -> Iterable[Finding]:
     reported: Set[Tuple] = set()
     for effect in phases.forwards():
         evidence = phases.evidence(effect)
-        if evidence is None or evidence.weak:
+        if evidence is None or evidence.weak or _generating(model, effect.ctx.scope):
             continue  # generating or sampling (a GAN's samples in training mode) is not evaluating
         ref = effect.ref
         scope = effect.ctx.scope
@@ -96,6 +96,13 @@ def check(model: FileModel) -> Iterable[Finding]:
             f"(no dropout, frozen batch-norm statistics); call `{item.ref}.train()` at the start of the training step"
         )
         yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item))
+
+
+def _generating(model: FileModel, scope: str) -> bool:
+    """Code in a function named for generating or sampling (``sample_images``), where
+    training-mode dropout and batch norm are often wanted."""
+    fn = model.functions.get(scope)
+    return fn is not None and eval_name_strength(fn.node.name.value) == "weak"
 
 
 def _deliberate_train(phases: Phases, effect: Effect, evidence: Evidence) -> bool:
@@ -415,6 +422,28 @@ VALID: List[str] = [
     def validate(model, val_loader):
         with eval_mode(model), torch.no_grad():
             return [model(x) for x, _ in val_loader]
+    """,
+    # eval() set once in __init__, nothing switches the model back
+    """
+    import torch
+
+    class Predictor:
+        def __init__(self, checkpoint):
+            self.model = Net()
+            self.model.load_state_dict(torch.load(checkpoint))
+            self.model.eval()
+
+        @torch.no_grad()
+        def predict(self, x):
+            return self.model(x).argmax(-1)
+    """,
+    # GAN samples drawn in training mode on purpose, in a sampling function
+    """
+    import torch
+
+    @torch.no_grad()
+    def sample_images(generator, fixed_noise, path):
+        save_image(generator(fixed_noise), path)
     """,
     # eval() then train() in the same training loop, via train(False) and train(True)
     """

@@ -100,8 +100,13 @@ _LIGHTNING_EVAL_HOOKS = frozenset(
     "on_predict_batch_end on_validation_epoch_start on_test_epoch_start on_predict_epoch_end "
     "on_validation_start on_validation_end on_test_start on_test_end on_predict_start on_predict_end".split()
 )
+# Framework classes whose subclasses the framework runs in eval mode with grad off: HF
+# Trainer (and TRL's, SetFit's...), skorch's NeuralNet, HF generation and pipelines. A
+# ``BaseTrainer`` of the project's own is not one of them.
 _FRAMEWORK_BASES = re.compile(
-    r"(Trainer|NeuralNet|NeuralNetClassifier|NeuralNetRegressor|NeuralNetBinaryClassifier|GenerationMixin|Pipeline)$"
+    r"^(transformers|trl|setfit|skorch|sentence_transformers|peft|optimum|gliner)\b.*"
+    r"(Trainer|NeuralNet|NeuralNetClassifier|NeuralNetRegressor|NeuralNetBinaryClassifier)$"
+    r"|(^|\.)(GenerationMixin|Pipeline)$"
 )
 # Base classes (imported, so unseen) whose subclasses are models.
 _MODEL_BASE_NAMES = re.compile(
@@ -1468,7 +1473,7 @@ class Phases:
     def _mode(self, scope: str, order: float, ctx: Context, ref: str, depth: int, seen: FrozenSet) -> Set[str]:
         if depth > 8:
             return {"maybe"}
-        events = [e for e in self.events(scope) if related(e.ref, ref)]
+        events = [e for e in self.events(scope) if self.same_model(e.ref, ref, scope)]
         before = [e for e in events if e.order < order]
         result: Set[str] = set()
         loop = ctx.loop
@@ -1503,15 +1508,24 @@ class Phases:
                 return {"maybe"}  # recursion
             if head in ("self", "cls"):
                 found = self._initial_attr(scope, ref)
-                return {found if found != "none" or self._unset_counts(scope, depth) else "maybe"}
+                if found == "none" and not self._unset_counts(scope, depth):
+                    found = "maybe"
+                cls = self.m.class_scope_of(scope) or ""
+                owner = f"{cls}.__init__"
+                others = [k for k in self.m.functions if k.startswith(cls + ".") and k.count(".") == cls.count(".") + 1]
+                return self._settled(found, owner if owner in self.m.functions else None, others, scope, ref)
             if is_param:
                 # Nobody in this file calls it: the caller may set the mode. Count that as
-                # missing only for the evaluation routine itself, not for a helper of a helper.
+                # missing only for the evaluation routine itself, not for a helper of a helper,
+                # nor for a method that a base class we cannot see may call (a template method).
+                if fn.cls is not None and self._unseen_base(fn.cls):
+                    return {"maybe"}
                 return {"none" if self._unset_counts(scope, depth) else "maybe"}
             parent = scope.rsplit(".", 1)[0] if "." in scope else MODULE_SCOPE
             if parent in self.m.classes:
                 parent = MODULE_SCOPE
-            return {self._initial(parent, ref)}
+            others = [k for k in self.m.functions if self.m.functions[k].cls is None]
+            return self._settled(self._initial(parent, ref), parent, others, scope, ref)
         out: Set[str] = set()
         for site in sites:
             new_ref = translate(ref, site.args or {}) if is_param else ref
@@ -1520,6 +1534,49 @@ class Phases:
                 continue
             out |= self._mode(site.ctx.scope, site.order, site.ctx, new_ref, depth + 1, seen | {site.node})
         return out or {"maybe"}
+
+    def _settled(self, initial: str, owner: Optional[str], others: List[str], scope: str, ref: str) -> Set[str]:
+        """The mode of a model a function uses but nobody in the file calls the function:
+        how it was made, then the last switch in the code that owns it (``__init__`` for
+        ``self.model``, the module for a global); a switch in another function may have
+        run before (training mode: "train", anything else: "maybe")."""
+        found = initial
+        if owner is not None:
+            settled = [e for e in self.events(owner) if self.same_model(e.ref, ref, owner) and e.ctx.loop is None]
+            if settled:
+                last = settled[-1]
+                found = "maybe" if last.cond or last.ctx.conds else last.kind
+        result = {found}
+        for key in others:
+            if key in (scope, owner):
+                continue
+            for event in self.events(key):
+                if self.same_model(event.ref, ref, key):
+                    result.add("train" if event.kind == "train" and not event.cond and not event.via else "maybe")
+        return result
+
+    def _unseen_base(self, name: str, seen: Optional[Set[str]] = None) -> bool:
+        """Whether a class (or a class it derives from in this file) has a base defined elsewhere."""
+        info = self.m.classes.get(name)
+        if info is None:
+            return False
+        seen = seen or set()
+        seen.add(name)
+        for arg in info.node.bases:
+            expr = arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
+            short = (dotted(expr) or "").rsplit(".", 1)[-1]
+            if short in ("object", "ABC", "Generic", "Protocol", "NamedTuple", ""):
+                continue
+            if short in self.m.classes:
+                if short not in seen and self._unseen_base(short, seen):
+                    return True
+                continue
+            return True
+        return False
+
+    def same_model(self, a: str, b: str, scope: str) -> bool:
+        """``related`` after following aliases (``net = model.to(device)``)."""
+        return related(a, b) or related(self.m.canonical(a, scope), self.m.canonical(b, scope))
 
     def _unset_counts(self, scope: str, depth: int) -> bool:
         return depth == 0 or self.loops_over_data(scope)
@@ -1675,7 +1732,7 @@ class Phases:
                 if self._inner_training_loop(loop, event.ctx.loop):
                     continue  # the nested training loop reports it
                 ref = event.ref
-                if any(e.kind in ("train", "maybe") and related(e.ref, ref) for e in events):
+                if any(e.kind in ("train", "maybe") and self.same_model(e.ref, ref, loop.scope) for e in events):
                     continue
                 if self.overrides_mode(ref, loop.scope) or not self._trained_in(loop, ref):
                     continue
