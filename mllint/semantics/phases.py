@@ -135,6 +135,7 @@ _EVAL_INITIAL = re.compile(r"(from_pretrained$|^clip\.load$|open_clip\.create_mo
 _MAYBE_INITIAL = re.compile(r"(^torch\.jit\.load$|jit\.load$|load_from_checkpoint$|deepcopy$|^copy\.copy$|hub\.load$|load_model$)")
 
 _CM_DECORATORS = ("contextmanager", "asynccontextmanager")
+_BUILTINS = frozenset("next iter enumerate zip list tuple dict len range sorted reversed map filter isinstance getattr".split())
 _FACTORY_WORDS = frozenset(
     "build get create make load init setup prepare new construct instantiate from save log print push export "
     "register wrap unwrap update compute run apply set add remove check convert freeze unfreeze fuse to copy "
@@ -352,7 +353,6 @@ class Phases:
         self._call_sites: Optional[Dict[str, List[Effect]]] = None
         self._value_refs: Optional[Set[str]] = None
         self._backprop_fns: Optional[Set[str]] = None
-        self._train_fns: Optional[Set[str]] = None
         self._step_fns: Optional[Set[str]] = None
         self._grad_off_fns: Optional[Set[str]] = None
         self._fn_eval: Dict[str, Optional[Evidence]] = {}
@@ -398,9 +398,6 @@ class Phases:
         return self.m.imports.qualname(node) or dotted(node) or ""
 
     # --- functions ---------------------------------------------------------------------------------------
-    def function(self, scope: str) -> Optional[Function]:
-        return self.m.functions.get(scope)
-
     def call_sites(self, key: str) -> List[Effect]:
         if self._call_sites is None:
             table: Dict[str, List[Effect]] = {}
@@ -452,9 +449,6 @@ class Phases:
             self.m.module.visit(Finder())
             self._value_refs = names
         return key.rsplit(".", 1)[-1] in self._value_refs
-
-    def class_of(self, fn: Function) -> Optional[str]:
-        return fn.cls
 
     def module_method(self, fn: Function) -> bool:
         """A method of an nn.Module subclass: model internals, run in whatever mode the caller set."""
@@ -518,23 +512,19 @@ class Phases:
         return False
 
     def unit_test(self, fn: Function) -> bool:
+        """A unit test (forward passes there check the model, they do not evaluate it): a
+        ``test`` function in a test suite (pytest/unittest imported, a ``Test`` class), or a
+        pytest-style ``test_*()`` with no parameters that nothing calls. Judged by the code,
+        not by the file's name: ``test.py`` is often the evaluation script."""
         name = fn.node.name.value
         tokens = name_tokens(name)
         if "test" not in tokens and "tests" not in tokens:
             return False
-        path = self.m.path.replace("\\", "/")
-        if "/tests/" in f"/{path}" or self.m.imports.imports_module("pytest") or self.m.imports.imports_module("unittest"):
-            return True  # a test suite: forward passes there check the model, they do not evaluate it
-        if not name.startswith("test"):
-            return False
-        base = path.rsplit("/", 1)[-1]
-        if base.startswith("test_") or base.endswith("_test.py"):
+        if self.m.imports.imports_module("pytest") or self.m.imports.imports_module("unittest"):
             return True
         if fn.cls is not None and (fn.cls.startswith("Test") or any("TestCase" in b for b in self.m.classes[fn.cls].bases)):
             return True
-        if self.m.imports.imports_module("pytest") or self.m.imports.imports_module("unittest"):
-            return True
-        return not fn.params and not self.call_sites(fn.key)
+        return name.startswith("test") and not fn.params and not self.call_sites(fn.key)
 
     def overrides_mode(self, ref: str, scope: str) -> bool:
         """Whether ``ref`` is an instance of a class in this file that defines train()/eval()
@@ -598,9 +588,6 @@ class Phases:
     def file_trains(self) -> bool:
         return any(e.kind in (BACKWARD, STEP) for e in self.m.effects) or any(self._autograd_call(c) for c, _ in self.m.calls)
 
-    def _in_loop(self, loop: Loop, ctx: Context) -> bool:
-        return ctx.scope == loop.scope and loop.encloses(ctx.loop)
-
     def loop_backprops(self, loop: Loop) -> bool:
         """A backward pass (or autograd.grad) runs somewhere in the loop, helpers included."""
         key = id(loop.node)
@@ -653,7 +640,7 @@ class Phases:
         call_effects = {e.node: e for e in self.m.effects_in(scope) if e.kind == CALL}
         module_names = set(self.m.imports.aliases)
 
-        def add(node, reads: _Reads, writes, kill, extra_exprs=()):
+        def add(node, reads: _Reads, writes, kill):
             stmt = _Stmt(node, set(reads.refs), list(writes), kill, set(reads.calls))
             stmt.returns = reads.yields
             for call in reads.calls:
@@ -666,10 +653,6 @@ class Phases:
                     inner = _reads(*[a.value for a in call.args])
                     stmt.sink_reads |= inner.refs
                     stmt.sink_calls |= set(inner.calls)
-                if isinstance(func, cst.Attribute) and call.args:
-                    receiver = dotted(func.value)
-                    if receiver and _head(receiver) not in module_names and receiver not in ("self", "super"):
-                        stmt.mutates.add(receiver)
                 effect = call_effects.get(call)
                 if effect is not None and effect.callee in self.m.functions:
                     for param, expr in self._bind_exprs(effect.callee, call).items():
@@ -691,7 +674,13 @@ class Phases:
                 stmt = add(node, _reads(node.value), [], False)
                 stmt.returns = True
             else:
-                add(node, _reads(node), [], False)
+                stmt = add(node, _reads(node), [], False)
+                # ``outs.append(out)``, ``metric.update(out, y)``: the receiver now holds the value
+                value = node.value if isinstance(node, cst.Expr) else None
+                if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.args:
+                    receiver = dotted(value.func.value)
+                    if receiver and _head(receiver) not in module_names and receiver not in ("self", "super"):
+                        stmt.mutates.add(receiver)
 
         def suite(body):
             if isinstance(body, (cst.SimpleStatementSuite,)):
@@ -1221,12 +1210,17 @@ class Phases:
             loop = loop.parent
         for targets, value, actx in self.m.assignments:
             if actx.scope == ctx.scope and head in targets:
-                if len(targets) != 1:
-                    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(targets):
-                        value = value.elements[targets.index(head)].value
-                    else:
-                        continue  # a, b = f(x_val, y): we cannot tell which part is which
-                refs = [r for r in _reads(value).refs if _head(r) not in (head, "self", "cls")]
+                part = _part_for(targets, value, head)
+                refs = [
+                    r for r in _reads(part if part is not None else value).refs
+                    if _head(r) not in (head, "self", "cls") and _head(r) not in _BUILTINS and _head(r) not in self.m.imports.aliases
+                ]
+                if part is None:
+                    # x, y = next(iter(val_loader)): every part comes from evaluation data
+                    # only when all it reads is evaluation data.
+                    if refs and all(self._eval_data(r, actx, depth - 1) for r in refs):
+                        return True
+                    continue
                 if any(self._eval_data(r, actx, depth - 1) for r in refs):
                     return True
         return False
@@ -1873,14 +1867,9 @@ class Phases:
                 local = True
         if local:
             return True
-        current = scope
-        while current != MODULE_SCOPE:
-            if head in self.m.locals.get(current, ()):
-                return False  # a local of this function (or of one it is nested in) not bound here
-            current = current.rsplit(".", 1)[0] if "." in current else MODULE_SCOPE
-            if current in self.m.classes:
-                current = MODULE_SCOPE
-        return True  # a global: assigned, imported, or defined where we cannot see
+        if scope != MODULE_SCOPE and head in self.m.locals.get(scope, ()):
+            return False  # a local of this function, not bound yet here
+        return True  # a global, or a variable of an enclosing function (a closure sees it)
 
     # --- forward sites ------------------------------------------------------------------------------------
     def forwards(self) -> List[Effect]:
