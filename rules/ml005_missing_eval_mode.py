@@ -28,7 +28,12 @@ When the code is fine
       skorch ``NeuralNet`` subclasses;
     - the model's class overrides ``train()``/``eval()`` with a meaning of its own;
     - a frozen teacher or target network used inside the training step (its
-      output feeds the loss: that is training code).
+      output feeds the loss: that is training code);
+    - ``model.train()`` inside the evaluation itself (Monte Carlo dropout, detection
+      models that return losses only in training mode), and generation or sampling
+      functions (a GAN's samples are often drawn in training mode on purpose);
+    - a method that a base class defined elsewhere may call (template methods such
+      as ``_valid_epoch``), for a model it receives as an argument.
 
 How to fix
     Call ``model.eval()`` before evaluating and ``model.train()`` before training

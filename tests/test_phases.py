@@ -201,6 +201,32 @@ def test_no_evidence_for_frameworks_unit_tests_and_model_internals():
     assert evidence_kind(tests, "model") is None
 
 
+def test_unit_tests_are_told_by_their_code_not_their_file_name():
+    asserting = phases_of(
+        """
+        import torch
+        def test_forward(model, batch):
+            out = model(batch)
+            assert out.shape[0] == batch.shape[0]
+        """,
+        path="test.py",
+    )
+    assert evidence_kind(asserting, "model") is None
+    evaluating = phases_of(
+        """
+        import torch
+        def test(model, test_loader):
+            correct = 0
+            with torch.no_grad():
+                for x, y in test_loader:
+                    correct += (model(x).argmax(1) == y).sum().item()
+            return correct
+        """,
+        path="tests/test_eval.py",
+    )
+    assert evidence_kind(evaluating, "model") == "loop"
+
+
 def test_an_evaluation_function_whose_result_is_trained_on_is_not_evaluation():
     ph = phases_of(
         """

@@ -5,32 +5,39 @@ lazily from the FileModel (``Phases.of(model)``), and only as far as a rule asks
 
 Facts:
 
-- **Evaluation code** (``evidence``): a forward pass is evaluation when it sits in a
-  function named like evaluation (evaluate, validate, val, test, predict, infer,
-  generate, sample, score...) that trains nothing and whose result feeds no backward
-  pass; in a loop over a validation/test loader that runs no backward pass; in a
-  helper every caller of which is evaluation code; on validation/test data
-  (``model(X_val)``); or in an inference script (weights loaded, nothing trained). Code
-  after ``.eval()`` that never calls backward counts for ML002 (``mode_evidence``).
-  Framework hooks (Lightning ``validation_step``, HF ``Trainer`` subclasses, skorch
-  ``NeuralNet`` subclasses) and unit tests are never evaluation code.
+- **Evaluation code** (``evidence``): a forward pass of a model (not a constructor, a
+  factory or a transform that looks like one) is evaluation when it sits in a function
+  named like evaluation (evaluate, validate, val, test, predict, infer; generate,
+  sample and score are *weak*: inference for ML002, not evaluation for ML005) that
+  trains nothing and whose result feeds no backward pass; in a loop over
+  validation/test data that runs no backward pass; in a helper every caller of which
+  is evaluation code; on validation/test data (``model(X_val)``); or in an inference
+  script (weights loaded, nothing trained). Code after ``.eval()`` in the same
+  function that never calls backward counts for ML002 (``mode_evidence``). Framework
+  code (Lightning evaluation hooks, HF ``Trainer``/skorch ``NeuralNet`` subclasses, HF
+  generation and pipelines), unit tests and model internals (methods of classes that
+  look like models) are never evaluation code.
 - **Data flow to backward** (``feeds_backward``): whether a forward's output reaches
   ``backward()`` / ``torch.autograd.grad`` (training, adversarial examples, saliency,
-  frozen teachers, target networks): names are followed through assignments, containers
-  (``outs.append(out)``), returns to callers, local helpers and ``self`` attributes.
+  frozen teachers, target networks): names are followed in source order through
+  assignments (a plain reassignment ends the trail), containers (``outs.append(out)``),
+  returns to callers, local helpers and ``self`` attributes.
 - **Grad protection** (``protected``): ``no_grad``/``inference_mode``/
   ``set_grad_enabled(False or a flag)`` blocks and decorators, a
   ``torch.set_grad_enabled(False)`` statement before, local context managers that turn
-  grad off, and functions every caller of which calls them with grad off.
-- **Mode** (``mode_at``): the modes a model can be in at a point (eval/train/maybe/none),
-  from ``.eval()``/``.train()``/``.train(flag)`` in the function, in helpers called
-  before (with the order they run in), in context managers (mode on entry and on exit),
-  around loops (a ``.train()`` later in a loop body reaches the next iteration), and in
-  callers before the call; falling back to how the model was made
-  (``from_pretrained`` returns a model in eval mode).
+  grad off, unknown context managers named for it, and functions every caller of which
+  calls them with grad off; models whose parameters are all frozen (``frozen``).
+- **Mode** (``mode_at``): the modes a model can be in at a point (eval, eval_initial,
+  train, maybe, none), from ``.eval()``/``.train()``/``.train(flag)`` on it or an alias
+  in the function, in helpers called before (in the order they run), in context
+  managers (mode on entry and on exit), around loops (a ``.train()`` later in a loop
+  body reaches the next iteration), and in callers before the call; when nobody in
+  the file calls the function, from how the model was made (``from_pretrained``
+  returns it in eval mode) and the code that owns it (``__init__``, the module).
 - **Eval never undone** (``eval_not_undone``): an ``.eval()`` inside a training loop
   (directly or through a helper) with no ``.train()`` on that model anywhere in the
-  loop, for a model the loop trains.
+  loop, for a model the loop trains, outside unknown context managers that may restore
+  the mode, and not right before the loop ends.
 """
 
 from __future__ import annotations
@@ -70,12 +77,13 @@ _STRONG_EVAL_WORDS = frozenset(
 _WEAK_EVAL_WORDS = frozenset("generate generation generating sample sampling score scoring".split())
 # Words in the names of data (loaders, splits, tensors) that hold evaluation data.
 _EVAL_DATA_WORDS = frozenset("val valid validation test eval evaluation holdout heldout".split())
-# Words that make a name a setting rather than data (``args.test_batch_size``, ``val_every``).
+# Words for data: ``val``/``valid`` need one beside them (``val_loader``, not ``valid_mask``).
 _DATA_WORDS = frozenset(
     "x y data dataset datasets ds set loader loaders dataloader dataloaders dl iter iterator batch batches images "
     "imgs img inputs input samples features feats split examples texts text sentences seqs sequences df frame "
     "tensors tensor arr array points graphs graph seq src tgt labels targets queue gen generator X Y".split()
 )
+# Words that make a name a setting rather than data (``args.test_batch_size``, ``val_every``).
 _SETTING_WORDS = frozenset(
     "size sizes num number freq frequency interval every steps step ratio split splits path dir file files "
     "flag mode only bs epochs epoch iters fn func metric metrics loss losses acc accuracy score scores "
@@ -203,6 +211,21 @@ def _part_for(targets: Tuple[str, ...], value: cst.BaseExpression, ref: str) -> 
         if not isinstance(element, cst.StarredElement):
             return element.value
     return None
+
+
+def _asserts(node: cst.FunctionDef) -> bool:
+    """Whether the function (not a function nested in it) has an ``assert`` statement."""
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assert(self, node: cst.Assert) -> None:
+            found.append(node)
+
+        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+            return False
+
+    node.body.visit(Finder())
+    return bool(found)
 
 
 def _head(ref: str) -> str:
@@ -514,8 +537,10 @@ class Phases:
     def unit_test(self, fn: Function) -> bool:
         """A unit test (forward passes there check the model, they do not evaluate it): a
         ``test`` function in a test suite (pytest/unittest imported, a ``Test`` class), or a
-        pytest-style ``test_*()`` with no parameters that nothing calls. Judged by the code,
-        not by the file's name: ``test.py`` is often the evaluation script."""
+        ``test*()`` function that asserts, or one with no parameters that nothing calls.
+        Judged by the code, not by the file's name: ``test.py`` is often the evaluation
+        script, and its ``test(model, loader)`` counts correct predictions, it does not
+        assert."""
         name = fn.node.name.value
         tokens = name_tokens(name)
         if "test" not in tokens and "tests" not in tokens:
@@ -524,7 +549,9 @@ class Phases:
             return True
         if fn.cls is not None and (fn.cls.startswith("Test") or any("TestCase" in b for b in self.m.classes[fn.cls].bases)):
             return True
-        return name.startswith("test") and not fn.params and not self.call_sites(fn.key)
+        if not name.startswith("test"):
+            return False
+        return (not fn.params and not self.call_sites(fn.key)) or _asserts(fn.node)
 
     def overrides_mode(self, ref: str, scope: str) -> bool:
         """Whether ``ref`` is an instance of a class in this file that defines train()/eval()
