@@ -14,10 +14,18 @@ Why it matters
     was trained on.
 
     The analysis follows the data: names through assignments, the outputs of
-    ``train_test_split``/``random_split``, the folds of ``KFold`` and kin, column
-    selection, ``.values``/``.to_numpy()``, concatenation, complementary slices
-    (``X[:n]``/``X[n:]``) and masks; it reports only when the fitted transformer's output
-    reaches a split, cross-validation or a model together with split data.
+    ``train_test_split``/``random_split``, the folds of ``KFold`` and kin, Keras
+    ``validation_split``, column selection, ``.values``/``.to_numpy()``, concatenation,
+    complementary slices (``X[:n]``/``X[n:]``), masks and ``sample``/``drop``, and calls of
+    the file's own helper functions and methods. It reports only when the fitted
+    transformer's output reaches a split, cross-validation or a model together with
+    split data (a PCA fitted for a plot is not a leak).
+
+    Transformers: scalers, encoders (one-hot, ordinal, target, label encoding of feature
+    columns), imputers, PCA and other decompositions, feature selectors (``SelectKBest``,
+    ``RFE``, ``VarianceThreshold``...), vectorizers and the Keras ``Tokenizer``,
+    ``ColumnTransformer``/pipelines used through ``fit_transform``, resamplers (SMOTE and
+    kin) and the one-call forms (``sklearn.preprocessing.scale`` and friends).
 
 When the code is fine
     - fitting on the training split and transforming the test split;
@@ -528,8 +536,6 @@ def _fix_split_first(model: FileModel, leak: Leak) -> Optional[Fix]:
         return None
     new_statements[0] = new_statements[0].with_changes(leading_lines=statement.leading_lines)
     new_body = body[:i] + body[i + 1:j] + [new_split_line] + new_statements + body[j + 1:]
-    if i + 1 < j and statement.leading_lines and not new_body[i].leading_lines:
-        pass
     return model.fix_replacing(block, block.with_changes(body=new_body), Applicability.UNSAFE, description)
 
 

@@ -460,7 +460,10 @@ class DataFlow:
 def dataflow_of(model: FileModel) -> DataFlow:
     cached = getattr(model, "_dataflow", None)
     if cached is None:
-        cached = _Analysis(model).run()
+        try:
+            cached = _Analysis(model).run()
+        except RecursionError:  # pathologically nested code: no facts rather than no lint
+            cached = DataFlow()
         model._dataflow = cached  # type: ignore[attr-defined]
     return cached
 
@@ -495,9 +498,7 @@ class _Analysis:
         self.targets: Tuple[str, ...] = ()  # names the current statement assigns (for split part names)
         self.n_targets = 0
         self.direct_value: Optional[cst.CSTNode] = None  # the value the current assignment binds as a whole
-        self.functions: Dict[str, cst.FunctionDef] = {}
         self.last_fit: Dict[Tuple[str, str], FitEvent] = {}  # (scope, key) -> last fit
-        self.fit_by_obj: Dict[int, FitEvent] = {}
         self.slice_keys: Dict[Tuple[str, object], int] = {}  # (scope, rows of the sliced data) -> slice split id
         self.mask_keys: Dict[Tuple[str, object, str], int] = {}
         self.sample_keys: Dict[Tuple[str, FrozenSet[Row]], int] = {}
@@ -522,7 +523,6 @@ class _Analysis:
         scopes: List[Tuple[str, cst.FunctionDef]] = []
         for key, fn in self.m.functions.items():
             scopes.append((key, fn.node))
-            self.functions[key] = fn.node
         # Callees first, so that a call to a local helper can use its summary.
         ordered = self._callee_first(scopes)
         for key, node in ordered:
