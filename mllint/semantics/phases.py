@@ -1629,6 +1629,8 @@ class Phases:
                 return "eval_initial"
             if _MAYBE_INITIAL.search(name):
                 return "maybe"
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "eval" and not expr.args:
+                return "eval"  # teacher = Net().eval()
             if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "share_memory"):
                 expr = expr.func.value
                 continue
