@@ -1062,6 +1062,24 @@ INVALID = [
     testX, testY = create_dataset(test, look_back)
     model.fit(trainX, trainY, epochs=100, batch_size=1)
     """,
+    # stock-price LSTM: the whole series is scaled, then cut into overlapping training and test windows
+    """
+    import numpy as np
+    from sklearn.preprocessing import MinMaxScaler
+    dataset = df.filter(["Close"]).values
+    training_data_len = int(np.ceil(len(dataset) * 0.95))
+    scaler = MinMaxScaler(feature_range=(0, 1))
+    scaled_data = scaler.fit_transform(dataset)
+    train_data = scaled_data[0:training_data_len, :]
+    x_train, y_train = [], []
+    for i in range(60, len(train_data)):
+        x_train.append(train_data[i - 60:i, 0])
+        y_train.append(train_data[i, 0])
+    model.fit(np.array(x_train), np.array(y_train), batch_size=1, epochs=1)
+    test_data = scaled_data[training_data_len - 60:, :]
+    x_test = [test_data[i - 60:i, 0] for i in range(60, len(test_data))]
+    predictions = scaler.inverse_transform(model.predict(np.array(x_test)))
+    """,
     # refitted on all the data, then "evaluated" on the test split it has seen
     """
     from sklearn.ensemble import RandomForestClassifier

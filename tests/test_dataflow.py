@@ -361,3 +361,36 @@ def test_torch_subset_with_split_indices_takes_that_part():
         """
     )
     assert kind_of(model, flow, "a.fit") == D.TEST
+
+
+def test_lists_built_by_append_carry_what_is_appended():
+    model, flow = flow_of(
+        """
+        windows = []
+        for i in range(60, len(series)):
+            windows.append(series[i - 60:i])
+        m.fit(np.array(windows))
+        frame_all = X_train.append(X_test)  # pandas: a new frame, X_train unchanged
+        n.fit(X_train)
+        """
+    )
+    windows_fit = fit_at(model, flow, "m.fit")
+    assert windows_fit.rows
+    series_root = {root for root, _ in windows_fit.rows}
+    assert len(series_root) == 1  # the windows are rows of `series`
+    assert len(fit_at(model, flow, "n.fit").rows) == 1  # X_test did not flow into X_train
+
+
+def test_a_head_and_a_tail_slice_of_the_same_rows_split_them_even_with_overlap():
+    model, flow = flow_of(
+        """
+        a.fit(scaled)
+        train = scaled[0:n_train, :]
+        test = scaled[n_train - 60:, :]
+        b.fit(train)
+        c.fit(test)
+        """
+    )
+    assert kind_of(model, flow, "a.fit") == "full"
+    assert kind_of(model, flow, "b.fit") is None
+    assert kind_of(model, flow, "c.fit") == D.TEST

@@ -506,6 +506,7 @@ class _Analysis:
         self.module_names: Set[str] = set(model.imports.aliases) | {"np", "pd", "torch", "tf", "sp", "plt", "sns"}
         self.returns: List[Val] = []
         self.local_calls: Optional[Dict[int, str]] = None
+        self.lists: Set[str] = set()  # names bound to list literals in the scope being walked
         self.class_attrs: Optional[Dict[str, Obj]] = None  # "Cls.attr" -> object assigned to self.attr in the class
 
     # --- ids -------------------------------------------------------------------------------
@@ -530,6 +531,7 @@ class _Analysis:
         self.scope = MODULE_SCOPE
         self.env = _Env()
         self.local_roots = {}
+        self.lists = set()
         self._run_block(self.m.module.body, self.m.module)
         return self.df
 
@@ -561,6 +563,7 @@ class _Analysis:
         self.scope = key
         self.env = _Env()
         self.local_roots = {}
+        self.lists = set()
         fn = self.m.functions[key]
         params = list(fn.params)
         roots = []
@@ -692,6 +695,8 @@ class _Analysis:
                 # a, b = x[tr], x[te]: element by element, each with its own target name
                 vals = []
                 for target_el, value_el in zip(first.elements, small.value.elements):
+                    if isinstance(target_el.value, cst.Name) and isinstance(value_el.value, (cst.List, cst.ListComp)):
+                        self.lists.add(target_el.value.value)
                     self.targets = tuple(_names_in_target(target_el.value))
                     self.n_targets = 1
                     self.direct_value = value_el.value
@@ -704,6 +709,12 @@ class _Analysis:
             self.direct_value = small.value
             val = self.ev(small.value)
             self.direct_value = None
+            for target in small.targets:  # names holding lists built here (xs = []): append adds data
+                if isinstance(target.target, cst.Name):
+                    if isinstance(small.value, (cst.List, cst.ListComp)) or (isinstance(small.value, cst.Call) and dotted(small.value.func) == "list"):
+                        self.lists.add(target.target.value)
+                    else:
+                        self.lists.discard(target.target.value)
             self.targets, self.n_targets = saved
             for target in small.targets:
                 self._bind(target.target, val)
@@ -1088,16 +1099,16 @@ class _Analysis:
         uppers, lowers = info.bounds
         if lower is None:
             part = TRAIN
-            uppers.add(upper)
+            uppers.update((upper, f"<head>{upper}"))
         elif upper is None:
             part = TEST
-            lowers.add(lower)
+            lowers.update((lower, f"<tail>{lower}"))
         else:
             part = VAL
             lowers.add(lower)
             uppers.add(upper)
-        if uppers & lowers:
-            info.confirmed = True  # X[:n] and X[n:] (or X[n:m]) both taken
+        if uppers & lowers or (part != VAL and any(b.startswith("<head>") for b in uppers) and any(b.startswith("<tail>") for b in lowers)):
+            info.confirmed = True  # X[:n] and X[n:] (or X[n:m]), or a head X[:a] and a tail X[b:], both taken
         if node is self.direct_value:  # X_test = X[:n] (the slice is the whole assigned value)
             for name in self.targets:
                 if part == TRAIN and is_test_name(name) and not is_train_name(name):
@@ -1411,6 +1422,13 @@ class _Analysis:
             if dropped is not None:
                 return replace(data, coltaint=frozenset((c, f) for c, f in data.coltaint if c not in dropped), index=frozenset())
             return replace(data, index=frozenset())
+        if method in ("append", "extend", "insert") and positional and isinstance(receiver_node, cst.Name) and receiver_node.value in self.lists:
+            # xs.append(window) on a list built here: the list now holds that data too
+            added = flat(positional[-1])
+            if not added.empty:
+                name = receiver_node.value
+                self.env.names[name] = join(data_of(self.env.names.get(name, EMPTY)), replace(added, index=frozenset()))
+            return EMPTY
         if method in ("append",) and data.rows and positional:
             return join(data, flat(positional[0]))
         if method in ("sum", "mean", "std", "min", "max", "count", "nunique", "describe", "info", "head", "tail", "corr", "value_counts", "plot", "hist", "isnull", "isna", "unique", "tolist", "to_csv", "to_parquet", "save", "print"):
