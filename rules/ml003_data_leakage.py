@@ -46,8 +46,9 @@ How to fix
     (``transform``) to the test split; for cross-validation put the preprocessing and the
     model in one ``Pipeline``. Resample (SMOTE) only the training split. The rule offers
     an unsafe fix (shown by ``--diff``, applied by ``--unsafe-fixes``) in the simple
-    shapes: ``X_s = scaler.fit_transform(X)`` followed by ``train_test_split(X_s, y)`` in
-    the same block is reordered to split first; a transformer fitted before
+    shapes: ``X_s = scaler.fit_transform(X)`` (or ``scaler.fit(X)`` and ``X_s =
+    scaler.transform(X)``) followed by ``train_test_split(X_s, y)`` in the same block is
+    reordered to split first; a transformer fitted before
     ``cross_val_score`` is moved into a ``make_pipeline`` with the model; a
     ``fit_transform`` on the test split becomes ``transform``.
 """
@@ -434,6 +435,47 @@ def _simple_fit(fit: D.FitEvent):
     return statement, names, receiver, [a.value for a in call.args]
 
 
+def _two_step_fit(model: FileModel, fit: D.FitEvent, body) -> Optional[Tuple[List[int], List[str], cst.Name, list]]:
+    """``recv.fit(D)`` followed in the same block by ``T = recv.transform(D)``: (indices of the
+    two statements, [T], recv, [D]), else None."""
+    statement = fit.statement
+    call = fit.node
+    if fit.method != "fit" or not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    expr = statement.body[0]
+    if not isinstance(expr, cst.Expr) or expr.value is not call or not isinstance(call.func, cst.Attribute):
+        return None
+    receiver = call.func.value
+    if not isinstance(receiver, cst.Name) or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    i = _block_index(type("B", (), {"body": body})(), statement)
+    if i is None:
+        return None
+    data_text = model.code_of(call.args[0].value)
+    for k in range(i + 1, len(body)):
+        item = body[k]
+        if isinstance(item, cst.SimpleStatementLine) and len(item.body) == 1 and isinstance(item.body[0], cst.Assign):
+            assign = item.body[0]
+            value = assign.value
+            if (
+                len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name)
+                and isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value == "transform"
+                and isinstance(value.func.value, cst.Name)
+                and value.func.value.value == receiver.value
+                and len(value.args) == 1
+                and model.code_of(value.args[0].value) == data_text
+            ):
+                if _uses(body[i + 1:k], receiver.value) or _bound_names(body[i + 1:k]) & {n.value for n in _names_in(call.args[0].value)}:
+                    return None
+                return [i, k], [assign.targets[0].target.value], receiver, [call.args[0].value]
+        if _uses([item], receiver.value):
+            return None
+    return None
+
+
 def _block_index(block, statement) -> Optional[int]:
     body = getattr(block, "body", None)
     if not isinstance(body, (list, tuple)):
@@ -450,19 +492,28 @@ def _fix_split_first(model: FileModel, leak: Leak) -> Optional[Fix]:
     fit, split = leak.fit, leak.split
     if split is None or split.kind != "train_test_split":
         return None
-    simple = _simple_fit(fit)
-    if simple is None:
-        return None
-    statement, names, receiver, args = simple
     block = fit.block
     if not isinstance(block, (cst.IndentedBlock, cst.Module)):
         return None
     if isinstance(block, cst.IndentedBlock) and not any(f.node.body is block for f in model.functions.values()):
         return None  # only a module's or a function's own body: later uses are all visible
-    i = _block_index(block, statement)
-    if i is None:
-        return None
     body = list(block.body)
+    method = fit.method
+    simple = _simple_fit(fit)
+    if simple is not None:
+        statement, names, receiver, args = simple
+        i = _block_index(block, statement)
+        if i is None:
+            return None
+        removed = [i]
+    else:
+        two_step = _two_step_fit(model, fit, body)
+        if two_step is None:
+            return None
+        removed, names, receiver, args = two_step
+        statement = body[removed[0]]
+        i = removed[-1]
+        method = "fit_transform"
     split_call = split.node
     j = None
     for index in range(i + 1, len(body)):
@@ -493,14 +544,14 @@ def _fix_split_first(model: FileModel, leak: Leak) -> Optional[Fix]:
     if _bound_names(between) & {n.value for n in _names_in(data)}:
         return None
     label = args[1] if len(args) > 1 else None
-    if label is not None and fit.method == "fit_transform":
+    if label is not None and method == "fit_transform":
         if not isinstance(label, cst.Name) or label.value not in array_names or label.value in _bound_names(between):
             return None
     if isinstance(receiver, cst.Name) and (_uses(between, receiver.value) or receiver.value in _bound_names(body[j + 1:])):
         return None
     # build the new statements
     replacements = {0: data}
-    if fit.method == "fit_resample":
+    if method == "fit_resample":
         if positions[0] != 0 or len(positions) != 2:
             return None
         replacements = {positions[0]: args[0], positions[1]: args[1]}
@@ -517,7 +568,7 @@ def _fix_split_first(model: FileModel, leak: Leak) -> Optional[Fix]:
     else:
         name = receiver.value
     x_train, x_test = target_names[0], target_names[1]
-    if fit.method == "fit_resample":
+    if method == "fit_resample":
         y_pos = positions[1]
         y_train = target_names[2 * y_pos]
         lines = prelude + [f"{x_train}, {y_train} = {name}.fit_resample({x_train}, {y_train})\n"]
@@ -535,7 +586,8 @@ def _fix_split_first(model: FileModel, leak: Leak) -> Optional[Fix]:
     if any(s is None for s in new_statements):
         return None
     new_statements[0] = new_statements[0].with_changes(leading_lines=statement.leading_lines)
-    new_body = body[:i] + body[i + 1:j] + [new_split_line] + new_statements + body[j + 1:]
+    kept = [item for index, item in enumerate(body[:j]) if index not in removed]
+    new_body = kept + [new_split_line] + new_statements + body[j + 1:]
     return model.fix_replacing(block, block.with_changes(body=new_body), Applicability.UNSAFE, description)
 
 
@@ -988,6 +1040,37 @@ INVALID = [
         X_test = tfidf.transform(X_test)
         clf = LogisticRegression().fit(X_train, y_train)
         print(clf.score(X_test, y_test))
+        """,
+    ),
+    # fit and transform as two steps, both before the split
+    Example(
+        """
+        from sklearn.datasets import make_classification
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import MinMaxScaler
+        X, y = make_classification(n_samples=1000, n_features=20, random_state=7)
+        scaler = MinMaxScaler()
+        scaler.fit(X)
+        X = scaler.transform(X)
+        # split into train and test sets
+        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.33, random_state=1)
+        model = LogisticRegression().fit(X_train, y_train)
+        print(model.score(X_test, y_test))
+        """,
+        unsafe_fixed="""
+        from sklearn.datasets import make_classification
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import MinMaxScaler
+        X, y = make_classification(n_samples=1000, n_features=20, random_state=7)
+        scaler = MinMaxScaler()
+        # split into train and test sets
+        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.33, random_state=1)
+        X_train = scaler.fit_transform(X_train)
+        X_test = scaler.transform(X_test)
+        model = LogisticRegression().fit(X_train, y_train)
+        print(model.score(X_test, y_test))
         """,
     ),
     # the scaler is refitted on the test split instead of reusing the training statistics
