@@ -227,8 +227,8 @@ def _short(text: str, limit: int = 60) -> str:
 def _split_parts(split: Optional[D.SplitInfo]) -> Tuple[str, str]:
     if split is None:
         return "X_train", "X_test"
-    train = split.names.get(D.TRAIN, [])
-    test = split.names.get(D.TEST, [])
+    train = split.names_of(D.TRAIN)
+    test = split.names_of(D.TEST)
     return (train[0] if train else "X_train"), (test[0] if test else "X_test")
 
 
@@ -932,6 +932,19 @@ VALID = [
     scaler = StandardScaler().fit(np.concatenate([X_train, X_val]))
     model.fit(scaler.transform(np.concatenate([X_train, X_val])), np.concatenate([y_train, y_val]))
     predictions = model.predict(scaler.transform(X_test))
+    """,
+    # the head of the training data is the validation set: the names say which slice is which
+    """
+    from tensorflow import keras
+    from sklearn.preprocessing import StandardScaler
+    (X_train_full, y_train_full), (X_test, y_test) = keras.datasets.fashion_mnist.load_data()
+    X_valid, X_train = X_train_full[:5000] / 255.0, X_train_full[5000:] / 255.0
+    y_valid, y_train = y_train_full[:5000], y_train_full[5000:]
+    scaler = StandardScaler()
+    X_train_scaled = scaler.fit_transform(X_train.reshape(-1, 784))
+    X_valid_scaled = scaler.transform(X_valid.reshape(-1, 784))
+    model.fit(X_train_scaled, y_train, epochs=30, validation_data=(X_valid_scaled, y_valid))
+    model.evaluate(scaler.transform(X_test.reshape(-1, 784)), y_test)
     """,
     # grid search on the scaled training split (the test split stays out)
     """

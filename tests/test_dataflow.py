@@ -394,3 +394,18 @@ def test_a_head_and_a_tail_slice_of_the_same_rows_split_them_even_with_overlap()
     assert kind_of(model, flow, "a.fit") == "full"
     assert kind_of(model, flow, "b.fit") is None
     assert kind_of(model, flow, "c.fit") == D.TEST
+
+
+def test_assigned_names_decide_which_slice_is_held_out():
+    model, flow = flow_of(
+        """
+        (X_full, y_full), (X_test, y_test) = mnist.load_data()
+        X_valid, X_train = X_full[:5000] / 255.0, X_full[5000:] / 255.0
+        a.fit(X_train.reshape(-1, 784))
+        b.fit(X_valid)
+        """
+    )
+    assert kind_of(model, flow, "a.fit") is None
+    assert kind_of(model, flow, "b.fit") == D.TEST
+    (split,) = [s for s in flow.splits.values() if s.confirmed]
+    assert split.names_of(D.TRAIN) == ["X_train"] and split.names_of(D.TEST) == ["X_valid"]

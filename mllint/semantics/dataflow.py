@@ -292,6 +292,12 @@ class SplitInfo:
     swap: bool = False  # complementary slices whose names say the lower one is the test part
     names: Dict[str, List[str]] = field(default_factory=dict)  # part -> names it was assigned to, in order
     label: str = ""  # how to call it in a message
+
+    def names_of(self, part: str) -> List[str]:
+        """Names the (swap-corrected) part was assigned to."""
+        if self.swap and part in (TRAIN, TEST):
+            part = TEST if part == TRAIN else TRAIN
+        return self.names.get(part, [])
     bounds: Tuple[Set[str], Set[str]] = field(default_factory=lambda: (set(), set()))  # slices: (upper, lower) bounds seen
 
 
@@ -435,7 +441,7 @@ class DataFlow:
         for row in rows:
             steps = self.steps(row)
             if steps and steps[0][1] == part:
-                out.update(steps[0][0].names.get(part, ()))
+                out.update(steps[0][0].names_of(part))
         return out
 
     def relevant(self, use: "SinkUse") -> bool:
@@ -699,14 +705,14 @@ class _Analysis:
                         self.lists.add(target_el.value.value)
                     self.targets = tuple(_names_in_target(target_el.value))
                     self.n_targets = 1
-                    self.direct_value = value_el.value
+                    self.direct_value = _principal(value_el.value)
                     vals.append(self.ev(value_el.value))
                 self.direct_value = None
                 self.targets, self.n_targets = saved
                 for target_el, val in zip(first.elements, vals):
                     self._bind(target_el.value, val)
                 return
-            self.direct_value = small.value
+            self.direct_value = _principal(small.value)
             val = self.ev(small.value)
             self.direct_value = None
             for target in small.targets:  # names holding lists built here (xs = []): append adds data
@@ -1109,10 +1115,13 @@ class _Analysis:
             uppers.add(upper)
         if uppers & lowers or (part != VAL and any(b.startswith("<head>") for b in uppers) and any(b.startswith("<tail>") for b in lowers)):
             info.confirmed = True  # X[:n] and X[n:] (or X[n:m]), or a head X[:a] and a tail X[b:], both taken
-        if node is self.direct_value:  # X_test = X[:n] (the slice is the whole assigned value)
-            for name in self.targets:
-                if part == TRAIN and is_test_name(name) and not is_train_name(name):
-                    info.swap = True
+        if node is self.direct_value and len(self.targets) == 1:
+            # the assigned name says which part this is: X_test = X[:n], X_valid = X_full[:5000] / 255.
+            name = self.targets[0]
+            held_out = (is_test_name(name) or is_val_name(name)) and not is_train_name(name)
+            training = is_train_name(name) and not (is_test_name(name) or is_val_name(name))
+            if (part == TRAIN and held_out) or (part == TEST and training):
+                info.swap = True
         return self._split_rows(info, data, part)
 
     def _mask_part(self, data: Val, base_node: cst.BaseExpression, comparison: cst.Comparison) -> Optional[Val]:
@@ -1448,6 +1457,9 @@ class _Analysis:
             return EMPTY
         if _SINK_CALL_NAMES.match(method) and method not in ("transform",):
             self._sink_all(positional + list(keywords.values()), call, "call", True)
+            return EMPTY
+        if method.startswith(("load", "read", "get", "fetch")) or method in ("toPandas", "collect", "to_pandas"):
+            return self.root()  # data from elsewhere: mnist.load_data(), spark.read.csv(...)
         return EMPTY
 
     def _key(self, obj: Optional[Obj], receiver_text: str) -> str:
@@ -1591,6 +1603,23 @@ def _substitute_val(val: Val, mapping: Dict[int, Val], analysis: "_Analysis") ->
     if not rows and val.rows:
         rows = set(analysis.root().rows)
     return replace(val, rows=frozenset(rows), taint=frozenset(taint))
+
+
+def _principal(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The data an assigned expression is mainly made of: ``X[:n]`` in ``X[:n] / 255.``,
+    ``X[:n].values.reshape(-1, 1)`` or ``np.array(X[:n])``."""
+    for _ in range(20):
+        if isinstance(expr, cst.BinaryOperation):
+            expr = expr.left
+        elif isinstance(expr, cst.Attribute) and not isinstance(expr.value, cst.Name):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and isinstance(expr.func.value, (cst.Subscript, cst.Call, cst.Attribute)):
+            expr = expr.func.value
+        elif isinstance(expr, cst.Call) and expr.args and dotted(expr.func) in ("np.array", "numpy.array", "np.asarray", "torch.tensor", "pd.DataFrame"):
+            expr = expr.args[0].value
+        else:
+            return expr
+    return expr
 
 
 def _add_name(info: SplitInfo, part: str, name: str) -> None:
