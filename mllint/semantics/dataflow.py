@@ -1380,7 +1380,7 @@ class _Analysis:
             if kinds & {SPLITTER}:
                 return EMPTY
             if kind == SEARCH:
-                info = self._new_split(call, "cv", f"`{receiver_text}.fit` (cross-validation)")
+                info = self._new_split(call, "cv", f"the cross-validation in `{receiver_text}.fit`")
                 self._split_rows(info, data_of(x), TRAIN)
                 if y is not None:
                     self._split_rows(info, data_of(y), TRAIN)
