@@ -65,3 +65,15 @@ def test_codes_are_unique_and_well_formed():
 
     assert all(re.fullmatch(r"ML\d{3}", code) for code in RULES)
     assert len({r.name for r in RULES.values()}) == len(RULES)
+
+
+@pytest.mark.parametrize("rule,example", [p for p in _cases("invalid") if p.values[1].unsafe_fixed is not None])
+def test_invalid_example_unsafe_fix(rule, example):
+    from mllint.fixing import fix_source
+
+    assert fix_source(example.code, "example.py", [rule]).source == example.code  # not applied by plain --fix
+    outcome = fix_source(example.code, "example.py", [rule], unsafe=True)
+    assert outcome.rejected == []
+    assert outcome.source == example.unsafe_fixed
+    assert _own(outcome.remaining, rule) == []
+    assert fix_source(outcome.source, "example.py", [rule], unsafe=True).source == outcome.source
