@@ -63,7 +63,7 @@ import libcst as cst
 from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics import dataflow as D
 from mllint.semantics.model import FileModel
-from mllint.semantics.names import dotted
+from mllint.semantics.names import dotted, target_names
 
 CODE = "ML003"
 NAME = "data-leakage"
@@ -355,7 +355,7 @@ def _bound_names(statements) -> Set[str]:
 
     class Finder(cst.CSTVisitor):
         def _target(self, target: cst.BaseExpression) -> None:
-            for element in D._names_in_target(target):
+            for element in target_names(target, dotted):
                 bound.add(element.split(".")[0].split("[")[0])
             if isinstance(target, cst.Subscript):
                 base = dotted(target.value)

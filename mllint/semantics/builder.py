@@ -29,7 +29,7 @@ from mllint.semantics.model import (
     Function,
     Loop,
 )
-from mllint.semantics.names import dotted, ref_of
+from mllint.semantics.names import dotted, ref_of, target_names
 
 GRAD_OFF_CONTEXTS = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 GRAD_ON_CONTEXTS = {"torch.enable_grad", "torch.autograd.enable_grad"}
@@ -222,7 +222,7 @@ class _Builder(cst.CSTVisitor):
     # --- control flow ------------------------------------------------------------------
     def _loop_targets(self, target: cst.BaseExpression) -> Tuple[str, ...]:
         names = []
-        for n in _target_names(target):
+        for n in target_names(target):
             names.append(n)
             self.m.iteration_vars.add(n)
             self._bind_local(n)
@@ -281,7 +281,7 @@ class _Builder(cst.CSTVisitor):
             if mode is not None:
                 grad = mode
             if item.asname is not None:
-                for name in _target_names(item.asname.name):
+                for name in target_names(item.asname.name):
                     self._bind_local(name)
         self._visit_in(node.body, grad=grad, statement=None, withs=self.withs + (node,))
         return False
@@ -293,14 +293,14 @@ class _Builder(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         targets: List[str] = []
         for target in node.targets:
-            targets.extend(_target_names(target.target))
+            targets.extend(target_names(target.target))
         for name in targets:
             self._bind_local(name)
             self._maybe_clear_by_assignment(target.target, node)
         self._record_assignment(tuple(targets), node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        targets = tuple(_target_names(node.target))
+        targets = tuple(target_names(node.target))
         role = R.role_of_annotation(self.m.imports.qualname(node.annotation.annotation))
         for t in targets:
             if role:
@@ -623,18 +623,6 @@ def _trip_count(iterable: cst.BaseExpression) -> Optional[int]:
         start, stop = (0, values[0]) if len(values) == 1 else values
         return max(stop - start, 0)
     return None
-
-
-def _target_names(target: cst.BaseExpression) -> List[str]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        out = []
-        for element in target.elements:
-            out.extend(_target_names(element.value))
-        return out
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    ref = ref_of(target)
-    return [ref] if ref else []
 
 
 def _parameter_owners(call: cst.Call):

@@ -35,7 +35,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from mllint.semantics.model import MODULE_SCOPE, FileModel
-from mllint.semantics.names import dotted
+from mllint.semantics.names import dotted, target_names
 
 Row = Tuple[int, Tuple[Tuple[int, str], ...]]  # (root id, ((split id, part), ...))
 
@@ -692,7 +692,7 @@ class _Analysis:
         if isinstance(small, cst.Assign):
             names = []
             for target in small.targets:
-                names.extend(_names_in_target(target.target))
+                names.extend(target_names(target.target, dotted))
             saved = self.targets, self.n_targets
             self.targets = tuple(names)
             first = small.targets[0].target
@@ -703,7 +703,7 @@ class _Analysis:
                 for target_el, value_el in zip(first.elements, small.value.elements):
                     if isinstance(target_el.value, cst.Name) and isinstance(value_el.value, (cst.List, cst.ListComp)):
                         self.lists.add(target_el.value.value)
-                    self.targets = tuple(_names_in_target(target_el.value))
+                    self.targets = tuple(target_names(target_el.value, dotted))
                     self.n_targets = 1
                     self.direct_value = _principal(value_el.value)
                     vals.append(self.ev(value_el.value))
@@ -1628,16 +1628,6 @@ def _add_name(info: SplitInfo, part: str, name: str) -> None:
         names.append(name)
 
 
-def _names_in_target(target: cst.BaseExpression) -> List[str]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        out = []
-        for element in target.elements:
-            out.extend(_names_in_target(element.value))
-        return out
-    if isinstance(target, cst.StarredElement):
-        return _names_in_target(target.value)
-    name = dotted(target)
-    return [name] if name else []
 
 
 def _text(model: FileModel, node: cst.CSTNode) -> str:

@@ -8,7 +8,7 @@ QualifiedNameProvider, and deterministic.
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import libcst as cst
 
@@ -39,6 +39,20 @@ def ref_of(node: Optional[cst.BaseExpression]) -> Optional[str]:
                 key = index.value.value
                 return f"{base}[{key}]"
     return None
+
+
+def target_names(target: cst.BaseExpression, name_of=ref_of) -> List[str]:
+    """The names an assignment target binds, through tuple/list unpacking and starred
+    elements (``a, (b, *c) = ...``), each as ``name_of`` spells it (None: skipped)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: List[str] = []
+        for element in target.elements:
+            out.extend(target_names(element.value, name_of))
+        return out
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value, name_of)
+    name = name_of(target)
+    return [name] if name else []
 
 
 def _module_name(node) -> str:
