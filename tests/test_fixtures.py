@@ -36,6 +36,18 @@ def mllint_command() -> list:
     pytest.fail("the `mllint` command is not installed: pip install -e '.[dev]'")
 
 
+def run_mllint(*args: str) -> subprocess.CompletedProcess:
+    """The real mllint command, without the cache, from the repository root."""
+    return subprocess.run(
+        mllint_command() + ["--no-cache", *args],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def run_script(path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(path)],
@@ -75,14 +87,7 @@ def test_ml001_scripts_run_and_the_bad_one_trains_worse():
 
 
 def test_mllint_reports_ml001_on_the_bad_fixture_only():
-    proc = subprocess.run(
-        mllint_command() + ["--no-cache", "fixtures/"],
-        cwd=str(ROOT),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = run_mllint("fixtures/")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     line = backward_line(ML001 / "bad_train.py")
     expected = re.compile(r"^fixtures[/\\]ml001[/\\]bad_train\.py:%d:\d+: ML001\b" % line, re.MULTILINE)
@@ -92,14 +97,7 @@ def test_mllint_reports_ml001_on_the_bad_fixture_only():
 
 
 def test_mllint_json_lists_exactly_one_ml001_finding_in_fixtures():
-    proc = subprocess.run(
-        mllint_command() + ["--no-cache", "--format", "json", "fixtures/"],
-        cwd=str(ROOT),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = run_mllint("--format", "json", "fixtures/")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     findings = json.loads(proc.stdout)
     assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings if f["code"] == "ML001"] == [
@@ -110,16 +108,10 @@ def test_mllint_json_lists_exactly_one_ml001_finding_in_fixtures():
 
 def test_each_fixture_alone():
     """Linted one at a time: the bad script fails, the good script passes."""
-    bad = subprocess.run(
-        mllint_command() + ["--no-cache", str(ML001 / "bad_train.py")],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-    )
+    bad = run_mllint(str(ML001 / "bad_train.py"))
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "ML001" in bad.stdout
-    good = subprocess.run(
-        mllint_command() + ["--no-cache", str(ML001 / "good_train.py")],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-    )
+    good = run_mllint(str(ML001 / "good_train.py"))
     assert good.returncode == 0, good.stdout + good.stderr
     assert "ML001" not in good.stdout
 
@@ -156,14 +148,7 @@ def test_ml004_scripts_run_alike_and_the_bad_one_builds_more_tensors():
 
 
 def test_mllint_reports_ml004_at_each_per_batch_allocation_of_the_bad_fixture_only():
-    proc = subprocess.run(
-        mllint_command() + ["--no-cache", "--format", "json", str(ML004)],
-        cwd=str(ROOT),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = run_mllint("--format", "json", str(ML004))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     findings = json.loads(proc.stdout)
     lines = allocation_lines(ML004 / "bad_train.py")
@@ -198,14 +183,7 @@ def test_ml003_scripts_run_and_the_leaky_one_scores_far_above_chance():
 
 
 def test_mllint_reports_ml003_at_the_leaking_fit_of_the_bad_fixture_only():
-    proc = subprocess.run(
-        mllint_command() + ["--no-cache", "--format", "json", str(ML003)],
-        cwd=str(ROOT),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = run_mllint("--format", "json", str(ML003))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     findings = json.loads(proc.stdout)
     lines = (ML003 / "bad_train.py").read_text(encoding="utf-8").splitlines()
@@ -262,14 +240,7 @@ def test_ml005_scripts_run_and_the_bad_one_evaluates_in_training_mode():
     [(ML002, "ML002", "outputs.append(model(xb))"), (ML005, "ML005", "    return model(x)")],
 )
 def test_mllint_reports_ml002_and_ml005_at_the_forward_of_the_bad_fixture_only(folder, code, forward):
-    proc = subprocess.run(
-        mllint_command() + ["--no-cache", "--format", "json", str(folder)],
-        cwd=str(ROOT),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = run_mllint("--format", "json", str(folder))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     findings = json.loads(proc.stdout)
     line = line_containing(folder / "bad_eval.py", forward)
