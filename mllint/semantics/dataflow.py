@@ -1664,18 +1664,7 @@ def _columns_of(node: cst.Subscript, via: Optional[str]) -> Optional[List[str]]:
     sl = elements[-1].slice if (via == "loc" and len(elements) == 2) else elements[0].slice
     if not isinstance(sl, cst.Index):
         return None
-    value = sl.value
-    if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
-        return [value.evaluated_value]
-    if isinstance(value, (cst.List, cst.Tuple)):
-        out = []
-        for element in value.elements:
-            if isinstance(element.value, cst.SimpleString) and isinstance(element.value.evaluated_value, str):
-                out.append(element.value.evaluated_value)
-            else:
-                return None
-        return out
-    return None
+    return _string_list(sl.value)
 
 
 def _dropped_columns(call: cst.Call) -> Optional[Set[str]]:
@@ -1686,7 +1675,7 @@ def _dropped_columns(call: cst.Call) -> Optional[Set[str]]:
         if keyword == "columns" or keyword is None or keyword == "labels":
             found = _string_list(arg.value)
             if found is not None:
-                columns = found
+                columns = set(found)
                 if keyword == "columns":
                     axis_columns = True
         if keyword == "axis" and _text_simple(arg.value) in ("1", "'columns'", '"columns"'):
@@ -1694,14 +1683,15 @@ def _dropped_columns(call: cst.Call) -> Optional[Set[str]]:
     return columns if axis_columns and columns is not None else None
 
 
-def _string_list(node: cst.BaseExpression) -> Optional[Set[str]]:
+def _string_list(node: cst.BaseExpression) -> Optional[List[str]]:
+    """The strings of a literal string or list/tuple of literal strings, in order (None otherwise)."""
     if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
-        return {node.evaluated_value}
+        return [node.evaluated_value]
     if isinstance(node, (cst.List, cst.Tuple)):
-        out = set()
+        out = []
         for element in node.elements:
             if isinstance(element.value, cst.SimpleString) and isinstance(element.value.evaluated_value, str):
-                out.add(element.value.evaluated_value)
+                out.append(element.value.evaluated_value)
             else:
                 return None
         return out
