@@ -39,7 +39,7 @@ How to fix
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, List, Optional
 
 import libcst as cst
 
@@ -55,6 +55,7 @@ from mllint.semantics.model import (
     counts_iterations,
     covers,
 )
+from mllint.semantics.names import after_docstring
 
 CODE = "ML001"
 NAME = "missing-zero-grad"
@@ -209,10 +210,7 @@ def _insert_at_top(model: FileModel, block, names: List[str], calls: str, where:
     if not isinstance(block, cst.IndentedBlock):
         return None
     body = list(block.body)
-    start = 0
-    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr):
-        if isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
-            start = 1  # keep a docstring first
+    start = after_docstring(body)  # keep a docstring first
     body[start:start] = [_zero_grad_statement(n) for n in names]
     return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} {where}")
 

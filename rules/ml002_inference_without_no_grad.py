@@ -47,7 +47,8 @@ from typing import Iterable, List, Optional
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel, line_edits
+from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel
+from mllint.semantics.names import after_docstring
 from mllint.semantics.phases import Evidence, Phases
 
 CODE = "ML002"
@@ -92,10 +93,7 @@ def _no_grad_expression(phases: Phases) -> "tuple[str, bool]":
 
 def _with_import(module: cst.Module) -> cst.Module:
     body = list(module.body)
-    index = 0
-    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr):
-        if isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
-            index = 1
+    index = after_docstring(body)
     while index < len(body) and isinstance(body[index], cst.SimpleStatementLine) and isinstance(body[index].body[0], cst.ImportFrom):
         node = body[index].body[0]
         if not (isinstance(node.module, cst.Name) and node.module.value == "__future__"):
@@ -110,12 +108,10 @@ def _finish(phases: Phases, new_module: cst.Module, needs_import: bool, descript
     if needs_import:
         new_module = _with_import(new_module)
     try:
-        code = new_module.code
-        cst.parse_module(code)
+        cst.parse_module(new_module.code)
     except Exception:
         return None
-    edits = line_edits(phases.m.source, code)
-    return Fix(Applicability.SAFE, tuple(edits), description) if edits else None
+    return phases.m.fix_from_module(new_module, Applicability.SAFE, description)
 
 
 def _replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode) -> cst.Module:

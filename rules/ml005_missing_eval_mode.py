@@ -50,7 +50,8 @@ from typing import Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel, line_edits
+from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel
+from mllint.semantics.names import after_docstring
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
 
 CODE = "ML005"
@@ -151,10 +152,7 @@ def _insert_at_top(module: cst.Module, suite: cst.CSTNode, text: str) -> Optiona
     if statement is None or not isinstance(suite, cst.IndentedBlock):
         return None
     body = list(suite.body)
-    start = 0
-    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr):
-        if isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
-            start = 1
+    start = after_docstring(body)
     body.insert(start, statement)
     return _replace(module, suite, suite.with_changes(body=body))
 
@@ -177,8 +175,7 @@ def _insert_before(phases: Phases, module: cst.Module, statement_node: cst.CSTNo
 def _as_fix(phases: Phases, module: Optional[cst.Module], description: str) -> Optional[Fix]:
     if module is None:
         return None
-    edits = line_edits(phases.m.source, module.code)
-    return Fix(Applicability.SAFE, tuple(edits), description) if edits else None
+    return phases.m.fix_from_module(module, Applicability.SAFE, description)
 
 
 def _train_insertion(phases: Phases, item: NotUndone) -> Optional[cst.Module]:

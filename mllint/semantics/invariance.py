@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set
 
 import libcst as cst
 

@@ -323,10 +323,14 @@ class FileModel:
         try:
             fixed = self.module.deep_replace(old, new)
             assert isinstance(fixed, cst.Module)
-            new_source = fixed.code
+            return self.fix_from_module(fixed, applicability, description)
         except Exception:  # a rule built an invalid tree: no fix rather than a crash
             return None
-        edits = line_edits(self.source, new_source)
+
+    def fix_from_module(self, fixed: cst.Module, applicability: Applicability, description: str) -> Optional[Fix]:
+        """A fix that turns this file into ``fixed`` (a changed copy of ``self.module``),
+        as line edits against the original text; None when nothing changes."""
+        edits = line_edits(self.source, fixed.code)
         if not edits:
             return None
         return Fix(applicability, tuple(edits), description)

@@ -55,6 +55,15 @@ def target_names(target: cst.BaseExpression, name_of=ref_of) -> List[str]:
     return [name] if name else []
 
 
+def after_docstring(body) -> int:
+    """Index of the first statement after a leading docstring in a block's or module's
+    body (0 when there is none): where a fix inserts statements at the top."""
+    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr):
+        if isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            return 1
+    return 0
+
+
 def _module_name(node) -> str:
     # ImportFrom.module / Import names are Attribute/Name chains.
     return dotted(node) or ""
