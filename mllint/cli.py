@@ -3,9 +3,10 @@
     mllint [OPTIONS] [PATHS]...     lint (default: the current directory)
     mllint rules [--format json]    the rule catalogue
     mllint explain CODE             one rule's documentation and an example
+    mllint memory TARGET [...]      predicted peak memory of a training step / inference
 
-How subcommands and paths share the command line: ``rules`` and ``explain`` are
-subcommands only as the very first argument, spelled exactly so. Anything else is the
+How subcommands and paths share the command line: ``rules``, ``explain`` and ``memory``
+are subcommands only as the very first argument, spelled exactly so. Anything else is the
 lint command, so ``mllint src/`` and ``mllint --fix rules/`` lint paths, and a
 directory literally named ``rules`` or ``explain`` is linted with ``mllint ./rules``
 or ``mllint -- rules``. No other word is reserved.
@@ -32,6 +33,7 @@ _EPILOG = """\b
 Commands (only as the first argument):
   mllint rules [--format json]   list the rules
   mllint explain CODE            explain a rule
+  mllint memory TARGET [...]     predict peak training / inference memory (needs torch)
 To lint a directory named `rules` or `explain`, write `mllint ./rules` or `mllint -- rules`.
 
 \b
@@ -298,7 +300,13 @@ def _indent(code: str) -> str:
     return "\n".join(("    " + line) if line.strip() else "" for line in code.rstrip("\n").splitlines())
 
 
-SUBCOMMANDS = {"rules": rules_command, "explain": explain_command}
+def _memory_command():
+    from mllint.memory.cli import memory_command  # imports torch lazily, inside the command
+
+    return memory_command
+
+
+SUBCOMMANDS = {"rules": lambda: rules_command, "explain": lambda: explain_command, "memory": _memory_command}
 
 
 # --- entry point -----------------------------------------------------------------------
@@ -308,7 +316,7 @@ def run(argv: Sequence[str]) -> int:
     """Run mllint with the arguments `argv` (without the program name); returns the exit status."""
     args = list(argv)
     if args and args[0] in SUBCOMMANDS:
-        command, prog, args = SUBCOMMANDS[args[0]], f"mllint {args[0]}", args[1:]
+        command, prog, args = SUBCOMMANDS[args[0]](), f"mllint {args[0]}", args[1:]
     else:
         command, prog = lint_command, "mllint"
     try:
