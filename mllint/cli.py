@@ -77,6 +77,19 @@ def _debug(enabled: bool, message: str) -> None:
 @click.option("--force-exclude", is_flag=True,
               help="Apply exclude patterns and .gitignore even to files named on the command line (for pre-commit).")
 @click.option("-v", "--verbose", is_flag=True, help="Print debug information (configuration, files, cache use) on stderr.")
+@click.option("--verify", is_flag=True,
+              help="Run each flagged script, original against fixed, and confirm findings with measured evidence"
+                   " (needs torch; runs your code in a temporary copy).")
+@click.option("--device", type=click.Choice(("auto", "cpu", "cuda"), case_sensitive=False), default=None,
+              help="--verify: where to run (default auto: cuda when present).")
+@click.option("--steps", type=click.IntRange(1, 10_000), default=None,
+              help="--verify: batches per pass over a DataLoader (caps training). [default: 5]")
+@click.option("--timeout", type=click.FloatRange(1, None), default=None,
+              help="--verify: seconds one run of a variant may take. [default: 120]")
+@click.option("--entry", metavar="MODULE:FUNCTION", default=None,
+              help="--verify: call this function (module or path.py) instead of running files as __main__.")
+@click.option("--rounds", type=click.IntRange(3, 1000), default=None,
+              help="--verify: interleaved timing rounds. [default: 20]")
 @click.version_option(__version__, "--version", prog_name="mllint", message="%(prog)s %(version)s")
 def lint_command(
     paths: Sequence[str],
@@ -94,6 +107,12 @@ def lint_command(
     config_path: Optional[str],
     force_exclude: bool,
     verbose: bool,
+    verify: bool,
+    device: Optional[str],
+    steps: Optional[int],
+    timeout: Optional[float],
+    entry: Optional[str],
+    rounds: Optional[int],
 ) -> int:
     """Find silent ML bugs (PyTorch, scikit-learn) in Python files under PATHS (default: .)."""
     from mllint import engine
@@ -101,6 +120,7 @@ def lint_command(
     from mllint.files import discover
 
     paths = list(paths) or ["."]
+    verify_options = _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds)
     settings = load_settings(
         paths,
         {
@@ -131,6 +151,7 @@ def lint_command(
         return _diff(results, settings, exit_zero)
 
     fixed = _fix(results, settings, unsafe_fixes) if fix else 0
+    verifications = _verify(results, verify_options) if verify_options else None
 
     from mllint.report import REPORTERS, ReportOptions
 
@@ -141,12 +162,57 @@ def lint_command(
         fix_applied=fixed,
         unsafe_hidden=0 if unsafe_fixes else _unsafe_fix_count(results),
         unsafe_fixes=unsafe_fixes,
+        verifications=verifications,
     )
     REPORTERS[output_format](results, options, sys.stdout)
     sys.stdout.flush()
     if findings and not exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds):
+    """The --verify settings, or None; verify-only options without --verify are usage errors."""
+    given = [name for name, value in (("--device", device), ("--steps", steps), ("--timeout", timeout),
+                                      ("--entry", entry), ("--rounds", rounds)) if value is not None]
+    if not verify:
+        if given:
+            raise click.UsageError(f"{given[0]} only applies to --verify")
+        return None
+    if fix or diff:
+        raise click.UsageError("--verify cannot be combined with --fix or --diff (it never changes files)")
+    if entry is not None and ":" not in entry:
+        raise click.BadParameter(f"`{entry}` is not MODULE:FUNCTION (e.g. train:main or scripts/train.py:main)",
+                                 param_hint="--entry")
+    from mllint.verify.runner import VerifyOptions
+
+    defaults = VerifyOptions()
+    return VerifyOptions(
+        device=(device or "auto").lower(),
+        steps=steps or defaults.steps,
+        timeout=timeout or defaults.timeout,
+        entry=entry,
+        rounds=rounds or defaults.rounds,
+    )
+
+
+def _verify(results, options):
+    """Run the verifier; a missing torch or an unusable device is a one-line error (exit 2)."""
+    import importlib.util
+
+    from mllint.config import ConfigError
+
+    if importlib.util.find_spec("torch") is None:
+        raise ConfigError("--verify needs PyTorch, which is not installed: pip install 'mllint-pitfalls[torch]'"
+                          " (or pip install torch)")
+    from mllint.runtime.device import DeviceError, select
+    from mllint.verify.runner import verify
+
+    try:
+        options.device = select(options.device).name
+    except DeviceError as exc:
+        raise ConfigError(str(exc)) from None
+    return verify(results, options)
 
 
 def _unsafe_fix_count(results) -> int:

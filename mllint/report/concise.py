@@ -20,6 +20,10 @@ def report(results, opts: ReportOptions, out: TextIO) -> None:
             out.write(row + "\n")
     else:
         for finding in findings:
-            out.write(finding_line(finding, opts, style, fix_marker=False) + "\n")
+            line = finding_line(finding, opts, style, fix_marker=False)
+            verification = opts.verification(finding)
+            if verification is not None:
+                line += f" [verify: {verification.summary}]"
+            out.write(line + "\n")
     for line in summary_lines(findings, opts):
         out.write(line + "\n")

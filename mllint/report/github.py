@@ -26,7 +26,7 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(finding: Finding) -> str:
+def annotation(finding: Finding, verification=None) -> str:
     line = max(1, finding.line)
     end_line = max(line, finding.end_line)
     props = [
@@ -42,9 +42,12 @@ def annotation(finding: Finding) -> str:
     else:
         props.append(("endLine", str(end_line)))
     rendered = ",".join(f"{key}={escape_property(value)}" for key, value in props)
-    return f"::{severity_level(finding)} {rendered}::{escape_data(f'{finding.code} {finding.message}')}"
+    text = f"{finding.code} {finding.message}"
+    if verification is not None:
+        text += f" [verify: {verification.summary}]"
+    return f"::{severity_level(finding)} {rendered}::{escape_data(text)}"
 
 
 def report(results, opts: ReportOptions, out: TextIO) -> None:
     for _, finding in all_findings(results):
-        out.write(annotation(finding) + "\n")
+        out.write(annotation(finding, opts.verification(finding)) + "\n")

@@ -73,6 +73,9 @@ def build_log(results, opts: ReportOptions, cwd: Optional[str] = None) -> dict:
         }
         if finding.fix is not None and finding.fix.edits:
             entry["fixes"] = [sarif_fix(finding, location)]
+        verification = opts.verification(finding)
+        if verification is not None:
+            entry["properties"] = {"verification": verification.to_dict()}
         sarif_results.append(entry)
 
     return {

@@ -56,12 +56,16 @@ def report(results, opts: ReportOptions, out: TextIO) -> None:
         sources = SourceCache()
         for result, finding in pairs:
             out.write(finding_line(finding, opts, style, fix_marker=True) + "\n")
+            for row in verification_lines(finding, opts, style):
+                out.write(row + "\n")
             for row in code_frame(sources.lines(result), finding, style):
                 out.write(row + "\n")
             out.write("\n")
     else:
         for finding in findings:
             out.write(finding_line(finding, opts, style, fix_marker=True) + "\n")
+            for row in verification_lines(finding, opts, style):
+                out.write(row + "\n")
         if findings:
             out.write("\n")
     for line in summary_lines(findings, opts):
@@ -77,6 +81,22 @@ def finding_line(finding: Finding, opts: ReportOptions, style: Style, *, fix_mar
     if fix_marker and is_fixable(finding, opts):
         marker = style("[*]", "cyan") + " "
     return f"{location} {style(finding.code, 'bold_red')} {marker}{finding.message}"
+
+
+_VERDICT_STYLE = {"confirmed": "bold_red", "not-confirmed": "yellow", "could-not-run": "yellow",
+                  "not-verifiable": "cyan"}
+
+
+def verification_lines(finding: Finding, opts: ReportOptions, style: Style) -> List[str]:
+    """Under a finding, with --verify: the verdict, then its supporting measurements."""
+    verification = opts.verification(finding)
+    if verification is None:
+        return []
+    head, _, rest = verification.summary.partition(":")
+    rows = [f"  {style('verify', 'bold')}: {style(head, _VERDICT_STYLE.get(verification.verdict, 'bold'))}"
+            + (f":{rest}" if rest else "")]
+    rows.extend(f"    - {detail}" for detail in verification.details)
+    return rows
 
 
 def statistics_rows(findings: List[Finding], opts: ReportOptions, style: Style) -> List[str]:
