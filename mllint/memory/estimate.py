@@ -1,0 +1,241 @@
+"""The estimator: a FakeTensorMode replay, the fallback to small real runs when fake tensors cannot
+run the model, the CUDA range, and the batch-size search for ``--gpu-memory``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from mllint.config import ConfigError
+
+from .replay import CATEGORIES, PhasePeak, RunResult, StepError, replay
+from .target import Settings, Target, describe_exception
+
+MiB = 1 << 20
+GiB = 1 << 30
+
+# Exceptions raised by fake tensors for ops whose output depends on tensor values.
+_FAKE_LIMIT_NAMES = (
+    "DataDependentOutputException", "DynamicOutputShapeException", "UnsupportedOperatorException",
+    "GuardOnDataDependentSymNode", "UnsupportedFakeTensorException", "MetadataMismatchError",
+)
+
+
+def is_fake_limitation(exc: BaseException) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if type(exc).__name__ in _FAKE_LIMIT_NAMES:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+@dataclass
+class CudaTerm:
+    name: str
+    low: int
+    high: int
+    note: str
+    counted_in: str  # "allocated", "reserved" or "process"
+
+
+@dataclass
+class CudaModel:
+    allocated: Tuple[int, int]  # predicted torch.cuda.max_memory_allocated
+    reserved: Tuple[int, int]  # predicted torch.cuda.max_memory_reserved
+    total: Tuple[int, int]  # what the process holds on the GPU (nvidia-smi)
+    terms: List[CudaTerm]
+
+
+@dataclass
+class Estimate:
+    settings: Settings
+    run: RunResult
+    method: str  # "fake", "real", "extrapolated"
+    notes: List[str] = field(default_factory=list)
+    fallback_reason: Optional[str] = None
+    fallback_batches: Tuple[int, ...] = ()
+    cuda: Optional[CudaModel] = None
+    seconds: float = 0.0
+
+
+def cuda_model(run: RunResult, settings: Settings) -> CudaModel:
+    """The CUDA range on top of the tensor-level peak. Terms (each listed in the report):
+
+    - 512-B block rounding: the caching allocator rounds every block up to 512 B, and
+      ``max_memory_allocated`` counts rounded blocks (computed from the replay's allocations);
+    - cuBLAS workspaces: allocated through the caching allocator, one per handle (the forward thread
+      and autograd's backward thread each use one in training): ~8 MiB each before Hopper, 32 MiB on
+      Hopper (``CUBLAS_WORKSPACE_CONFIG`` changes it);
+    - segment rounding: blocks under 1 MiB come from 2 MiB segments, 1-10 MiB from 20 MiB segments,
+      larger ones are rounded to 2 MiB (computed from the storages live at the peak);
+    - fragmentation: reserved minus allocated beyond segment rounding, 0-15% of the peak (reports in
+      pytorch#40989 are 10-15%; less with ``expandable_segments``);
+    - the CUDA context (driver, kernels): 300 MiB-2 GiB depending on GPU, CUDA version and lazy
+      loading; not seen by torch's allocator statistics, seen by nvidia-smi.
+    """
+    peak = run.peak
+    rounding = max(0, run.rounded_peak - run.peak)
+    handles = 2 if settings.mode == "train" else 1
+    cublas = CudaTerm("cuBLAS workspace", handles * (8 * MiB + 128 * 1024), handles * 32 * MiB,
+                      f"{handles} handle{'s' if handles > 1 else ''} (forward{' + backward thread' if handles > 1 else ''}); "
+                      "~8 MiB each, 32 MiB on Hopper", "allocated")
+    small = sum(n for n in run.peak_live_sizes if 0 < n <= MiB)
+    medium = sum(n for n in run.peak_live_sizes if MiB < n < 10 * MiB)
+    large_overhead = sum(-(-n // (2 * MiB)) * 2 * MiB - n for n in run.peak_live_sizes if n >= 10 * MiB)
+    segments = (-(-small // (2 * MiB)) * 2 * MiB - small) + (-(-medium // (20 * MiB)) * 20 * MiB - medium) + large_overhead
+    frag_high = int(0.15 * peak)
+    terms = [
+        CudaTerm("allocator rounding (512 B blocks)", rounding, rounding,
+                 "every tensor rounded up to a multiple of 512 B", "allocated"),
+        cublas,
+        CudaTerm("segment rounding (2 MiB / 20 MiB segments)", segments, segments,
+                 "small blocks share 2 MiB segments, 1-10 MiB blocks 20 MiB ones, larger round to 2 MiB",
+                 "reserved"),
+        CudaTerm("fragmentation margin", 0, frag_high, "reserved minus allocated: 0-15% of the peak", "reserved"),
+        CudaTerm("CUDA context", 300 * MiB, 2 * GiB,
+                 "driver and kernels; 300 MiB-2 GiB by GPU, CUDA version and lazy loading", "process"),
+    ]
+    alloc = (peak + rounding + cublas.low, peak + rounding + cublas.high)
+    reserved = (alloc[0] + segments, alloc[1] + segments + frag_high)
+    total = (reserved[0] + 300 * MiB, reserved[1] + 2 * GiB)
+    return CudaModel(alloc, reserved, total, terms)
+
+
+def _lerp(a: int, b: int, xa: int, xb: int, x: int) -> int:
+    if xb == xa:
+        return b
+    return max(0, int(round(a + (b - a) * (x - xa) / (xb - xa))))
+
+
+def extrapolate(r1: RunResult, r2: RunResult, batch: int) -> RunResult:
+    """Extend two real runs at batches b1 < b2 linearly to `batch`: each phase's peak and breakdown
+    separately (the phase holding the peak can change with the batch), then the largest."""
+    b1, b2 = r1.batch, r2.batch
+    out = RunResult(r2.mode, batch, False, loss=r2.loss)
+    for name in ("parameters_bytes", "parameter_tensors", "n_params", "trainable_params", "buffers_bytes",
+                 "gradients_bytes", "optimizer_bytes", "optimizer_tensors"):
+        setattr(out, name, getattr(r2, name))
+    out.optimizer_state_names = list(r2.optimizer_state_names)
+    for name in ("inputs_bytes", "other_bytes", "activations_bytes", "rounded_peak"):
+        setattr(out, name, _lerp(getattr(r1, name), getattr(r2, name), b1, b2, batch))
+    first = {(p.phase, p.step): p for p in r1.phases}
+    for p2 in r2.phases:
+        p1 = first.get((p2.phase, p2.step), p2)
+        breakdown = {c: _lerp(p1.breakdown.get(c, 0), p2.breakdown.get(c, 0), b1, b2, batch) for c in CATEGORIES}
+        for c in ("parameters", "buffers", "optimizer"):
+            breakdown[c] = p2.breakdown.get(c, 0)
+        out.phases.append(PhasePeak(p2.phase, p2.step, sum(breakdown.values()), breakdown))
+    best = max(out.phases, key=lambda p: p.peak)
+    out.peak, out.peak_phase, out.peak_step, out.breakdown = best.peak, best.phase, best.step, best.breakdown
+    out.rounded_peak = max(out.rounded_peak, out.peak)
+    out.modules = {m: _lerp(r1.modules.get(m, 0), v, b1, b2, batch) for m, v in r2.modules.items()}
+    scale = batch / b2 if b2 else 1.0
+    out.peak_live_sizes = [int(n * scale) for n in r2.peak_live_sizes]
+    return out
+
+
+class Estimator:
+    """Estimates for one TARGET and settings, at any batch size."""
+
+    def __init__(self, target: Target, settings: Settings) -> None:
+        self.target = target
+        self.settings = settings
+        self.foreach = True if settings.device == "cuda" and settings.mode == "train" else None
+        self._fallback: Optional[Tuple[RunResult, RunResult, str]] = None
+
+    def at(self, batch: Optional[int]) -> Estimate:
+        started = time.perf_counter()
+        if self._fallback is None:
+            try:
+                run = replay(self.target, self.settings, batch, fake=True, foreach=self.foreach)
+                est = Estimate(self.settings, run, "fake", notes=list(run.notes))
+            except StepError as exc:
+                est = self._real_fallback(batch, exc)
+        else:
+            est = self._from_fallback(batch)
+        if self.settings.device == "cuda":
+            est.cuda = cuda_model(est.run, self.settings)
+        est.seconds = time.perf_counter() - started
+        return est
+
+    # --- fallback: real runs at small batches ----------------------------------------------------
+
+    def _real_fallback(self, batch: Optional[int], fake_error: StepError) -> Estimate:
+        reason = describe_exception(fake_error.exc)
+        where = fake_error.phase
+        # Is it the TARGET's own error? Run it for real at a small batch to find out.
+        full = batch
+        probe_batch = 2 if (full is None or full > 2) else full
+        try:
+            small = replay(self.target, self.settings, probe_batch, fake=False, foreach=self.foreach)
+        except StepError as exc:
+            raise ConfigError(f"TARGET `{self.target.text}` raised {exc}") from None
+        if small.batch is None:
+            raise ConfigError(f"TARGET `{self.target.text}`: fake tensors cannot run it ({reason}) and its "
+                              "inputs have no batch dimension to extrapolate over")
+        full = full if full is not None else (small.natural_batch or small.batch)
+        if full <= 4:
+            run = small if small.batch == full else replay(self.target, self.settings, full, fake=False, foreach=self.foreach)
+            est = Estimate(self.settings, run, "real", fallback_reason=f"{reason} (during {where})",
+                           fallback_batches=(full,))
+            est.notes.append(f"fake tensors could not run the model ({reason}, during {where}); measured with real "
+                             f"tensors at batch {full} instead (this used real memory)")
+            return est
+        larger = replay(self.target, self.settings, 4, fake=False, foreach=self.foreach)
+        self._fallback = (small, larger, f"{reason} (during {where})")
+        return self._from_fallback(full)
+
+    def _from_fallback(self, batch: Optional[int]) -> Estimate:
+        small, larger, reason = self._fallback
+        batch = batch if batch is not None else (small.natural_batch or larger.batch)
+        run = extrapolate(small, larger, batch)
+        est = Estimate(self.settings, run, "extrapolated", fallback_reason=reason,
+                       fallback_batches=(small.batch, larger.batch))
+        est.notes.append(f"fake tensors could not run the model ({reason}); the estimate is a linear "
+                         f"extrapolation in batch from real runs at batch {small.batch} and {larger.batch} "
+                         "(this used real memory of the model's size; activations that depend on data values "
+                         "are taken as they were in those runs)")
+        return est
+
+
+@dataclass
+class BatchSearch:
+    budget: int
+    largest: int  # 0: not even batch 1 fits
+    capped: bool
+    probes: List[Tuple[int, int, bool]]  # (batch, high estimate, fits)
+    estimate: Optional[Estimate]  # at the largest batch that fits
+
+
+def search_batch(estimator: Estimator, budget: int, cap: int = 1 << 16) -> BatchSearch:
+    """The largest batch whose estimate (the high end of the CUDA range when modelling CUDA, the
+    tensor peak otherwise) fits `budget`: exponential search up, then binary search; every probe is a
+    replay at that batch size."""
+    probes: List[Tuple[int, int, bool]] = []
+    cache: Dict[int, Estimate] = {}
+
+    def fits(batch: int) -> bool:
+        est = estimator.at(batch)
+        cache[batch] = est
+        need = est.cuda.total[1] if est.cuda is not None else est.run.peak
+        ok = need <= budget
+        probes.append((batch, need, ok))
+        return ok
+
+    if not fits(1):
+        return BatchSearch(budget, 0, False, probes, None)
+    lo, hi = 1, 2
+    while hi <= cap and fits(hi):
+        lo, hi = hi, hi * 2
+    if hi > cap:
+        return BatchSearch(budget, lo, True, probes, cache[lo])
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return BatchSearch(budget, lo, False, probes, cache[lo])

@@ -1,0 +1,693 @@
+"""Replaying a training step (or an inference pass) with a tracker that sorts every live storage
+into a category, under FakeTensorMode (the prediction) or on real tensors (the measurement).
+
+Both use the same code, so a prediction and a measurement differ only in whether the tensors
+have storage. Categories:
+
+- ``parameters``, ``buffers``, ``inputs``: storages that exist before the step;
+- ``other``: anything else the TARGET function made and kept alive (a target tensor captured by a
+  loss function, a cached mask);
+- ``gradients``: storages that end up as ``param.grad``;
+- ``optimizer``: storages that end up in ``optimizer.state`` (moments, momentum, step counters);
+- ``activations``: storages saved for backward (``saved_tensors_hooks``) during the forward pass;
+- ``transient``: everything else (outputs, temporaries of backward and of the optimizer step).
+
+A storage's category is decided by what it becomes (a gradient is first an op output in backward,
+then becomes ``param.grad``); the snapshot of live storages taken at each phase's peak keeps the
+same record objects, so the breakdown at the peak uses the final categories.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+import torch
+
+from mllint.config import ConfigError
+from mllint.runtime.tracker import LiveTensorTracker, storage_of
+
+from .target import Built, InputSpec, Settings, Target, describe_exception, normalise
+
+CATEGORIES = ("parameters", "buffers", "inputs", "other", "gradients", "optimizer", "activations", "transient")
+STATE_CATEGORIES = ("parameters", "buffers", "gradients", "optimizer")
+CUDA_BLOCK = 512  # the CUDA caching allocator rounds every block up to a multiple of 512 B
+
+_TORCH_DTYPES = {
+    "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
+    "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
+    "uint8": torch.uint8, "bool": torch.bool,
+}
+
+
+class Rec:
+    """What the tracker remembers about one storage."""
+
+    __slots__ = ("category", "module")
+
+    def __init__(self, category: str, module: Optional[str] = None) -> None:
+        self.category = category
+        self.module = module
+
+
+def rounded(nbytes: int) -> int:
+    return 0 if nbytes <= 0 else -(-nbytes // CUDA_BLOCK) * CUDA_BLOCK
+
+
+class CategoryTracker(LiveTensorTracker):
+    """A ``LiveTensorTracker`` that records categories, the module that allocated each storage, the
+    peak of each phase and the live set at that peak."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.phase = "build"
+        self.modules: List[str] = []
+        self.phase_order: List[str] = []
+        self.phase_peak: Dict[str, int] = {}
+        self.phase_snapshot: Dict[str, List[Tuple[Rec, int]]] = {}
+        self._pending: set = set()
+        self.rounded_current = 0
+        self.rounded_peak = 0
+        self.notes: set = set()
+
+    # --- LiveTensorTracker hooks -------------------------------------------------------
+
+    def tag_for(self, storage, nbytes: int, func) -> Rec:
+        return Rec("transient", self.modules[-1] if self.modules else None)
+
+    def on_alloc(self, nbytes: int, tag: object) -> None:
+        self.rounded_current += rounded(nbytes)
+        if self.rounded_current > self.rounded_peak:
+            self.rounded_peak = self.rounded_current
+        if self.current > self.phase_peak.get(self.phase, -1):
+            self.phase_peak[self.phase] = self.current
+            self._pending.add(self.phase)
+
+    def on_free(self, nbytes: int, tag: object) -> None:
+        self.rounded_current -= rounded(nbytes)
+        if self._pending:
+            # The live set is about to shrink: the peak of each pending phase is the live set as it
+            # was just before this free (nothing else was freed since that peak was reached).
+            snapshot = self._live_records()
+            if isinstance(tag, Rec) and not any(rec is tag for rec, _ in snapshot):
+                snapshot.append((tag, nbytes))
+            for phase in self._pending:
+                self.phase_snapshot[phase] = snapshot
+            self._pending.clear()
+
+    # --- phases --------------------------------------------------------------------------
+
+    def _live_records(self) -> List[Tuple[Rec, int]]:
+        return [(entry[2], entry[1]) for entry in self._live.values() if isinstance(entry[2], Rec)]
+
+    def flush(self) -> None:
+        if self._pending:
+            snapshot = self._live_records()
+            for phase in self._pending:
+                self.phase_snapshot[phase] = snapshot
+            self._pending.clear()
+
+    def set_phase(self, phase: str) -> None:
+        self.flush()
+        self.phase = phase
+        if phase not in self.phase_peak:
+            self.phase_order.append(phase)
+        self.phase_peak[phase] = self.current
+        self.phase_snapshot[phase] = self._live_records()
+
+    def begin(self) -> None:
+        """Start measuring: what is live now is the starting point, the build's peak is forgotten."""
+        self.flush()
+        self.reset_peak()
+        self.rounded_peak = self.rounded_current
+        self.phase_order.clear()
+        self.phase_peak.clear()
+        self.phase_snapshot.clear()
+
+    # --- categories ------------------------------------------------------------------------
+
+    def record_of(self, tensor) -> Optional[Rec]:
+        tag = self.tag_of(tensor)
+        return tag if isinstance(tag, Rec) else None
+
+    def categorise(self, tensor, category: str, only_from: Iterable[str] = ()) -> None:
+        """Set the category of `tensor`'s storage (tracking it first if it was never seen)."""
+        if not isinstance(tensor, torch.Tensor):
+            return
+        rec = self.record_of(tensor)
+        if rec is None:
+            if not self.tracked(tensor):
+                self.track([tensor], Rec(category))
+            return
+        if not only_from or rec.category in only_from:
+            rec.category = category
+
+    def live_by_category(self) -> Dict[str, int]:
+        return sum_by_category(self._live_records())
+
+    # --- corrections for fake kernels that report the wrong size -------------------------
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        fix = _OUTPUT_FIXES.get(func)
+        if fix is None:
+            return super().__torch_dispatch__(func, types, args, kwargs)
+
+        def fixed(*a, **k):
+            return fix(self, a, func(*a, **k))
+
+        return super().__torch_dispatch__(fixed, types, args, kwargs)
+
+
+def _fix_mkldnn_lstm_workspace(tracker: "CategoryTracker", args, out):
+    """The fake (meta) kernel of ``aten.mkldnn_rnn_layer`` (what an ``nn.LSTM`` runs on CPU) returns an
+    empty workspace; the real one returns a oneDNN workspace of roughly 64 B x T x B x hidden, which is
+    saved for backward. Its exact size is read from the real kernel run on zeros of the same shapes
+    (cached) when that is cheap, else the approximation is used."""
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
+    workspace = out[3]
+    if not isinstance(workspace, FakeTensor) or workspace.numel() != 0:
+        return out
+    x = args[0]
+    shapes = tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args[:7])
+    key = (shapes, tuple(a for a in args[7:] if not isinstance(a, (list, torch.Tensor))), x.dtype)
+    size = _WORKSPACE_CACHE.get(key)
+    if size is None:
+        hidden = args[10] if len(args) > 10 else args[2].shape[1]
+        work = x.numel() * 4 * hidden + x.shape[0] * x.shape[1] * hidden * hidden * 4
+        if work <= 5e8:
+            with unset_fake_temporarily():
+                real = [torch.zeros(a.shape, dtype=a.dtype) if isinstance(a, torch.Tensor) else a for a in args]
+                real_ws = torch.ops.aten.mkldnn_rnn_layer.default(*real)[3]
+                size = int(real_ws.untyped_storage().nbytes()) if isinstance(real_ws, torch.Tensor) else 0
+                del real, real_ws
+            tracker.notes.add("nn.LSTM on CPU: the oneDNN workspace (saved for backward) was sized by running the "
+                              "real kernel on zeros, since the fake kernel reports it empty")
+        else:
+            training = bool(args[15]) if len(args) > 15 else True
+            size = 16 * x.shape[0] * x.shape[1] * hidden * x.element_size() if training else 0
+            tracker.notes.add("nn.LSTM on CPU: the oneDNN workspace (saved for backward) is approximated as "
+                              "16 x T x B x hidden elements (the fake kernel reports it empty)")
+        _WORKSPACE_CACHE[key] = size
+    replaced = torch.empty((size,), dtype=workspace.dtype, device=workspace.device)
+    return tuple(out[:3]) + (replaced,) + tuple(out[4:])
+
+
+_WORKSPACE_CACHE: Dict[tuple, int] = {}
+_OUTPUT_FIXES = {}
+if hasattr(torch.ops.aten, "mkldnn_rnn_layer"):
+    _OUTPUT_FIXES[torch.ops.aten.mkldnn_rnn_layer.default] = _fix_mkldnn_lstm_workspace
+
+
+def sum_by_category(snapshot: List[Tuple[Rec, int]]) -> Dict[str, int]:
+    out = {c: 0 for c in CATEGORIES}
+    for rec, nbytes in snapshot:
+        out[rec.category] = out.get(rec.category, 0) + nbytes
+    return out
+
+
+def unique_bytes(tensors: Iterable[Any]) -> Tuple[int, int]:
+    """(bytes, count) of the distinct storages behind `tensors` (tied weights and views once)."""
+    seen: Dict[int, int] = {}
+    keep = []
+    for tensor in tensors:
+        if isinstance(tensor, torch.Tensor):
+            storage = storage_of(tensor)
+            if storage is not None:
+                keep.append(storage)
+                seen[id(storage)] = int(storage.nbytes())
+    return sum(seen.values()), len(seen)
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@dataclass
+class PhasePeak:
+    phase: str  # forward, backward, optimizer step, end of step
+    step: int
+    peak: int
+    breakdown: Dict[str, int]
+
+
+@dataclass
+class RunResult:
+    mode: str
+    batch: Optional[int]
+    fake: bool
+    peak: int = 0
+    peak_phase: str = ""
+    peak_step: int = 1
+    breakdown: Dict[str, int] = field(default_factory=dict)
+    phases: List[PhasePeak] = field(default_factory=list)
+    parameters_bytes: int = 0
+    parameter_tensors: int = 0
+    n_params: int = 0
+    trainable_params: int = 0
+    buffers_bytes: int = 0
+    inputs_bytes: int = 0
+    other_bytes: int = 0
+    gradients_bytes: int = 0
+    optimizer_bytes: int = 0
+    optimizer_tensors: int = 0
+    optimizer_state_names: List[str] = field(default_factory=list)
+    activations_bytes: int = 0
+    modules: Dict[str, int] = field(default_factory=dict)  # module -> activation bytes
+    rounded_peak: int = 0
+    natural_batch: Optional[int] = None  # the batch of the inputs as TARGET / --input gave them
+    peak_live_sizes: List[int] = field(default_factory=list)  # storage sizes live at the peak (CUDA model)
+    seconds: float = 0.0
+    loss: str = "default"
+    notes: List[str] = field(default_factory=list)
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def tensors_in(value: Any, depth: int = 0) -> List["torch.Tensor"]:
+    """Tensors in a model output or an input structure (tensors, lists, tuples, dicts, dataclasses)."""
+    if depth > 20:
+        return []
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors_in(v, depth + 1)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in tensors_in(v, depth + 1)]
+    fields = getattr(value, "__dataclass_fields__", None)
+    if fields:
+        return [t for name in fields for t in tensors_in(getattr(value, name, None), depth + 1)]
+    return []
+
+
+def default_loss(output: Any) -> "torch.Tensor":
+    """The default training loss: the sum over every floating-point output tensor that requires grad
+    of its mean in fp32 (``out.float().mean()``). Like a real loss, its gradient with respect to each
+    output is a full tensor of the output's size."""
+    total = None
+    for tensor in tensors_in(output):
+        if tensor.is_floating_point() and tensor.requires_grad:
+            term = tensor.float().mean()
+            total = term if total is None else total + term
+    if total is None:
+        raise ConfigError(
+            "the model's output has no floating-point tensor that requires grad, so there is nothing to "
+            "train (use --mode inference, or return a loss function as the third item)"
+        )
+    return total
+
+
+def call_model(model, inputs):
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, (tuple, list)):
+        return model(*inputs)
+    return model(inputs)
+
+
+def batch_of(inputs: Any) -> Optional[int]:
+    """The batch size: the most common size of dim 0 among the input tensors."""
+    sizes = [t.shape[0] for t in tensors_in(inputs) if t.dim() >= 1]
+    if not sizes:
+        return None
+    return max(set(sizes), key=lambda s: (sizes.count(s), s))
+
+
+def resize_batch(inputs: Any, batch: int) -> Any:
+    """The inputs with dim 0 (the batch) resized to `batch`; rows are repeated from the original, so
+    integer inputs keep valid values (token ids, class labels)."""
+    old = batch_of(inputs)
+    if old is None or old == batch:
+        return inputs
+    if old == 0:
+        raise ConfigError("cannot resize inputs with an empty batch dimension")
+
+    def resize(value: Any, depth: int = 0) -> Any:
+        if isinstance(value, torch.Tensor):
+            if value.dim() >= 1 and value.shape[0] == old:
+                index = torch.arange(batch, device=value.device) % old
+                return value[index]
+            return value
+        if depth > 20:
+            return value
+        if isinstance(value, dict):
+            return type(value)((k, resize(v, depth + 1)) for k, v in value.items())
+        if isinstance(value, tuple):
+            return tuple(resize(v, depth + 1) for v in value)
+        if isinstance(value, list):
+            return [resize(v, depth + 1) for v in value]
+        return value
+
+    return resize(inputs)
+
+
+def inputs_from_specs(specs: List[InputSpec], batch: Optional[int]) -> tuple:
+    out = []
+    for spec in specs:
+        if batch is not None:
+            spec = spec.with_batch(batch)
+        dtype = _TORCH_DTYPES[spec.dtype]
+        if dtype.is_floating_point:
+            out.append(torch.randn(spec.shape, dtype=dtype))
+        elif dtype == torch.bool:
+            out.append(torch.zeros(spec.shape, dtype=dtype))
+        else:
+            out.append(torch.randint(0, spec.high or 1, spec.shape, dtype=dtype))
+    return tuple(out)
+
+
+def move_inputs(inputs: Any, device: str) -> Any:
+    return cast_inputs(inputs, None, device)
+
+
+def cast_inputs(inputs: Any, dtype, device: Optional[str] = None) -> Any:
+    def cast(value: Any, depth: int = 0) -> Any:
+        if isinstance(value, torch.Tensor):
+            if device is not None:
+                return value.to(device)
+            return value.to(dtype) if value.is_floating_point() else value
+        if depth > 20:
+            return value
+        if isinstance(value, dict):
+            return type(value)((k, cast(v, depth + 1)) for k, v in value.items())
+        if isinstance(value, tuple):
+            return tuple(cast(v, depth + 1) for v in value)
+        if isinstance(value, list):
+            return [cast(v, depth + 1) for v in value]
+        return value
+
+    return cast(inputs)
+
+
+def make_optimizer(name: str, params: List["torch.nn.Parameter"], foreach: Optional[bool]):
+    kw = {} if foreach is None else {"foreach": foreach}
+    optim = torch.optim
+    if name == "sgd":
+        return optim.SGD(params, lr=0.01, **kw)
+    if name == "sgd-momentum":
+        return optim.SGD(params, lr=0.01, momentum=0.9, **kw)
+    if name == "adam":
+        return optim.Adam(params, lr=1e-3, **kw)
+    if name == "adamw":
+        return optim.AdamW(params, lr=1e-3, **kw)
+    if name == "adagrad":
+        return optim.Adagrad(params, lr=0.01, **kw)
+    if name == "rmsprop":
+        return optim.RMSprop(params, lr=0.01, **kw)
+    raise ConfigError(f"unknown optimizer `{name}`")
+
+
+def autocast_context(settings: Settings, device: str = "cpu"):
+    if settings.dtype == "amp-bf16":
+        return torch.autocast(device, dtype=torch.bfloat16)
+    if settings.dtype == "amp-fp16":
+        return torch.autocast(device, dtype=torch.float16)
+    return contextlib.nullcontext()
+
+
+def cast_model(model, dtype) -> None:
+    """``model.to(dtype)`` for floating parameters and buffers, done by replacing them (``Module.to``
+    swaps tensors in place, which fake tensors with weak references refuse); shared (tied) parameters
+    stay shared."""
+    done: Dict[int, Any] = {}
+    for module in model.modules():
+        for name, p in list(module._parameters.items()):
+            if p is None or not p.is_floating_point():
+                continue
+            if id(p) not in done:
+                done[id(p)] = (p, torch.nn.Parameter(p.detach().to(dtype), requires_grad=p.requires_grad))
+            module._parameters[name] = done[id(p)][1]
+        for name, b in list(module._buffers.items()):
+            if b is None or not b.is_floating_point():
+                continue
+            if id(b) not in done:
+                done[id(b)] = (b, b.detach().to(dtype))
+            module._buffers[name] = done[id(b)][1]
+    done.clear()
+
+
+def model_dtype(settings: Settings):
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(settings.dtype)
+
+
+class ModuleHooks:
+    """Keeps ``tracker.modules`` as the stack of modules whose forward is running."""
+
+    def __init__(self, model, tracker: CategoryTracker) -> None:
+        self.handles = []
+        for name, module in model.named_modules():
+            label = name or f"({type(module).__name__} top level)"
+            self.handles.append(module.register_forward_pre_hook(self._push(tracker, label)))
+            self.handles.append(module.register_forward_hook(self._pop(tracker, label), always_call=True))
+
+    @staticmethod
+    def _push(tracker, label):
+        def hook(module, args):
+            tracker.modules.append(label)
+
+        return hook
+
+    @staticmethod
+    def _pop(tracker, label):
+        def hook(module, args, output):
+            if tracker.modules and tracker.modules[-1] == label:
+                tracker.modules.pop()
+
+        return hook
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+class StepError(Exception):
+    """The TARGET's own code raised during build or replay; `phase` says where."""
+
+    def __init__(self, exc: BaseException, phase: str) -> None:
+        super().__init__(f"{describe_exception(exc)} (during {phase})")
+        self.exc = exc
+        self.phase = phase
+
+
+# --- the replay -------------------------------------------------------------------------
+
+
+def fake_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
+           foreach: Optional[bool] = None, steps: Optional[int] = None, device=None) -> RunResult:
+    """Build TARGET's model and inputs and replay the step(s), under FakeTensorMode if `fake`.
+    `device` (a ``mllint.runtime.device.Device``, real runs only): the model and inputs are moved
+    there after the build, and its allocator peak is reset before the step.
+
+    Errors from the TARGET's code (build, forward, loss, backward) are raised as ``StepError``;
+    ``ConfigError`` for bad input."""
+    steps = steps or settings.steps
+    tracker = CategoryTracker()
+    started = time.perf_counter()
+    outer = fake_mode() if fake else contextlib.nullcontext()
+    hooks = None
+    try:
+        with outer, tracker:
+            on = device.name if device is not None else "cpu"
+            model, inputs, loss_fn, batch, natural = _build(target, settings, batch, tracker, on)
+            if device is not None:
+                device.reset_peak()
+            result = RunResult(settings.mode, batch, fake, loss="default" if loss_fn is None else "TARGET's loss_fn")
+            result.natural_batch = natural
+            hooks = ModuleHooks(model, tracker)
+            if settings.mode == "train":
+                _train(model, inputs, loss_fn, settings, foreach, steps, tracker, result, on)
+            else:
+                _inference(model, inputs, settings, tracker, result, on)
+            del inputs, model, loss_fn
+    except (ConfigError, StepError):
+        raise
+    except Exception as exc:
+        raise StepError(exc, _phase_label(tracker.phase)) from exc
+    finally:
+        if hooks is not None:
+            hooks.remove()
+    result.seconds = time.perf_counter() - started
+    _finish(tracker, result)
+    return result
+
+
+def _phase_label(phase: str) -> str:
+    if "/" in phase:
+        name, step = phase.split("/")
+        return f"{name}, step {step}"
+    return "the TARGET function" if phase == "build" else phase
+
+
+def _build(target: Target, settings: Settings, batch: Optional[int], tracker: CategoryTracker, on: str = "cpu"):
+    tracker.set_phase("build")
+    try:
+        raw = target.function(batch_size=batch) if (target.takes_batch_size and batch is not None) else target.function()
+    except (Exception, SystemExit) as exc:
+        raise StepError(exc, "the TARGET function") from exc
+    built: Built = normalise(raw, target)
+    del raw
+    model = built.model
+    if settings.inputs:
+        natural = settings.inputs[0].shape[0] if settings.inputs[0].shape else None
+        inputs = inputs_from_specs(settings.inputs, batch)
+        built.inputs = None
+    elif built.inputs is None:
+        raise ConfigError(f"TARGET `{target.text}` returned a model without example inputs; pass --input SHAPE")
+    else:
+        inputs = built.inputs
+        built.inputs = None
+        natural = target.default_batch if (target.takes_batch_size and batch is not None) else batch_of(inputs)
+        if batch is not None and not target.takes_batch_size:
+            try:
+                inputs = resize_batch(inputs, batch)
+            except (IndexError, RuntimeError) as exc:
+                raise ConfigError(f"cannot resize the inputs to batch {batch}: {describe_exception(exc)}") from None
+    cast = model_dtype(settings)
+    if cast is not None:
+        cast_model(model, cast)
+        inputs = cast_inputs(inputs, cast)
+    if on != "cpu":
+        model.to(on)
+        inputs = move_inputs(inputs, on)
+    actual_batch = batch_of(inputs)
+    # Classify what is alive before the step.
+    for p in model.parameters():
+        tracker.categorise(p, "parameters")
+    for b in model.buffers():
+        tracker.categorise(b, "buffers")
+    for t in tensors_in(inputs):
+        tracker.categorise(t, "inputs")
+    for entry in list(tracker._live.values()):
+        if isinstance(entry[2], Rec) and entry[2].category == "transient":
+            entry[2].category = "other"
+    return model, inputs, built.loss_fn, actual_batch, natural
+
+
+def _train(model, inputs, loss_fn, settings, foreach, steps, tracker: CategoryTracker, result: RunResult,
+           on: str = "cpu") -> None:
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ConfigError("the model has no trainable parameters (use --mode inference)")
+    opt = make_optimizer(settings.optimizer, params, foreach)
+    _model_state(model, result)
+    result.trainable_params = sum(p.numel() for p in params)
+
+    def pack(tensor):
+        rec = tracker.record_of(tensor)
+        if rec is not None and rec.category == "transient":
+            rec.category = "activations"
+        return tensor
+
+    tracker.begin()
+    _start(tracker, result)
+    activations: Dict[str, int] = {}
+    for step in range(1, steps + 1):
+        tracker.set_phase(f"forward/{step}")
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast_context(settings, on):
+            out = call_model(model, inputs)
+            loss = loss_fn(out) if loss_fn is not None else default_loss(out)
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
+            raise ConfigError("the loss must be a scalar tensor that requires grad")
+        saved = [(rec, n) for rec, n in tracker._live_records() if rec.category == "activations"]
+        total = sum(n for _, n in saved)
+        if total >= result.activations_bytes:
+            result.activations_bytes = total
+            activations = {}
+            for rec, n in saved:
+                key = rec.module or "(outside any module: loss, functional code)"
+                activations[key] = activations.get(key, 0) + n
+        tracker.set_phase(f"backward/{step}")
+        loss.backward()
+        for p in params:
+            if p.grad is not None:
+                tracker.categorise(p.grad, "gradients")
+        tracker.set_phase(f"optimizer step/{step}")
+        opt.step()
+        state = [v for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
+        for t in state:
+            tracker.categorise(t, "optimizer")
+        if step == steps:
+            result.gradients_bytes, _ = unique_bytes(p.grad for p in params if p.grad is not None)
+            result.optimizer_bytes, result.optimizer_tensors = unique_bytes(state)
+            names = []
+            for s in opt.state.values():
+                for k, v in s.items():
+                    if isinstance(v, torch.Tensor) and k not in names:
+                        names.append(k)
+            result.optimizer_state_names = names
+        del state
+        tracker.set_phase(f"end of step/{step}")
+        opt.zero_grad(set_to_none=True)
+        del out, loss
+    tracker.flush()
+    result.modules = activations
+    del opt, params
+
+
+def _inference(model, inputs, settings, tracker: CategoryTracker, result: RunResult, on: str = "cpu") -> None:
+    model.eval()
+    _model_state(model, result)
+    tracker.begin()
+    _start(tracker, result)
+    tracker.set_phase("forward/1")
+    with torch.no_grad(), autocast_context(settings, on):
+        out = call_model(model, inputs)
+    tracker.flush()
+    del out
+    # Activation memory in inference: intermediates live at the peak, by the module that made them.
+    snapshot = tracker.phase_snapshot.get("forward/1") or []
+    modules: Dict[str, int] = {}
+    for rec, n in snapshot:
+        if rec.category == "transient":
+            key = rec.module or "(outside any module)"
+            modules[key] = modules.get(key, 0) + n
+    result.modules = modules
+
+
+def _start(tracker: CategoryTracker, result: RunResult) -> None:
+    live = tracker.live_by_category()
+    result.inputs_bytes, result.other_bytes = live["inputs"], live["other"]
+
+
+def _model_state(model, result: RunResult) -> None:
+    params = list(model.parameters())
+    result.parameters_bytes, result.parameter_tensors = unique_bytes(params)
+    seen = {}
+    for p in params:
+        storage = storage_of(p)
+        key = (id(storage), p.storage_offset(), tuple(p.shape)) if storage is not None else id(p)
+        seen[key] = p.numel()
+    result.n_params = sum(seen.values())
+    result.buffers_bytes, _ = unique_bytes(model.buffers())
+
+
+def _finish(tracker: CategoryTracker, result: RunResult) -> None:
+    best = None
+    for phase in tracker.phase_order:
+        if "/" not in phase:
+            continue
+        name, step = phase.split("/")
+        snapshot = tracker.phase_snapshot.get(phase) or []
+        item = PhasePeak(name, int(step), tracker.phase_peak.get(phase, 0), sum_by_category(snapshot))
+        result.phases.append(item)
+        if best is None or item.peak > best[0].peak:
+            best = (item, snapshot)
+    result.peak = tracker.peak
+    if best is not None:
+        item, snapshot = best
+        result.peak_phase, result.peak_step, result.breakdown = item.phase, item.step, item.breakdown
+        result.peak_live_sizes = [n for _, n in snapshot]
+        result.peak = max(result.peak, item.peak)
+    if result.mode == "inference":
+        result.activations_bytes = result.breakdown.get("transient", 0)
+    result.rounded_peak = tracker.rounded_peak
+    result.notes = sorted(tracker.notes)

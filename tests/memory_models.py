@@ -1,0 +1,163 @@
+"""Small models for the memory estimator's tests (TARGET functions for `mllint memory`).
+
+Each function returns (model, example_inputs) or (model, example_inputs, loss_fn); those with a
+batch_size parameter are called with the batch size being estimated.
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def mlp(batch_size=32):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Dropout(0.1),
+                          nn.Linear(512, 10))
+    return model, torch.randn(batch_size, 256)
+
+
+def mlp_model_only():
+    return nn.Sequential(nn.Linear(64, 128), nn.Tanh(), nn.Linear(128, 4))
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.b1(self.c1(x)), inplace=True)
+        y = self.b2(self.c2(y))
+        s = x if self.short is None else self.short(x)
+        return F.relu(y + s, inplace=True)
+
+
+class SmallResNet(nn.Module):
+    def __init__(self, n_cls=10, widths=(16, 32)):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, widths[0], 3, 1, 1, bias=False), nn.BatchNorm2d(widths[0]),
+                                  nn.ReLU(inplace=True))
+        layers, cin = [], widths[0]
+        for i, w in enumerate(widths):
+            layers += [Block(cin, w, 1 if i == 0 else 2)]
+            cin = w
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(cin, n_cls)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def cnn(batch_size=8):
+    torch.manual_seed(0)
+    return SmallResNet(), torch.randn(batch_size, 3, 32, 32)
+
+
+class Attn(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.h = h
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class TBlock(nn.Module):
+    def __init__(self, d, h, p=0.1):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = Attn(d, h)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d), nn.Dropout(p))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    """A small GPT whose output head shares the token embedding's weight (tied)."""
+
+    def __init__(self, vocab=1000, d=64, h=4, n_layer=2, ctx=64):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList(TBlock(d, h) for _ in range(n_layer))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.tok.weight
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln(x))
+
+
+def gpt(batch_size=4):
+    torch.manual_seed(0)
+    model = GPT()
+    idx = torch.randint(0, 1000, (batch_size, 32))
+    targets = torch.randint(0, 1000, (batch_size, 32))
+
+    def loss_fn(logits):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    return model, idx, loss_fn
+
+
+class LSTMTagger(nn.Module):
+    def __init__(self, vocab=500, d=32, hidden=64, n_tags=8):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, hidden, num_layers=2, batch_first=True)
+        self.out = nn.Linear(hidden, n_tags)
+
+    def forward(self, x):
+        y, _ = self.lstm(self.emb(x))
+        return self.out(y)
+
+
+def lstm(batch_size=6):
+    torch.manual_seed(0)
+    return LSTMTagger(), torch.randint(0, 500, (batch_size, 20))
+
+
+class MaskedPool(nn.Module):
+    """Uses boolean-mask indexing (a data-dependent output shape): fake tensors cannot run it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(32, 64)
+        self.out = nn.Linear(64, 2)
+
+    def forward(self, x):
+        h = torch.relu(self.fc(x))
+        kept = h[h.sum(dim=1) > -1.0]  # every row (values are >= 0), but the shape depends on data
+        return self.out(kept)
+
+
+def masked(batch_size=16):
+    torch.manual_seed(0)
+    return MaskedPool(), torch.randn(batch_size, 32)
+
+
+def raises():
+    raise ValueError("this model cannot be built")
+
+
+def not_a_model():
+    return 42

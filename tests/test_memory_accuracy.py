@@ -1,0 +1,145 @@
+"""The memory estimator against real CPU runs: the FakeTensorMode prediction of the tensor-level peak
+and of the model states, compared with an independent plain training loop on real tensors measured by
+the same live-storage tracker (mllint.runtime.tracker)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mllint.memory.estimate import Estimator  # noqa: E402
+from mllint.memory.replay import default_loss, make_optimizer  # noqa: E402
+from mllint.memory.target import Settings, load_target  # noqa: E402
+from mllint.runtime.tracker import LiveTensorTracker  # noqa: E402
+
+MODELS = "tests/memory_models.py"
+
+
+def measure_real(function, mode, optimizer="adamw", batch_size=None, steps=2):
+    """A plain loop, written independently of the estimator: real tensors, the base tracker."""
+    built = function(batch_size=batch_size) if batch_size is not None else function()
+    model, inputs = built[0], built[1]
+    loss_fn = built[2] if len(built) > 2 else default_loss
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    tracker = LiveTensorTracker()
+    kept = [c.cell_contents for c in (getattr(loss_fn, "__closure__", None) or ()) if torch.is_tensor(c.cell_contents)]
+    tracker.track(list(model.parameters()) + list(model.buffers()) + list(inputs) + kept)
+    start = tracker.current
+    if mode == "inference":
+        model.eval()
+        with tracker, torch.no_grad():
+            out = model(*inputs)
+            del out
+        return {"peak": tracker.peak, "start": start}
+    model.train()
+    opt = make_optimizer(optimizer, [p for p in model.parameters() if p.requires_grad], None)
+    grads = state = 0
+    with tracker:
+        for _ in range(steps):
+            out = model(*inputs)
+            loss = loss_fn(out)
+            loss.backward()
+            grads = sum({id(p.grad.untyped_storage()): p.grad.untyped_storage().nbytes()
+                         for p in model.parameters() if p.grad is not None}.values())
+            opt.step()
+            state = sum({id(v.untyped_storage()): v.untyped_storage().nbytes()
+                         for s in opt.state.values() for v in s.values() if torch.is_tensor(v)}.values())
+            opt.zero_grad(set_to_none=True)
+            del out, loss
+    return {"peak": tracker.peak, "start": start, "grads": grads, "state": state}
+
+
+CASES = [("mlp", None), ("cnn", None), ("gpt", None), ("lstm", None), ("mlp", 48), ("cnn", 3)]
+
+
+@pytest.mark.parametrize("mode", ["train", "inference"])
+@pytest.mark.parametrize("name,batch", CASES)
+def test_predicted_peak_matches_real_cpu_run(name, batch, mode):
+    target = load_target(f"{MODELS}:{name}")
+    est = Estimator(target, Settings(mode=mode)).at(batch)
+    assert est.method == "fake"
+    real = measure_real(target.function, mode, batch_size=batch)
+    assert est.run.peak > 0
+    predicted = est.run.peak
+    assert abs(predicted - real["peak"]) <= 0.02 * real["peak"], (predicted, real["peak"])
+    assert predicted == real["peak"]  # in practice byte for byte on CPU
+    if mode == "train":
+        assert est.run.gradients_bytes == real["grads"]
+        assert est.run.optimizer_bytes == real["state"]
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "sgd-momentum", "adam", "adagrad", "rmsprop"])
+def test_optimizers_match_real(optimizer):
+    target = load_target(f"{MODELS}:mlp")
+    est = Estimator(target, Settings(optimizer=optimizer)).at(None)
+    real = measure_real(target.function, "train", optimizer=optimizer)
+    assert (est.run.peak, est.run.optimizer_bytes) == (real["peak"], real["state"])
+
+
+def test_model_states_hand_computed():
+    # mlp: Linear(256,512), Linear(512,512), Linear(512,10), fp32 AdamW.
+    n = 256 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10
+    est = Estimator(load_target(f"{MODELS}:mlp"), Settings(optimizer="adamw")).at(None)
+    r = est.run
+    assert r.n_params == n
+    assert r.parameters_bytes == 4 * n
+    assert r.gradients_bytes == 4 * n
+    assert r.optimizer_bytes == 2 * 4 * n + 4 * 6  # exp_avg + exp_avg_sq, and a 4-byte step per tensor
+    assert r.optimizer_tensors == 18
+    assert set(r.optimizer_state_names) == {"step", "exp_avg", "exp_avg_sq"}
+    # SGD with momentum: one buffer per parameter, no step counter.
+    est = Estimator(load_target(f"{MODELS}:mlp"), Settings(optimizer="sgd-momentum")).at(None)
+    assert est.run.optimizer_bytes == 4 * n
+    est = Estimator(load_target(f"{MODELS}:mlp"), Settings(optimizer="sgd")).at(None)
+    assert est.run.optimizer_bytes == 0
+
+
+def test_tied_weights_counted_once():
+    est = Estimator(load_target(f"{MODELS}:gpt"), Settings()).at(None)
+    vocab, d, ctx = 1000, 64, 64
+    model = torch.nn.Module()
+    from tests.memory_models import GPT
+
+    model = GPT()
+    unique = {id(p): p.numel() for p in model.parameters()}
+    assert est.run.n_params == sum(unique.values())
+    naive = sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
+    assert naive - est.run.n_params == vocab * d  # the head's weight is the embedding's
+    assert est.run.parameters_bytes == 4 * est.run.n_params
+    assert est.run.other_bytes == 4 * 32 * 8  # the int64 targets captured by loss_fn
+
+
+def test_breakdown_sums_to_peak_and_activations_scale_with_batch():
+    target = load_target(f"{MODELS}:cnn")
+    small = Estimator(target, Settings()).at(4)
+    large = Estimator(target, Settings()).at(8)
+    for est in (small, large):
+        assert sum(est.run.breakdown.values()) == est.run.peak
+        assert est.run.activations_bytes > 0
+        assert est.run.peak_phase in ("forward", "backward", "optimizer step", "end of step")
+    assert large.run.parameters_bytes == small.run.parameters_bytes
+    assert large.run.activations_bytes > 1.8 * small.run.activations_bytes
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "amp-bf16"])
+def test_lower_precision_matches_real(dtype):
+    target = load_target(f"{MODELS}:mlp")
+    settings = Settings(dtype=dtype)
+    est = Estimator(target, settings).at(None)
+    from mllint.memory.replay import replay
+
+    real = replay(target, settings, None, fake=False)
+    assert est.run.peak == real.peak
+    if dtype == "bf16":
+        assert est.run.parameters_bytes == 2 * est.run.n_params
+    else:
+        assert est.run.parameters_bytes == 4 * est.run.n_params
+
+
+def test_data_dependent_model_falls_back_to_real_runs_and_extrapolates():
+    target = load_target(f"{MODELS}:masked")
+    est = Estimator(target, Settings()).at(16)
+    assert est.method == "extrapolated"
+    assert est.fallback_batches == (2, 4)
+    assert "fake tensors could not run" in est.notes[0]
+    real = measure_real(target.function, "train", batch_size=16)
+    assert abs(est.run.peak - real["peak"]) <= 0.02 * real["peak"], (est.run.peak, real["peak"])
