@@ -42,16 +42,21 @@ from .target import DTYPES, MODES, OPTIMIZERS, Settings, load_target, parse_inpu
 def memory_command(target, inputs, mode, optimizer, dtype, device, gpu_memory, batch_size, measure, fmt):
     from mllint.runtime.device import DeviceError, require_torch
 
+    budget = parse_size(gpu_memory) if gpu_memory is not None else None
+    specs = [parse_input(text) for text in inputs]
     try:
         require_torch("mllint memory")
     except DeviceError as exc:
         raise ConfigError(str(exc)) from None
-    budget = parse_size(gpu_memory) if gpu_memory is not None else None
+    import logging
+
+    # Fake tensors log the ops they cannot run before raising; the estimator handles those itself.
+    logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
     if budget is not None and device == "cpu":
         raise click.UsageError("--gpu-memory models a GPU: use it with --device cuda (or without --device)")
     device = device or ("cuda" if budget is not None else "cpu")
     settings = Settings(mode=mode, optimizer=optimizer, dtype=dtype, device=device, batch_size=batch_size,
-                        inputs=[parse_input(text) for text in inputs])
+                        inputs=specs)
     measure_device = None
     if measure:
         from mllint.runtime.device import select
