@@ -88,8 +88,8 @@ def _debug(enabled: bool, message: str) -> None:
               help="--verify: seconds one run of a variant may take. [default: 120]")
 @click.option("--entry", metavar="MODULE:FUNCTION", default=None,
               help="--verify: call this function (module or path.py) instead of running files as __main__.")
-@click.option("--rounds", type=click.IntRange(3, 1000), default=None,
-              help="--verify: interleaved timing rounds. [default: 20]")
+@click.option("--rounds", type=click.IntRange(0, 1000), default=None,
+              help="--verify: interleaved timing rounds; 0 skips timing (deterministic evidence only). [default: 20]")
 @click.version_option(__version__, "--version", prog_name="mllint", message="%(prog)s %(version)s")
 def lint_command(
     paths: Sequence[str],
@@ -192,7 +192,7 @@ def _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds):
         steps=steps or defaults.steps,
         timeout=timeout or defaults.timeout,
         entry=entry,
-        rounds=rounds or defaults.rounds,
+        rounds=defaults.rounds if rounds is None else rounds,
     )
 
 

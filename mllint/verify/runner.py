@@ -517,7 +517,7 @@ def _verify_target(target: Target, options: VerifyOptions, scratch: str, progres
         if variant.error:
             verdicts[key] = Verification("could-not-run", f"could not run the fixed version: {variant.error}")
     timing: Dict[Tuple, dict] = {}
-    if runnable:
+    if runnable and options.rounds > 0:
         progress(f"{counter} {target.path}: timing, interleaved A/B/A rounds")
         timing = run_timing(original, runnable, findings, options, scratch,
                             lambda message, **kw: progress(f"{counter} {target.path}: {message}", **kw))
