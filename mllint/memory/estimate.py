@@ -168,7 +168,11 @@ class Estimator:
         where = fake_error.phase
         # Is it the TARGET's own error? Run it for real at a small batch to find out.
         full = batch
+        # Reduced batches: B/8 and B/4 (at least 2 and 4): larger samples than 2 and 4 make the
+        # extrapolation less sensitive to data-dependent sizes that vary from batch to batch.
         probe_batch = 2 if (full is None or full > 2) else full
+        if full is not None and full >= 32:
+            probe_batch = full // 8
         try:
             small = replay(self.target, self.settings, probe_batch, fake=False, foreach=self.foreach)
         except StepError as exc:
@@ -184,7 +188,9 @@ class Estimator:
             est.notes.append(f"fake tensors could not run the model ({reason}, during {where}); measured with real "
                              f"tensors at batch {full} instead (this used real memory)")
             return est
-        larger = replay(self.target, self.settings, 4, fake=False, foreach=self.foreach)
+        if probe_batch == 2 and full >= 32:
+            small = replay(self.target, self.settings, full // 8, fake=False, foreach=self.foreach)
+        larger = replay(self.target, self.settings, max(4, 2 * small.batch), fake=False, foreach=self.foreach)
         self._fallback = (small, larger, f"{reason} (during {where})")
         return self._from_fallback(full)
 
