@@ -171,6 +171,20 @@ def test_ml001_judgement_needs_stale_original_and_clean_fix():
     assert j.witness is False
 
 
+def test_ml005_training_direction_counts_training_forwards_in_eval_mode():
+    fix = Fix(Applicability.SAFE, (Edit(3, 1, 3, 1, "        model.train()\n"),))
+    finding = Finding("t.py", 9, 9, 9, 21, "ML005", "n", "m", fix=fix)
+    site = {"calls": 10, "requires_grad": 10, "mode_sensitive": 10}
+    original = {"sites": {"5": dict(site, training=6), "12": {"calls": 4, "requires_grad": 0, "training": 0}}}
+    fixed = {"sites": {"6": dict(site, training=10)}}
+    j = judge._Judgement()
+    judge.judge_ml005(finding, original, fixed, [9], [10], j)
+    assert j.witness is True and j.evidence[0]["original"] == "4/10" and j.evidence[0]["fixed"] == "0/10"
+    j = judge._Judgement()
+    judge.judge_ml005(finding, original, original, [9], [9], j)  # against itself: never confirmed
+    assert j.witness is False
+
+
 # --- the real command ------------------------------------------------------------------------------
 
 

@@ -85,7 +85,7 @@ def _flat_tensors(value) -> list:
 
 class _Site:
     __slots__ = ("calls", "grad_enabled", "requires_grad", "saved_bytes", "forward_seconds", "training",
-                 "bn_changed", "probes", "outputs_differ", "peak_bytes", "dropout_active")
+                 "bn_changed", "probes", "outputs_differ", "peak_bytes", "dropout_active", "mode_sensitive")
 
     def __init__(self) -> None:
         self.calls = 0
@@ -99,6 +99,7 @@ class _Site:
         self.outputs_differ = 0
         self.peak_bytes = 0
         self.dropout_active = 0
+        self.mode_sensitive = 0  # calls of a module holding dropout or batch norm (mode matters)
 
     def to_dict(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -330,10 +331,11 @@ class Instrument:
         site.grad_enabled += int(torch.is_grad_enabled())
         site.requires_grad += int(any(t.requires_grad for t in _flat_tensors(output)))
         site.training += int(bool(module.training))
-        site.dropout_active += int(any(
-            m.training and "dropout" in type(m).__name__.lower() and float(getattr(m, "p", 0) or 0) > 0
-            for m in module.modules()
-        ))
+        dropouts = [m for m in module.modules()
+                     if "dropout" in type(m).__name__.lower() and float(getattr(m, "p", 0) or 0) > 0]
+        norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        site.dropout_active += int(any(m.training for m in dropouts))
+        site.mode_sensitive += int(bool(dropouts or norms))
         if self._saved is not None:
             site.saved_bytes += sum(self._saved.values())
         self._saved = None

@@ -175,7 +175,37 @@ def judge_ml004(finding: Finding, original: dict, fixed: dict, orig_lines, fixed
         j.reason = "the fixed version allocates as often per iteration"
 
 
+def _judge_training_mode(original: dict, fixed: dict, j: _Judgement) -> None:
+    """The model left in eval mode for training: count the training forwards (outputs that require
+    grad, of a module with dropout or batch norm) that ran in eval mode, in both variants."""
+    def eval_mode_training_calls(evidence):
+        calls = in_eval = 0
+        for site in (evidence.get("sites") or {}).values():
+            if site.get("requires_grad", 0) and site.get("mode_sensitive", 0):
+                calls += site["calls"]
+                in_eval += site["calls"] - site.get("training", 0)
+        return in_eval, calls
+
+    in_eval, calls = eval_mode_training_calls(original)
+    fixed_in_eval, fixed_calls = eval_mode_training_calls(fixed)
+    if not calls:
+        j.reason = "no training forward of a model with dropout or batch norm ran"
+        return
+    j.evidence.append(_entry("training forwards run in eval mode (dropout / batch norm off)",
+                             f"{in_eval}/{calls}", f"{fixed_in_eval}/{fixed_calls}"))
+    j.witness = in_eval > 0 and fixed_calls > 0 and fixed_in_eval == 0
+    if j.witness:
+        j.headline.append(f"{in_eval}/{calls} training forwards ran in eval mode, dropout and batch norm off"
+                          f" (fixed: 0/{fixed_calls})")
+    else:
+        j.reason = ("every training forward ran in training mode" if not in_eval
+                    else "the fixed version still trains in eval mode")
+
+
 def judge_ml005(finding: Finding, original: dict, fixed: dict, orig_lines, fixed_lines, j: _Judgement) -> None:
+    if any(".train(" in edit.content for edit in (finding.fix.edits if finding.fix else ())):
+        _judge_training_mode(original, fixed, j)  # the fix switches the model back to training mode
+        return
     a, b = _sites(original, orig_lines), _sites(fixed, fixed_lines)
     calls, fixed_calls = int(a.get("calls", 0)), int(b.get("calls", 0))
     if not calls:
@@ -189,14 +219,6 @@ def judge_ml005(finding: Finding, original: dict, fixed: dict, orig_lines, fixed
     j.evidence.append(_entry("calls that changed batch-norm running statistics",
                              f"{int(a.get('bn_changed', 0))}/{calls}", f"{int(b.get('bn_changed', 0))}/{fixed_calls}"))
     shows = lambda s: s.get("outputs_differ", 0) > 0 or s.get("bn_changed", 0) > 0  # noqa: E731
-    training_direction = any(".train(" in edit.content for edit in (finding.fix.edits if finding.fix else ()))
-    if training_direction:  # the fix switches the model back to training mode
-        j.witness = fixed_calls > 0 and not shows(a) and shows(b)
-        if j.witness:
-            j.headline.append("the model trained in eval mode: dropout / batch norm inactive (fixed: active)")
-        else:
-            j.reason = "no behavioural difference between eval and training mode at this call"
-        return
     j.witness = shows(a) and fixed_calls > 0 and not shows(b)
     if j.witness:
         parts = []

@@ -34,6 +34,7 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".mllint_cache", "node_module
              ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints"}
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_TREE_BYTES = 512 * 1024 * 1024
+MAX_TREE_FILES = 20_000
 _MAIN_GUARD = re.compile(r"^if\s+(\(\s*)?__name__\s*==\s*['\"]__main__['\"]", re.MULTILINE)
 
 
@@ -172,9 +173,15 @@ def _copy_root(path: str) -> str:
 
 
 def _tree_size(root: str, limit: int) -> int:
+    """Bytes the copy of `root` would take, counted until `limit` (more than MAX_TREE_FILES files
+    counts as over the limit)."""
     total = 0
+    files_seen = 0
     for current, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not os.path.exists(os.path.join(current, d, "pyvenv.cfg"))]
+        files_seen += len(files)
+        if files_seen > MAX_TREE_FILES:
+            return limit + 1
         for name in files:
             try:
                 size = os.path.getsize(os.path.join(current, name))
