@@ -10,7 +10,10 @@ call sites where the eval-mode witnesses run), ``steps``, ``device``, ``mode`` (
 ``worker``) and ``out`` (where the JSON result goes, evidence mode).
 
 Instrumentation (none of it edits the user's logic):
-- step cap: every pass over a ``DataLoader`` yields at most ``steps`` batches;
+- step cap: every pass over a ``DataLoader`` yields at most ``steps`` batches; with
+  ``stop_after_steps`` (set when every finding verified in the file is ML001, whose evidence is
+  complete after a few steps) the run ends after that many optimizer steps, which also caps loops
+  that do not use a DataLoader;
 - optimizers: a global step pre-hook records, per optimizer, the norm of the gradient it is about to
   apply, of the gradient the backward passes since its previous step produced (parameter hooks),
   and of their difference (stale gradient that was never cleared);
@@ -158,6 +161,11 @@ class Instrument:
         torch = self.torch
         self._watch_name = self.watch
         self._cap_loaders()
+        self.stop_after_steps = self.spec.get("stop_after_steps")
+        self.optimizer_steps = 0
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        self._handles.append(register_optimizer_step_post_hook(self._after_step))
         self._handles.append(torch.nn.modules.module.register_module_forward_pre_hook(self._pre_forward))
         self._handles.append(
             torch.nn.modules.module.register_module_forward_hook(self._post_forward, with_kwargs=True,
@@ -220,6 +228,11 @@ class Instrument:
         return self._trace_lines
 
     # --- optimizer steps (evidence) ---------------------------------------------------------
+
+    def _after_step(self, optimizer, args, kwargs) -> None:
+        self.optimizer_steps += 1
+        if self.stop_after_steps and self.optimizer_steps >= self.stop_after_steps:
+            raise StopRun()
 
     def _hook_params(self, optimizer) -> None:
         for group in optimizer.param_groups:
@@ -542,6 +555,7 @@ def worker_main(spec: Dict[str, Any]) -> int:
         if command.strip() != "run":
             break
         instrument.sites.clear()
+        instrument.optimizer_steps = 0
         _seed_all()
         reply: Dict[str, Any] = {"ok": True}
         try:

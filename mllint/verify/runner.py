@@ -247,6 +247,7 @@ class Variant:
     site_lines: List[int]  # every line the harness watches
     probe_lines: List[int]
     finding_lines: Dict[Tuple, List[int]] = field(default_factory=dict)  # per finding, its lines here
+    stop_after_steps: Optional[int] = None  # end the run after this many optimizer steps
     evidence: Optional[dict] = None
     error: Optional[str] = None
 
@@ -262,6 +263,7 @@ def _spec(variant: Variant, options: VerifyOptions, mode: str, out: str, log: st
         "steps": options.steps,
         "device": options.device,
         "threads": options.threads,
+        "stop_after_steps": variant.stop_after_steps,
         "out": out,
         "log": log,
     }
@@ -508,6 +510,9 @@ def _verify_target(target: Target, options: VerifyOptions, scratch: str, progres
                           lines if finding.code == "ML005" else [], {key: lines})
         _adjust_for_entry(variant, options)
         variants[key] = variant
+    if all(f.code == "ML001" for f in target.findings):  # its evidence is complete after a few steps
+        for variant in [original, *variants.values()]:
+            variant.stop_after_steps = 4 * options.steps + 2
     progress(f"{counter} {target.path}: running the original and {len(variants)} fixed variant"
              f"{'s' if len(variants) != 1 else ''} (evidence)")
     everything = [original] + list(variants.values())
