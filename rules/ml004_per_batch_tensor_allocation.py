@@ -599,6 +599,28 @@ VALID = [
         positions = torch.arange(input_ids.size(1), device=input_ids.device)
         logits = model(input_ids, positions)
     """,
+    # written through a slice or a view of a slice: changed in place on every batch
+    """
+    import torch
+    for x, y in loader:
+        weights = torch.tensor([0.5, 1.0, 1.5, 1.0])
+        weights[0] = y.float().mean()
+        scale = torch.ones(4)
+        scale[: len(y)].mul_(2.0)
+        head = torch.zeros(8)[:4]
+        head += x.sum()
+        loss = (weights * scale * head * model(x)).mean()
+    """,
+    # a slice of it stored somewhere that outlives the iteration
+    """
+    import torch
+    def collect(model, loader, history):
+        for x, y in loader:
+            weights = torch.tensor([0.5, 1.0, 1.5, 1.0])
+            history[-1].append(weights[: len(y)])
+            loss = (weights[: len(y)] * model(x)).mean()
+            loss.backward()
+    """,
 ]
 
 INVALID = [
@@ -934,6 +956,31 @@ for src, tgt in train_loader:
     loss.backward()
     optimizer.step()
     optimizer.zero_grad()
+""",
+    ),
+    # constant per-position weights only read through a slice (`weights[: len(y)]`): hoisted
+    Example(
+        """
+import torch
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        weights = torch.tensor([0.5, 1.0, 1.5, 1.0, 0.5, 1.0, 1.5, 1.0])
+        loss = (weights[: len(y)].unsqueeze(1) * (model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+""",
+        fixed="""
+import torch
+
+def train(model, loader, optimizer):
+    weights = torch.tensor([0.5, 1.0, 1.5, 1.0, 0.5, 1.0, 1.5, 1.0])
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = (weights[: len(y)].unsqueeze(1) * (model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
 """,
     ),
     # an allocation nested in an inner loop over heads, invariant in both loops: hoisted out of both

@@ -158,6 +158,15 @@ def _call_name(func: cst.BaseExpression) -> str:
     return (dotted(func) or "").rsplit(".", 1)[-1]
 
 
+def _called_name(func: cst.BaseExpression) -> str:
+    """The name a call invokes, also for a method of a computed receiver
+    (``t[:n].unsqueeze`` -> ``unsqueeze``, ``buffers[k].append`` -> ``append``), which
+    ``_call_name`` leaves empty."""
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return _call_name(func)
+
+
 def is_method_call(model: FileModel, func: cst.BaseExpression) -> bool:
     """``x.add_(1)``, ``self.buffer.append(t)``: a method of an object, not a function
     reached through a module (``torch.narrow``, ``nn.init.zeros_``, ``autograd.Variable``)."""
@@ -808,7 +817,7 @@ class LoopFacts:
             return None
         if any(a.keyword is not None and a.keyword.value == "inplace" and not _is_false(a.value) for a in call.args):
             return None
-        name = _call_name(func)
+        name = _called_name(func)
         if name in MUTATING_FUNCTIONS:
             return None  # dist.all_reduce(t) writes into t
         if is_method_call(self.model, func):
@@ -943,7 +952,7 @@ class _Aliases:
 
             def visit_Call(self, node: cst.Call) -> None:
                 func = node.func
-                name = _call_name(func)
+                name = _called_name(func)
                 method = is_method_call(aliases.an.model, func)
                 if method and aliases.may_alias(func.value) and (is_inplace_name(name) or name not in NON_MUTATING_METHODS):
                     failed.append(True)  # t.add_(1), t[0].zero_(), t.data.copy_(x), t.numpy().fill(0)
