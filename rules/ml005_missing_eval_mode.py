@@ -16,7 +16,10 @@ Why it matters
 When the code is fine
     - ``model.eval()`` (or ``model.train(False)``) on that model runs on every path
       to the evaluation: in the function, in a helper called before it, or in every
-      caller before the call (a different model's ``eval()`` does not count);
+      caller before the call (a different model's ``eval()`` does not count); an
+      object built from the model holds it (``trainer = Trainer(model)`` with
+      ``self.model = model`` in ``__init__``), so ``model.eval()`` before
+      ``trainer.evaluate()`` counts for ``self.model``;
     - a context manager that switches the model to eval mode and back
       (``with evaluating(model):``); an unknown context manager around the
       evaluation may do so too, and the rule stays silent;
@@ -447,6 +450,54 @@ VALID: List[str] = [
     def sample_images(generator, fixed_noise, path):
         save_image(generator(fixed_noise), path)
     """,
+    # a Trainer built from the model holds it (self.model = model): the caller's model.eval() counts
+    """
+    import torch
+
+    class Trainer:
+        def __init__(self, model, optimizer, loss_fn):
+            self.model = model
+            self.optimizer = optimizer
+            self.loss_fn = loss_fn
+
+        def train_epoch(self, loader):
+            self.model.train()
+            for x, y in loader:
+                self.optimizer.zero_grad()
+                self.loss_fn(self.model(x), y).backward()
+                self.optimizer.step()
+
+        @torch.no_grad()
+        def evaluate(self, loader):
+            return sum(self.loss_fn(self.model(x), y).item() for x, y in loader)
+
+    def main():
+        model = Net()
+        trainer = Trainer(model, torch.optim.Adam(model.parameters()), torch.nn.MSELoss())
+        for epoch in range(10):
+            trainer.train_epoch(train_loader)
+            model.eval()
+            print(trainer.evaluate(val_loader))
+    """,
+    # an Evaluator given the model by keyword and moving it to a device; eval() on the model before use
+    """
+    import torch
+
+    class Evaluator:
+        def __init__(self, loader, net, device):
+            self.loader = loader
+            self.net = net.to(device)
+
+        @torch.no_grad()
+        def validate(self):
+            return [self.net(x) for x, _ in self.loader]
+
+    model = build_model()
+    model.load_state_dict(torch.load("ckpt.pt"))
+    evaluator = Evaluator(val_loader, net=model, device="cuda")
+    model.eval()
+    print(evaluator.validate())
+    """,
     # eval() then train() in the same training loop, via train(False) and train(True)
     """
     import torch
@@ -708,6 +759,66 @@ class Trainer:
                 self.criterion(self.model(x), y).backward()
                 self.optimizer.step()
             self.validate()
+""",
+    ),
+    # a Trainer holding the student: the caller switches a different model (the teacher) to eval mode
+    Example(
+        """
+import torch
+
+class Trainer:
+    def __init__(self, model, optimizer, loss_fn):
+        self.model = model
+        self.optimizer = optimizer
+        self.loss_fn = loss_fn
+
+    def train_epoch(self, loader):
+        self.model.train()
+        for x, y in loader:
+            self.optimizer.zero_grad()
+            self.loss_fn(self.model(x), y).backward()
+            self.optimizer.step()
+
+    @torch.no_grad()
+    def evaluate(self, loader):
+        return sum(self.loss_fn(self.model(x), y).item() for x, y in loader)
+
+def main():
+    teacher, student = Net(), Net()
+    trainer = Trainer(student, torch.optim.Adam(student.parameters()), torch.nn.MSELoss())
+    for epoch in range(10):
+        trainer.train_epoch(train_loader)
+        teacher.eval()
+        print(trainer.evaluate(val_loader))
+""",
+        fixed="""
+import torch
+
+class Trainer:
+    def __init__(self, model, optimizer, loss_fn):
+        self.model = model
+        self.optimizer = optimizer
+        self.loss_fn = loss_fn
+
+    def train_epoch(self, loader):
+        self.model.train()
+        for x, y in loader:
+            self.optimizer.zero_grad()
+            self.loss_fn(self.model(x), y).backward()
+            self.optimizer.step()
+
+    @torch.no_grad()
+    def evaluate(self, loader):
+        self.model.eval()
+        return sum(self.loss_fn(self.model(x), y).item() for x, y in loader)
+
+def main():
+    teacher, student = Net(), Net()
+    trainer = Trainer(student, torch.optim.Adam(student.parameters()), torch.nn.MSELoss())
+    for epoch in range(10):
+        trainer.train_epoch(train_loader)
+        teacher.eval()
+        print(trainer.evaluate(val_loader))
 """,
     ),
     # the model was switched to training mode after loading it with from_pretrained

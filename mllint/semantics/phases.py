@@ -31,7 +31,9 @@ Facts:
   train, maybe, none), from ``.eval()``/``.train()``/``.train(flag)`` on it or an alias
   in the function, in helpers called before (in the order they run), in context
   managers (mode on entry and on exit), around loops (a ``.train()`` later in a loop
-  body reaches the next iteration), and in callers before the call; when nobody in
+  body reaches the next iteration), and in callers before the call (a model handed to
+  a constructor is the attribute ``__init__`` stores it in: ``model.eval()`` counts for
+  ``trainer.model`` after ``trainer = Trainer(model)``); when nobody in
   the file calls the function, from how the model was made (``from_pretrained``
   returns it in eval mode) and the code that owns it (``__init__``, the module).
 - **Eval never undone** (``eval_not_undone``): an ``.eval()`` inside a training loop
@@ -390,6 +392,7 @@ class Phases:
         self._grad_off_statements: Optional[List[Tuple[str, int]]] = None
         self._blocks: Optional[Dict[cst.CSTNode, cst.CSTNode]] = None
         self._with_owner: Dict[cst.CSTNode, cst.With] = {}
+        self._held: Dict[Tuple[str, str], Optional[str]] = {}
 
     # --- file -----------------------------------------------------------------------------------------
     @property
@@ -1596,8 +1599,125 @@ class Phases:
         return False
 
     def same_model(self, a: str, b: str, scope: str) -> bool:
-        """``related`` after following aliases (``net = model.to(device)``)."""
-        return related(a, b) or related(self.m.canonical(a, scope), self.m.canonical(b, scope))
+        """``related`` after following aliases (``net = model.to(device)``) and models held by
+        objects built from them (``trainer.model`` for ``trainer = Trainer(model)``)."""
+        if related(a, b) or related(self.m.canonical(a, scope), self.m.canonical(b, scope)):
+            return True
+        held_a, held_b = self._resolved(a, scope), self._resolved(b, scope)
+        return (held_a, held_b) != (a, b) and related(held_a, held_b)
+
+    def _resolved(self, ref: str, scope: str) -> str:
+        """``ref`` after following aliases and constructor arguments stored in attributes."""
+        for _ in range(4):
+            ref = self.m.canonical(ref, scope)
+            held = self.held_argument(ref, scope)
+            if held is None:
+                break
+            ref = held
+        return ref
+
+    def held_argument(self, ref: str, scope: str) -> Optional[str]:
+        """The object ``obj.attr`` holds when ``obj = C(x, ...)`` (one assignment, in ``scope``
+        or a scope enclosing it) and ``C.__init__`` stores its parameter in that attribute
+        (``self.attr = param``, ``param.to(device)``, a wrapper of it): ``trainer.model`` is
+        ``model`` for ``trainer = Trainer(model)``. None whenever that is not certain: the
+        attribute is assigned anywhere else in the class, conditionally or in a loop, the
+        argument is not passed (a default), or its name is rebound after the construction."""
+        key = (ref, scope)
+        if key in self._held:
+            return self._held[key]
+        self._held[key] = None
+        found = self._held_argument(ref, scope)
+        self._held[key] = found
+        return found
+
+    def _held_argument(self, ref: str, scope: str) -> Optional[str]:
+        from mllint.semantics.builder import _source_ref
+
+        head = _head(ref)
+        if head in ("self", "cls") or not ref.startswith(head + "."):
+            return None
+        attr_chain = ref[len(head) + 1 :]
+        attr = re.split(r"[.\[]", attr_chain, 1)[0]
+        rest = attr_chain[len(attr) :]
+        if not attr.isidentifier():
+            return None
+        cls = self.m.instance_of.get(scope, head)
+        init = self._init_of(cls) if cls else None
+        if cls is None or init is None:
+            return None
+        fn = self.m.functions[init]
+        owner = self.m.class_scope_of(init)
+        target = f"self.{attr}"
+        stores = [
+            (targets, value, ctx)
+            for targets, value, ctx in self.m.assignments
+            if target in targets and ctx.scope != MODULE_SCOPE and self.m.class_scope_of(ctx.scope) in (owner, cls)
+        ]
+        if len(stores) != 1:
+            return None
+        targets, value, ctx = stores[0]
+        if ctx.scope != init or ctx.loop is not None or ctx.conds or ctx.conditional:
+            return None
+        part = _part_for(targets, value, target)
+        source = _source_ref(part) if part is not None else None
+        if source is None:
+            return None
+        param = _head(source)
+        params = [p for p in fn.params if p not in ("self", "cls")]
+        if param not in params or self.m.assigns_locally(init, param):
+            return None
+        suffix = source[len(param) :]
+        # the one assignment that built ``head``, in the nearest scope that assigns it
+        current = scope
+        while True:
+            built = [(t, v, c) for t, v, c in self.m.assignments if c.scope == current and head in t]
+            if built or current == MODULE_SCOPE:
+                break
+            if head in self.m.locals.get(current, ()):
+                return None  # a parameter (or a local bound otherwise): made by the caller
+            current = current.rsplit(".", 1)[0] if "." in current else MODULE_SCOPE
+        if len(built) != 1:
+            return None
+        btargets, call, bctx = built[0]
+        if len(btargets) != 1 or not isinstance(call, cst.Call) or dotted(call.func) != cls:
+            return None
+        arg_expr: Optional[cst.BaseExpression] = None
+        index = 0
+        for arg in call.args:
+            if arg.star:
+                return None
+            if arg.keyword is not None:
+                if arg.keyword.value == param:
+                    arg_expr = arg.value
+            else:
+                if index < len(params) and params[index] == param:
+                    arg_expr = arg.value
+                index += 1
+        argument = _source_ref(arg_expr) if arg_expr is not None else None
+        if argument is None or _head(argument) in ("self", "cls"):
+            return None
+        built_line = self.m.position(call).start.line
+        for t, v, c in self.m.assignments:
+            if c.scope == current and _head(argument) in t and self.m.position(v).start.line > built_line:
+                return None  # rebound after the construction: the object may hold the old one
+        return argument + suffix + rest
+
+    def _init_of(self, cls: str, seen: Optional[Set[str]] = None) -> Optional[str]:
+        """The ``__init__`` a class defined in this file runs (its own or a local base's)."""
+        seen = seen or set()
+        if cls in seen:
+            return None
+        seen.add(cls)
+        key = f"{cls}.__init__"
+        if key in self.m.functions:
+            return key
+        info = self.m.classes.get(cls)
+        for base in info.bases if info else ():
+            found = self._init_of(base.rsplit(".", 1)[-1], seen)
+            if found:
+                return found
+        return None
 
     def _unset_counts(self, scope: str, depth: int) -> bool:
         return depth == 0 or self.loops_over_data(scope)
