@@ -45,6 +45,9 @@ import traceback
 from typing import Any, Dict, List, Optional
 
 
+_MODE_METHODS = ("__torch_dispatch__", "__torch_function__", "__enter__", "__exit__")
+
+
 class StopRun(BaseException):
     """Ends a run early (not an Exception, so a user's `except Exception` cannot swallow it)."""
 
@@ -143,13 +146,17 @@ class Instrument:
 
     # --- frames ----------------------------------------------------------------------------
 
-    def _watched_line(self) -> Optional[int]:
+    def _watched_line(self, skip: int = 2) -> Optional[int]:
+        """The line of the innermost frame of the flagged file on the stack, skipping the file's own
+        dispatch or function modes (a script that measures itself), so the op is charged to the line
+        that called it."""
         if self.watch is None:
             return None
-        frame = sys._getframe(2)
+        frame = sys._getframe(skip)
         depth = 0
         while frame is not None and depth < 200:
-            if frame.f_code.co_filename == self._watch_name:
+            code = frame.f_code
+            if code.co_filename == self._watch_name and code.co_name not in _MODE_METHODS:
                 return frame.f_lineno
             frame = frame.f_back
             depth += 1
@@ -432,14 +439,7 @@ class Instrument:
             entry[1] += nbytes
 
     def _watched_line_from_dispatch(self) -> Optional[int]:
-        frame = sys._getframe(1)
-        depth = 0
-        while frame is not None and depth < 200:
-            if frame.f_code.co_filename == self._watch_name:
-                return frame.f_lineno
-            frame = frame.f_back
-            depth += 1
-        return None
+        return self._watched_line(1)
 
     def on_peak(self, current: int) -> None:
         if self.active_site is not None:
