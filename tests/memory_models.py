@@ -90,11 +90,11 @@ class TBlock(nn.Module):
 class GPT(nn.Module):
     """A small GPT whose output head shares the token embedding's weight (tied)."""
 
-    def __init__(self, vocab=1000, d=64, h=4, n_layer=2, ctx=64):
+    def __init__(self, vocab=1000, d=64, h=4, n_layer=2, ctx=64, dropout=0.1):
         super().__init__()
         self.tok = nn.Embedding(vocab, d)
         self.pos = nn.Embedding(ctx, d)
-        self.blocks = nn.ModuleList(TBlock(d, h) for _ in range(n_layer))
+        self.blocks = nn.ModuleList(TBlock(d, h, dropout) for _ in range(n_layer))
         self.ln = nn.LayerNorm(d)
         self.head = nn.Linear(d, vocab, bias=False)
         self.head.weight = self.tok.weight
@@ -105,6 +105,12 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln(x))
+
+
+def gpt_medium():
+    """GPT-2-medium's shape (~355M parameters: 24 layers, d=1024, 16 heads, vocab 50257, tied head,
+    context 1024), without dropout; for tests/benchmarks/bench_memory.py."""
+    return GPT(vocab=50257, d=1024, h=16, n_layer=24, ctx=1024, dropout=0.0)
 
 
 def gpt(batch_size=4):

@@ -22,12 +22,13 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import torch
+from torch.utils._pytree import tree_map_only
 
 from mllint.config import ConfigError
-from mllint.runtime.tracker import LiveTensorTracker, storage_of
+from mllint.runtime.tracker import LiveTensorTracker, storage_of, tensors_in
 
 from .target import Built, InputSpec, Settings, Target, describe_exception, normalise
 
@@ -266,22 +267,6 @@ class RunResult:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def tensors_in(value: Any, depth: int = 0) -> List["torch.Tensor"]:
-    """Tensors in a model output or an input structure (tensors, lists, tuples, dicts, dataclasses)."""
-    if depth > 20:
-        return []
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in tensors_in(v, depth + 1)]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in tensors_in(v, depth + 1)]
-    fields = getattr(value, "__dataclass_fields__", None)
-    if fields:
-        return [t for name in fields for t in tensors_in(getattr(value, name, None), depth + 1)]
-    return []
-
-
 def default_loss(output: Any) -> "torch.Tensor":
     """The default training loss: the sum over every floating-point output tensor that requires grad
     of its mean in fp32 (``out.float().mean()``). Like a real loss, its gradient with respect to each
@@ -324,23 +309,12 @@ def resize_batch(inputs: Any, batch: int) -> Any:
     if old == 0:
         raise ConfigError("cannot resize inputs with an empty batch dimension")
 
-    def resize(value: Any, depth: int = 0) -> Any:
-        if isinstance(value, torch.Tensor):
-            if value.dim() >= 1 and value.shape[0] == old:
-                index = torch.arange(batch, device=value.device) % old
-                return value[index]
-            return value
-        if depth > 20:
-            return value
-        if isinstance(value, dict):
-            return type(value)((k, resize(v, depth + 1)) for k, v in value.items())
-        if isinstance(value, tuple):
-            return tuple(resize(v, depth + 1) for v in value)
-        if isinstance(value, list):
-            return [resize(v, depth + 1) for v in value]
+    def resize(value: "torch.Tensor") -> "torch.Tensor":
+        if value.dim() >= 1 and value.shape[0] == old:
+            return value[torch.arange(batch, device=value.device) % old]
         return value
 
-    return resize(inputs)
+    return tree_map_only(torch.Tensor, resize, inputs)
 
 
 def inputs_from_specs(specs: List[InputSpec], batch: Optional[int]) -> tuple:
@@ -363,22 +337,13 @@ def move_inputs(inputs: Any, device: str) -> Any:
 
 
 def cast_inputs(inputs: Any, dtype, device: Optional[str] = None) -> Any:
-    def cast(value: Any, depth: int = 0) -> Any:
-        if isinstance(value, torch.Tensor):
-            if device is not None:
-                return value.to(device)
-            return value.to(dtype) if value.is_floating_point() else value
-        if depth > 20:
-            return value
-        if isinstance(value, dict):
-            return type(value)((k, cast(v, depth + 1)) for k, v in value.items())
-        if isinstance(value, tuple):
-            return tuple(cast(v, depth + 1) for v in value)
-        if isinstance(value, list):
-            return [cast(v, depth + 1) for v in value]
-        return value
+    """The inputs moved to `device`, or with their floating tensors cast to `dtype`."""
+    def cast(value: "torch.Tensor") -> "torch.Tensor":
+        if device is not None:
+            return value.to(device)
+        return value.to(dtype) if value.is_floating_point() else value
 
-    return cast(inputs)
+    return tree_map_only(torch.Tensor, cast, inputs)
 
 
 def make_optimizer(name: str, params: List["torch.nn.Parameter"], foreach: Optional[bool]):

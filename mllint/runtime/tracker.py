@@ -13,7 +13,7 @@ Subclasses hook ``on_alloc`` / ``on_free`` to attribute bytes (categories, phase
 from __future__ import annotations
 
 import weakref
-from typing import Callable, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Tuple
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -142,15 +142,17 @@ class LiveTensorTracker(TorchDispatchMode):
         return out
 
 
-def live_bytes_of(tensors: Iterable["torch.Tensor"]) -> int:
-    """Bytes of the distinct storages behind `tensors` (tied weights and views count once)."""
-    seen = {}
-    for tensor in tensors:
-        storage = storage_of(tensor) if isinstance(tensor, torch.Tensor) else None
-        if storage is not None:
-            seen[storage.data_ptr() if storage.device.type != "meta" else id(storage)] = int(storage.nbytes())
-    return sum(seen.values())
-
-
-def optional_tracker(enabled: bool) -> Optional[LiveTensorTracker]:
-    return LiveTensorTracker() if enabled else None
+def tensors_in(value: Any, depth: int = 0) -> List["torch.Tensor"]:
+    """Tensors in a model output or an input structure (tensors, lists, tuples, dicts, dataclasses)."""
+    if depth > 20:
+        return []
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors_in(v, depth + 1)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in tensors_in(v, depth + 1)]
+    fields = getattr(value, "__dataclass_fields__", None)
+    if fields:
+        return [t for name in fields for t in tensors_in(getattr(value, name, None), depth + 1)]
+    return []

@@ -44,6 +44,8 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional
 
+from mllint.runtime.tracker import tensors_in  # the harness runs only in a child that has torch
+
 
 _MODE_METHODS = ("__torch_dispatch__", "__torch_function__", "__enter__", "__exit__")
 
@@ -70,23 +72,6 @@ def _short_error(exc: BaseException) -> str:
     if len(text) > 300:
         text = text[:297] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _flat_tensors(value) -> list:
-    import torch
-    from torch.utils._pytree import tree_flatten
-
-    try:
-        leaves = tree_flatten(value)[0]
-    except Exception:  # unusual containers: look no further
-        leaves = [value]
-    out = []
-    for leaf in leaves:
-        if isinstance(leaf, torch.Tensor):
-            out.append(leaf)
-        elif hasattr(leaf, "logits") and isinstance(getattr(leaf, "logits"), torch.Tensor):
-            out.append(leaf.logits)  # model-output dataclasses
-    return out
 
 
 class _Site:
@@ -349,7 +334,7 @@ class Instrument:
             return None
         torch = self.torch
         site.grad_enabled += int(torch.is_grad_enabled())
-        site.requires_grad += int(any(t.requires_grad for t in _flat_tensors(output)))
+        site.requires_grad += int(any(t.requires_grad for t in tensors_in(output)))
         site.training += int(bool(module.training))
         dropouts = [m for m in module.modules()
                      if "dropout" in type(m).__name__.lower() and float(getattr(m, "p", 0) or 0) > 0]
@@ -417,8 +402,8 @@ class Instrument:
             try:
                 clone = copy.deepcopy(module)
                 with torch.no_grad():
-                    first = _flat_tensors(clone(*args, **(kwargs or {})))
-                    second = _flat_tensors(clone(*args, **(kwargs or {})))
+                    first = tensors_in(clone(*args, **(kwargs or {})))
+                    second = tensors_in(clone(*args, **(kwargs or {})))
                 if len(first) != len(second):
                     return True
                 return any(not torch.equal(a, b) for a, b in zip(first, second))
