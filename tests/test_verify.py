@@ -311,3 +311,35 @@ def test_rules_without_a_runtime_witness_are_not_verifiable(tmp_path):
     proc = run_verify(["--verify", "--format", "json", "leak.py"], tmp_path)
     findings = json.loads(proc.stdout)
     assert findings and all(f["verification"]["verdict"] == "not-verifiable" for f in findings), proc.stdout
+
+
+def test_a_script_against_itself_is_never_confirmed(tmp_path, monkeypatch):
+    """A/A end to end: every rule's finding, with a 'fix' that only adds a comment, runs the same code
+    twice; neither the witnesses nor the timing (8 rounds, A/A control) may confirm anything."""
+    pytest.importorskip("torch")
+    from mllint.engine import FileResult
+    from mllint.verify.runner import Progress, VerifyOptions, verify
+
+    path = tmp_path / "train.py"
+    path.write_text(ALL_BUGS, encoding="utf-8")
+    lines = ALL_BUGS.splitlines()
+    no_op = Fix(Applicability.SAFE, (Edit(1, 1, 1, 1, "# unchanged\n"),))
+
+    def at(code, text):
+        number = next(i for i, line in enumerate(lines, 1) if text in line)
+        column = lines[number - 1].index(text) + 1
+        return Finding("train.py", number, column, number, column + len(text), code, "n", "m", fix=no_op)
+
+    findings = [at("ML001", "loss.backward()"), at("ML002", "model(x)"), at("ML005", "model(x)"),
+                at("ML004", "torch.tensor([[0.5]")]
+    findings[2] = Finding("train.py", findings[1].line, findings[1].column, findings[1].end_line,
+                          findings[1].end_column, "ML005", "n", "m", fix=no_op)
+    monkeypatch.chdir(tmp_path)
+    results = [FileResult("train.py", findings, ALL_BUGS)]
+    import io
+
+    verdicts = verify(results, VerifyOptions(device="cpu", steps=2, rounds=8, timing_budget=120),
+                      Progress(io.StringIO()))
+    assert len(verdicts) == 4
+    for key, verification in verdicts.items():
+        assert verification.verdict == "not-confirmed", (key, verification.to_dict())
