@@ -167,3 +167,11 @@ def raises():
 
 def not_a_model():
     return 42
+
+
+def encoder(batch_size=8):
+    """nn.TransformerEncoder: in inference PyTorch runs its fused fast path
+    (``_transformer_encoder_layer_fwd``) unless a hook is attached to one of its modules."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=256, batch_first=True)
+    return nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False), torch.randn(batch_size, 32, 64)

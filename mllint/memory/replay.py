@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
@@ -372,25 +373,37 @@ def autocast_context(settings: Settings, device: str = "cpu"):
     return contextlib.nullcontext()
 
 
-def cast_model(model, dtype) -> None:
-    """``model.to(dtype)`` for floating parameters and buffers, done by replacing them (``Module.to``
-    swaps tensors in place, which fake tensors with weak references refuse); shared (tied) parameters
-    stay shared."""
+def replace_tensors(model, convert, floating_only: bool = True) -> None:
+    """Replace the model's parameters and buffers by ``convert(tensor)`` (``Module.to`` swaps tensors
+    in place, which fake tensors with weak references refuse); shared (tied) parameters stay shared."""
     done: Dict[int, Any] = {}
     for module in model.modules():
         for name, p in list(module._parameters.items()):
-            if p is None or not p.is_floating_point():
+            if p is None or (floating_only and not p.is_floating_point()):
                 continue
             if id(p) not in done:
-                done[id(p)] = (p, torch.nn.Parameter(p.detach().to(dtype), requires_grad=p.requires_grad))
-            module._parameters[name] = done[id(p)][1]
+                done[id(p)] = (p, torch.nn.Parameter(convert(p.detach()), requires_grad=p.requires_grad))
+            setattr(module, name, done[id(p)][1])  # through __setattr__: nn.LSTM updates _flat_weights
         for name, b in list(module._buffers.items()):
-            if b is None or not b.is_floating_point():
+            if b is None or (floating_only and not b.is_floating_point()):
                 continue
             if id(b) not in done:
-                done[id(b)] = (b, b.detach().to(dtype))
-            module._buffers[name] = done[id(b)][1]
+                done[id(b)] = (b, convert(b.detach()))
+            setattr(module, name, done[id(b)][1])
     done.clear()
+
+
+def cast_model(model, dtype) -> None:
+    """``model.to(dtype)`` for floating parameters and buffers."""
+    replace_tensors(model, lambda t: t.to(dtype))
+
+
+def refresh_fake_tensors(model) -> None:
+    """Give every parameter and buffer a fresh fake tensor. A fake tensor made by ``copy.deepcopy``
+    (``nn.TransformerEncoder`` clones its layer that way) gives its views a storage of their own
+    (torch 2.13), so each ``weight.t()`` would count as a new allocation; a clone's views share its
+    storage, as real tensors' do."""
+    replace_tensors(model, lambda t: t.clone(), floating_only=False)
 
 
 def model_dtype(settings: Settings):
@@ -398,29 +411,31 @@ def model_dtype(settings: Settings):
 
 
 class ModuleHooks:
-    """Keeps ``tracker.modules`` as the stack of modules whose forward is running."""
+    """Keeps ``tracker.modules`` as the stack of modules whose forward is running.
+
+    Global module hooks, filtered to this model's modules: a hook registered on a module itself
+    turns off PyTorch's fused inference paths (nn.TransformerEncoderLayer checks its modules'
+    ``_forward_hooks`` and then runs the slow path, which keeps more tensors), so per-module hooks
+    would make the estimate describe code the user never runs."""
 
     def __init__(self, model, tracker: CategoryTracker) -> None:
-        self.handles = []
-        for name, module in model.named_modules():
-            label = name or f"({type(module).__name__} top level)"
-            self.handles.append(module.register_forward_pre_hook(self._push(tracker, label)))
-            self.handles.append(module.register_forward_hook(self._pop(tracker, label), always_call=True))
+        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-    @staticmethod
-    def _push(tracker, label):
-        def hook(module, args):
-            tracker.modules.append(label)
+        labels = {id(module): name or f"({type(module).__name__} top level)"
+                  for name, module in model.named_modules()}
 
-        return hook
+        def push(module, args):
+            label = labels.get(id(module))
+            if label is not None:
+                tracker.modules.append(label)
 
-    @staticmethod
-    def _pop(tracker, label):
-        def hook(module, args, output):
-            if tracker.modules and tracker.modules[-1] == label:
+        def pop(module, args, output):
+            label = labels.get(id(module))
+            if label is not None and tracker.modules and tracker.modules[-1] == label:
                 tracker.modules.pop()
 
-        return hook
+        self.handles = [register_module_forward_pre_hook(push),
+                        register_module_forward_hook(pop, always_call=True)]
 
     def remove(self) -> None:
         for handle in self.handles:
@@ -459,9 +474,12 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     outer = fake_mode() if fake else contextlib.nullcontext()
     hooks = None
     try:
-        with outer, tracker:
+        with warnings.catch_warnings(), outer, tracker:
+            # copy.deepcopy of a fake tensor (in the TARGET's own code) reads its data pointer,
+            # which torch warns about; nothing the user can act on.
+            warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
             on = device.name if device is not None else "cpu"
-            model, inputs, loss_fn, batch, natural = _build(target, settings, batch, tracker, on)
+            model, inputs, loss_fn, batch, natural = _build(target, settings, batch, tracker, on, fake)
             if device is not None:
                 device.reset_peak()
             result = RunResult(settings.mode, batch, fake, loss="default" if loss_fn is None else "TARGET's loss_fn")
@@ -491,7 +509,7 @@ def _phase_label(phase: str) -> str:
     return "the TARGET function" if phase == "build" else phase
 
 
-def _build(target: Target, settings: Settings, batch: Optional[int], tracker: CategoryTracker, on: str = "cpu"):
+def _build(target: Target, settings: Settings, batch: Optional[int], tracker: CategoryTracker, on: str = "cpu", fake: bool = False):
     tracker.set_phase("build")
     try:
         raw = target.function(batch_size=batch) if (target.takes_batch_size and batch is not None) else target.function()
@@ -515,6 +533,8 @@ def _build(target: Target, settings: Settings, batch: Optional[int], tracker: Ca
                 inputs = resize_batch(inputs, batch)
             except (IndexError, RuntimeError) as exc:
                 raise ConfigError(f"cannot resize the inputs to batch {batch}: {describe_exception(exc)}") from None
+    if fake:
+        refresh_fake_tensors(model)
     cast = model_dtype(settings)
     if cast is not None:
         cast_model(model, cast)
