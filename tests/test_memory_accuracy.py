@@ -135,11 +135,23 @@ def test_lower_precision_matches_real(dtype):
         assert est.run.parameters_bytes == 4 * est.run.n_params
 
 
-def test_data_dependent_model_falls_back_to_real_runs_and_extrapolates():
+def test_data_dependent_small_model_is_measured_at_its_own_batch():
+    target = load_target(f"{MODELS}:masked")
+    est = Estimator(target, Settings()).at(16)
+    assert est.method == "real"  # fake tensors cannot run it; small enough to run for real at batch 16
+    assert est.fallback_batches == (16,)
+    assert "fake tensors could not run" in est.notes[0]
+    real = measure_real(target.function, "train", batch_size=16)
+    assert abs(est.run.peak - real["peak"]) <= 0.02 * real["peak"], (est.run.peak, real["peak"])
+
+
+def test_data_dependent_large_model_is_extrapolated_from_small_real_runs(monkeypatch):
+    from mllint.memory import estimate
+
+    monkeypatch.setattr(estimate, "real_run_limit", lambda: 0)  # as if batch 16 were too large to run
     target = load_target(f"{MODELS}:masked")
     est = Estimator(target, Settings()).at(16)
     assert est.method == "extrapolated"
     assert est.fallback_batches == (2, 4)
-    assert "fake tensors could not run" in est.notes[0]
     real = measure_real(target.function, "train", batch_size=16)
     assert abs(est.run.peak - real["peak"]) <= 0.02 * real["peak"], (est.run.peak, real["peak"])

@@ -137,6 +137,22 @@ def extrapolate(r1: RunResult, r2: RunResult, batch: int) -> RunResult:
     return out
 
 
+REAL_RUN_CAP = 1 << 30  # at most 1 GiB of tensors for a real fallback run at the full batch
+
+
+def real_run_limit() -> int:
+    """How large a real fallback run at the full batch may be: 1 GiB, or a quarter of the memory
+    available now when that is less."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return min(REAL_RUN_CAP, int(line.split()[1]) * 1024 // 4)
+    except (OSError, ValueError, IndexError):
+        pass
+    return REAL_RUN_CAP
+
+
 class Estimator:
     """Estimates for one TARGET and settings, at any batch size."""
 
@@ -198,6 +214,19 @@ class Estimator:
         small, larger, reason = self._fallback
         batch = batch if batch is not None else (small.natural_batch or larger.batch)
         run = extrapolate(small, larger, batch)
+        if run.peak <= real_run_limit():
+            # Small enough to run for real at this very batch: measured, not extrapolated (activations
+            # that depend on the data, e.g. masked token counts, do not scale linearly in batch).
+            try:
+                measured = replay(self.target, self.settings, batch, fake=False, foreach=self.foreach)
+            except StepError:
+                measured = None
+            if measured is not None:
+                est = Estimate(self.settings, measured, "real", fallback_reason=reason, fallback_batches=(batch,))
+                est.notes.append(f"fake tensors could not run the model ({reason}); measured with real tensors at "
+                                 f"batch {batch} instead (extrapolation predicted {run.peak:,} B, under the "
+                                 f"{real_run_limit():,} B limit for real runs; this used real memory)")
+                return est
         est = Estimate(self.settings, run, "extrapolated", fallback_reason=reason,
                        fallback_batches=(small.batch, larger.batch))
         est.notes.append(f"fake tensors could not run the model ({reason}); the estimate is a linear "
