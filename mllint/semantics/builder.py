@@ -524,7 +524,7 @@ class _Builder(cst.CSTVisitor):
                 cls = self._enclosing_class(ctx.scope)
             elif receiver is not None:
                 cls = self.m.instance_of.get(ctx.scope, receiver)
-            return self._method_key(cls, method) if cls else None
+            return self.m.method_key(cls, method) if cls else None
         return None
 
     def _enclosing_class(self, scope: str) -> Optional[str]:
@@ -532,23 +532,6 @@ class _Builder(cst.CSTVisitor):
         for end in range(len(parts) - 1, 0, -1):
             if parts[end - 1] in self.m.classes:
                 return parts[end - 1]
-        return None
-
-    def _method_key(self, cls: Optional[str], method: str, seen=None) -> Optional[str]:
-        if cls is None:
-            return None
-        seen = seen or set()
-        if cls in seen:
-            return None
-        seen.add(cls)
-        key = f"{cls}.{method}"
-        if key in self.m.functions:
-            return key
-        info = self.m.classes.get(cls)
-        for base in info.bases if info else ():
-            found = self._method_key(base.rsplit(".", 1)[-1], method, seen)
-            if found:
-                return found
         return None
 
     def _bind_arguments(self, key: str, call: cst.Call, func: cst.BaseExpression) -> Dict[str, Optional[str]]:

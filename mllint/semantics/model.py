@@ -201,6 +201,25 @@ class FileModel:
         return self._positions[node]
 
     # --- roles --------------------------------------------------------------------------
+    def method_key(self, cls: Optional[str], method: str, seen: Optional[set] = None) -> Optional[str]:
+        """The function key (``Class.method``) that `method` of a class defined in this file runs:
+        its own, else the first local base class's (method resolution through local bases)."""
+        if cls is None:
+            return None
+        seen = seen if seen is not None else set()
+        if cls in seen:
+            return None
+        seen.add(cls)
+        key = f"{cls}.{method}"
+        if key in self.functions:
+            return key
+        info = self.classes.get(cls)
+        for base in info.bases if info else ():
+            found = self.method_key(base.rsplit(".", 1)[-1], method, seen)
+            if found:
+                return found
+        return None
+
     def canonical(self, ref: str, scope: str) -> str:
         """Follow assignments ``a = b`` / ``a = DDP(b.to(dev))`` back to the original object."""
         seen = set()

@@ -1643,7 +1643,7 @@ class Phases:
         if not attr.isidentifier():
             return None
         cls = self.m.instance_of.get(scope, head)
-        init = self._init_of(cls) if cls else None
+        init = self.m.method_key(cls, "__init__") if cls else None
         if cls is None or init is None:
             return None
         fn = self.m.functions[init]
@@ -1702,22 +1702,6 @@ class Phases:
             if c.scope == current and _head(argument) in t and self.m.position(v).start.line > built_line:
                 return None  # rebound after the construction: the object may hold the old one
         return argument + suffix + rest
-
-    def _init_of(self, cls: str, seen: Optional[Set[str]] = None) -> Optional[str]:
-        """The ``__init__`` a class defined in this file runs (its own or a local base's)."""
-        seen = seen or set()
-        if cls in seen:
-            return None
-        seen.add(cls)
-        key = f"{cls}.__init__"
-        if key in self.m.functions:
-            return key
-        info = self.m.classes.get(cls)
-        for base in info.bases if info else ():
-            found = self._init_of(base.rsplit(".", 1)[-1], seen)
-            if found:
-                return found
-        return None
 
     def _unset_counts(self, scope: str, depth: int) -> bool:
         return depth == 0 or self.loops_over_data(scope)
