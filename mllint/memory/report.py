@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Dict, List, Optional
+
+from mllint.runtime.units import format_bytes
 
 from .estimate import BatchSearch, Estimate
 
@@ -22,13 +25,7 @@ OPTIMIZER_NAMES = {"sgd": "SGD", "sgd-momentum": "SGD (momentum)", "adam": "Adam
                    "adagrad": "Adagrad", "rmsprop": "RMSprop"}
 
 
-def human(nbytes: float) -> str:
-    value = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-    return f"{value:.2f} TiB"
+human = partial(format_bytes, digits=2)  # 1,536 -> "1.50 KiB"
 
 
 def count(n: int) -> str:

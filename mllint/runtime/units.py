@@ -5,7 +5,7 @@ from __future__ import annotations
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
-def format_bytes(count: float) -> str:
+def format_bytes(count: float, digits: int = 1) -> str:
     value = float(count)
     sign = "-" if value < 0 else ""
     value = abs(value)
@@ -13,6 +13,6 @@ def format_bytes(count: float) -> str:
         if value < 1024 or unit == _UNITS[-1]:
             if unit == "B":
                 return f"{sign}{int(value)} B"
-            return f"{sign}{value:.1f} {unit}"
+            return f"{sign}{value:.{digits}f} {unit}"
         value /= 1024
-    return f"{sign}{value:.1f} TiB"
+    return f"{sign}{value:.{digits}f} TiB"
