@@ -8,7 +8,7 @@
 How subcommands and paths share the command line: ``rules``, ``explain`` and ``memory``
 are subcommands only as the very first argument, spelled exactly so. Anything else is the
 lint command, so ``mllint src/`` and ``mllint --fix rules/`` lint paths, and a
-directory literally named ``rules`` or ``explain`` is linted with ``mllint ./rules``
+directory literally named ``rules``, ``explain`` or ``memory`` is linted with ``mllint ./rules``
 or ``mllint -- rules``. No other word is reserved.
 
 Exit codes: 0 no findings, 1 findings remain (or ``--diff`` would change files),
@@ -34,7 +34,7 @@ Commands (only as the first argument):
   mllint rules [--format json]   list the rules
   mllint explain CODE            explain a rule
   mllint memory TARGET [...]     predict peak training / inference memory (needs torch)
-To lint a directory named `rules` or `explain`, write `mllint ./rules` or `mllint -- rules`.
+To lint a directory named `rules`, `explain` or `memory`, write `mllint ./rules` or `mllint -- rules`.
 
 \b
 Exit status: 0 no problems, 1 problems found, 2 usage, configuration or internal error.
