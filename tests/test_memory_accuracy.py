@@ -95,10 +95,9 @@ def test_model_states_hand_computed():
 
 def test_tied_weights_counted_once():
     est = Estimator(load_target(f"{MODELS}:gpt"), Settings()).at(None)
-    vocab, d, ctx = 1000, 64, 64
-    model = torch.nn.Module()
-    from tests.memory_models import GPT
+    from memory_models import GPT  # tests/ is on sys.path (rootdir-relative test modules)
 
+    vocab, d = 1000, 64
     model = GPT()
     unique = {id(p): p.numel() for p in model.parameters()}
     assert est.run.n_params == sum(unique.values())
