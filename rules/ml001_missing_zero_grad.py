@@ -240,6 +240,64 @@ def _insert_near(model: FileModel, effect: LoopEffect, names: List[str], calls: 
     return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} {where}")
 
 
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _in_comprehension(effect: LoopEffect) -> bool:
+    """Whether the effect (or the call in the loop's scope that reaches it) sits in a comprehension:
+    it then runs any number of times per pass through the loop body."""
+    local = effect.via[0] if effect.via else effect.origin
+    if local is None or local.ctx.statement is None:
+        return False
+    target = local.node
+    found = []
+
+    class _Finder(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.depth = 0
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if node is target and self.depth:
+                found.append(node)
+            if isinstance(node, _COMPREHENSIONS):
+                self.depth += 1
+            return not found
+
+        def on_leave(self, node: cst.CSTNode) -> None:
+            if isinstance(node, _COMPREHENSIONS):
+                self.depth -= 1
+
+    local.ctx.statement.visit(_Finder())
+    return bool(found)
+
+
+def _helper_fix(model: FileModel, steps: List[LoopEffect], site: LoopEffect) -> Optional[Fix]:
+    """Clear at the start of the helper that runs the backward pass and the step together, on
+    every call: ``[self._train_step(b) for b in batches]`` steps once per item, so clearing at
+    the top of the surrounding loop would not isolate the steps."""
+    if len(steps) != 1 or len(site.via) != 1 or len(steps[0].via) != 1:
+        return None
+    step = steps[0]
+    if site.via[0].node is not step.via[0].node:
+        return None
+    helper = model.functions.get(step.via[0].callee or "")
+    call = step.node
+    if helper is None or not isinstance(call, cst.Call) or call.args:
+        return None
+    own = {id(e.node): e for e in model.effects_in(helper.key)}
+    for node in (site.node, step.node):  # both in the helper's own body, on every call
+        effect = own.get(id(node))
+        if effect is None or effect.ctx.conditional or effect.ctx.loop is not None:
+            return None
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"):
+        return None
+    name = model.module.code_for_node(call.func.value)
+    if _zero_grad_statement(name) is None:
+        return None
+    short = helper.key.rsplit(".", 1)[-1]
+    return _insert_at_top(model, helper.node.body, [name], f"`{name}.zero_grad()`", f"at the start of `{short}()`")
+
+
 def _closure_of(model: FileModel, site: LoopEffect):
     """The closure function a step calls, when ``site`` (a backward pass) runs inside it."""
     for call in site.via[:1]:
@@ -275,6 +333,8 @@ def _fix(
         if any(n.split(".")[0] not in ("self",) and model.assigns_locally(closure.key, n.split(".")[0]) for n in names):
             return None
         return _insert_at_top(model, closure.node.body, names, calls, "at the start of the closure")
+    if any(_in_comprehension(e) for e in [site, *steps]):
+        return _helper_fix(model, steps, site)
     accumulating = [s for s in steps if s.conditional and (s.origin is None or any(counts_iterations(c, loop.targets) for c in s.conds))]
     if accumulating:
         return _insert_near(model, steps[0], names, calls, after=True) if len(steps) == 1 else None
@@ -551,6 +611,64 @@ VALID = [
 ]
 
 INVALID = [
+    # the training steps run in a comprehension: clear at the start of the helper that steps
+    Example(
+        """
+import torch
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def _train_step(self, batch):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def fit(self, batches, epochs):
+        for epoch in range(epochs):
+            losses = [self._train_step(b) for b in batches]
+""",
+        fixed="""
+import torch
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def _train_step(self, batch):
+        self.optimizer.zero_grad()
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def fit(self, batches, epochs):
+        for epoch in range(epochs):
+            losses = [self._train_step(b) for b in batches]
+""",
+    ),
+    # a comprehension over a helper that steps only sometimes: no safe place to clear, no fix
+    Example(
+        """
+import torch
+
+def train_step(model, optimizer, batch, i):
+    loss = model(batch).mean()
+    loss.backward()
+    if i % 4 == 0:
+        optimizer.step()
+
+def fit(model, optimizer, batches, epochs):
+    for epoch in range(epochs):
+        [train_step(model, optimizer, b, i) for i, b in enumerate(batches)]
+"""
+    ),
     # no clearing at all
     Example(
         """
