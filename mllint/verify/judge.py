@@ -111,7 +111,10 @@ def judge_ml001(finding: Finding, original: dict, fixed: dict, j: _Judgement) ->
                                  f" (fixed: {fixed_growth:.2f}x)")
             return
     if j.witness is False:
-        j.reason = "the gradients applied by the original were as fresh as the fixed version's"
+        stale = any(fractions and max(fractions) > STALE_CONFIRMED for fractions in before)
+        j.reason = ("the fixed version still applies gradients left over from earlier steps (its fix does not"
+                    " clear them before every step)" if stale
+                    else "the gradients the original applied were fresh at every step")
 
 
 def judge_ml002(finding: Finding, original: dict, fixed: dict, orig_lines, fixed_lines, j: _Judgement) -> None:
