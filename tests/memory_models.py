@@ -175,3 +175,48 @@ def encoder(batch_size=8):
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=256, batch_first=True)
     return nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False), torch.randn(batch_size, 32, 64)
+
+
+class TinyViT(nn.Module):
+    """Patch embedding, class token and positions initialised with trunc_normal_ (which redraws
+    values in a data-dependent loop), then nn.TransformerEncoder."""
+
+    def __init__(self, patch=8, dim=48, depth=2, classes=10):
+        super().__init__()
+        self.embed = nn.Conv2d(3, dim, patch, stride=patch)
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos = nn.Parameter(torch.zeros(1, 1 + (32 // patch) ** 2, dim))
+        nn.init.trunc_normal_(self.pos, std=0.02)
+        nn.init.trunc_normal_(self.cls, std=0.02)
+        layer = nn.TransformerEncoderLayer(dim, 4, 2 * dim, batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        tokens = self.embed(x).flatten(2).transpose(1, 2)
+        tokens = torch.cat([self.cls.expand(x.shape[0], -1, -1), tokens], dim=1) + self.pos
+        return self.head(self.encoder(tokens)[:, 0])
+
+
+def vit(batch_size=8):
+    torch.manual_seed(0)
+    return TinyViT(), torch.randn(batch_size, 3, 32, 32)
+
+
+class Seq2Seq(nn.Module):
+    """nn.Transformer with a causal target mask (torch compares it with a causal mask: data-dependent)."""
+
+    def __init__(self, vocab=200, dim=32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.transformer = nn.Transformer(dim, 4, 1, 1, 64, batch_first=True)
+        self.out = nn.Linear(dim, vocab)
+
+    def forward(self, src, tgt):
+        mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1])
+        return self.out(self.transformer(self.embed(src), self.embed(tgt), tgt_mask=mask))
+
+
+def seq2seq(batch_size=8):
+    torch.manual_seed(0)
+    return Seq2Seq(), (torch.randint(0, 200, (batch_size, 12)), torch.randint(0, 200, (batch_size, 10)))

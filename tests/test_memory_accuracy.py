@@ -48,7 +48,7 @@ def measure_real(function, mode, optimizer="adamw", batch_size=None, steps=2):
     return {"peak": tracker.peak, "start": start, "grads": grads, "state": state}
 
 
-CASES = [("mlp", None), ("cnn", None), ("gpt", None), ("lstm", None), ("encoder", None)]
+CASES = [("mlp", None), ("cnn", None), ("gpt", None), ("lstm", None), ("encoder", None), ("vit", None), ("seq2seq", None)]
 
 
 @pytest.mark.parametrize("mode", ["train", "inference"])

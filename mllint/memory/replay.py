@@ -460,6 +460,45 @@ def fake_mode():
     return FakeTensorMode(allow_non_fake_inputs=True)
 
 
+def _value_free_trunc_normal(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    return tensor
+
+
+def _causal_unknown(mask, is_causal=None, size=None):
+    return bool(is_causal)
+
+
+# torch internals that look at tensor values where only shapes matter for memory. Fake tensors have
+# no values, so these raise DataDependentOutputException and would force a real run:
+# - nn.init.trunc_normal_ redraws out-of-range values in a loop (`if not mask.any()`); under fake
+#   mode initial values are irrelevant (ViTs and most timm models call it in __init__);
+# - nn.Transformer* compare a given mask with a causal one (`_detect_is_causal_mask`) to decide
+#   whether to pass is_causal: under fake mode the hint given by the caller is used (False when
+#   none), so the mask is applied as given.
+# They are looked up as module globals at call time, so patching the module covers every import.
+_FAKE_PATCHES = (
+    ("torch.nn.init", "_no_grad_trunc_normal_", _value_free_trunc_normal),
+    ("torch.nn.modules.transformer", "_detect_is_causal_mask", _causal_unknown),
+)
+
+
+@contextlib.contextmanager
+def value_free_internals():
+    import importlib
+
+    saved = []
+    try:
+        for module_name, attribute, replacement in _FAKE_PATCHES:
+            module = importlib.import_module(module_name)
+            if hasattr(module, attribute):
+                saved.append((module, attribute, getattr(module, attribute)))
+                setattr(module, attribute, replacement)
+        yield
+    finally:
+        for module, attribute, original in saved:
+            setattr(module, attribute, original)
+
+
 def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
            foreach: Optional[bool] = None, steps: Optional[int] = None, device=None) -> RunResult:
     """Build TARGET's model and inputs and replay the step(s), under FakeTensorMode if `fake`.
@@ -472,9 +511,10 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     tracker = CategoryTracker()
     started = time.perf_counter()
     outer = fake_mode() if fake else contextlib.nullcontext()
+    patches = value_free_internals() if fake else contextlib.nullcontext()
     hooks = None
     try:
-        with warnings.catch_warnings(), outer, tracker:
+        with warnings.catch_warnings(), patches, outer, tracker:
             # copy.deepcopy of a fake tensor (in the TARGET's own code) reads its data pointer,
             # which torch warns about; nothing the user can act on.
             warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
