@@ -611,64 +611,6 @@ VALID = [
 ]
 
 INVALID = [
-    # the training steps run in a comprehension: clear at the start of the helper that steps
-    Example(
-        """
-import torch
-
-class Trainer:
-    def __init__(self, model):
-        self.model = model
-        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-
-    def _train_step(self, batch):
-        x, y = batch
-        loss = torch.nn.functional.mse_loss(self.model(x), y)
-        loss.backward()
-        self.optimizer.step()
-        return loss.item()
-
-    def fit(self, batches, epochs):
-        for epoch in range(epochs):
-            losses = [self._train_step(b) for b in batches]
-""",
-        fixed="""
-import torch
-
-class Trainer:
-    def __init__(self, model):
-        self.model = model
-        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-
-    def _train_step(self, batch):
-        self.optimizer.zero_grad()
-        x, y = batch
-        loss = torch.nn.functional.mse_loss(self.model(x), y)
-        loss.backward()
-        self.optimizer.step()
-        return loss.item()
-
-    def fit(self, batches, epochs):
-        for epoch in range(epochs):
-            losses = [self._train_step(b) for b in batches]
-""",
-    ),
-    # a comprehension over a helper that steps only sometimes: no safe place to clear, no fix
-    Example(
-        """
-import torch
-
-def train_step(model, optimizer, batch, i):
-    loss = model(batch).mean()
-    loss.backward()
-    if i % 4 == 0:
-        optimizer.step()
-
-def fit(model, optimizer, batches, epochs):
-    for epoch in range(epochs):
-        [train_step(model, optimizer, b, i) for i, b in enumerate(batches)]
-"""
-    ),
     # no clearing at all
     Example(
         """
@@ -1083,5 +1025,63 @@ for step in range(1000):
     torch.autograd.backward(losses)
     optimizer.step()
 """,
+    ),
+    # the training steps run in a comprehension: clear at the start of the helper that steps
+    Example(
+        """
+import torch
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def _train_step(self, batch):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def fit(self, batches, epochs):
+        for epoch in range(epochs):
+            losses = [self._train_step(b) for b in batches]
+""",
+        fixed="""
+import torch
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def _train_step(self, batch):
+        self.optimizer.zero_grad()
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def fit(self, batches, epochs):
+        for epoch in range(epochs):
+            losses = [self._train_step(b) for b in batches]
+""",
+    ),
+    # a comprehension over a helper that steps only sometimes: no safe place to clear, no fix
+    Example(
+        """
+import torch
+
+def train_step(model, optimizer, batch, i):
+    loss = model(batch).mean()
+    loss.backward()
+    if i % 4 == 0:
+        optimizer.step()
+
+def fit(model, optimizer, batches, epochs):
+    for epoch in range(epochs):
+        [train_step(model, optimizer, b, i) for i, b in enumerate(batches)]
+"""
     ),
 ]
