@@ -198,20 +198,16 @@ def _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds):
 
 def _verify(results, options):
     """Run the verifier; a missing torch or an unusable device is a one-line error (exit 2)."""
-    import importlib.util
-
     from mllint.config import ConfigError
-
-    if importlib.util.find_spec("torch") is None:
-        raise ConfigError("--verify needs PyTorch, which is not installed: pip install 'mllint-pitfalls[torch]'"
-                          " (or pip install torch)")
-    from mllint.runtime.device import DeviceError, select
-    from mllint.verify.runner import verify
+    from mllint.runtime.device import DeviceError, require_torch, select
 
     try:
+        require_torch("--verify")
         options.device = select(options.device).name
     except DeviceError as exc:
         raise ConfigError(str(exc)) from None
+    from mllint.verify.runner import verify
+
     return verify(results, options)
 
 

@@ -198,12 +198,9 @@ def test_verify_option_errors_are_one_line(tmp_path):
 
 
 def test_verify_without_torch_says_how_to_install(monkeypatch, capsys, tmp_path):
-    import importlib.util
-
     from mllint import cli
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
     (tmp_path / "train.py").write_text(ALL_BUGS, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     assert cli.run(["--verify", "--no-cache", "train.py"]) == 2

@@ -151,7 +151,7 @@ def require_torch(feature: str):
         import torch
     except ImportError:
         raise DeviceError(
-            f"{feature} needs PyTorch, which is not installed: pip install 'mllint-pitfalls[torch]'"
-            " (or pip install torch)"
+            f"{feature} needs PyTorch, which is not installed: pip install torch"
+            " (or install mllint with its `torch` extra: pip install '.[torch]' from a clone)"
         ) from None
     return torch
