@@ -1088,6 +1088,16 @@ class _Analysis:
         self.df.splits[info.sid] = info
         return info
 
+    def _shared_split(self, table: dict, key, node: cst.CSTNode, kind: str, label: str) -> SplitInfo:
+        """The unconfirmed split registered under `key` in `table`, made on first use (every slice
+        of the same rows, every mask on the same column, is one split)."""
+        sid = table.get(key)
+        if sid is not None:
+            return self.df.splits[sid]
+        info = self._new_split(node, kind, label, confirmed=False)
+        table[key] = info.sid
+        return info
+
     def _slice_part(self, data: Val, base_node: cst.BaseExpression, sl: cst.Slice, node: cst.CSTNode) -> Val:
         base_text = _text(self.m, base_node)
         lower = _bound_text(self.m, sl.lower, base_text)
@@ -1096,12 +1106,7 @@ class _Analysis:
             return data
         # one split per data (by its rows): series[:n] and scaled[n:] split the same rows
         key = (self.scope, data.rows or base_text)
-        sid = self.slice_keys.get(key)
-        if sid is None:
-            info = self._new_split(node, "slice", f"slicing `{base_text}`", confirmed=False)
-            self.slice_keys[key] = info.sid
-        else:
-            info = self.df.splits[sid]
+        info = self._shared_split(self.slice_keys, key, node, "slice", f"slicing `{base_text}`")
         uppers, lowers = info.bounds
         if lower is None:
             part = TRAIN
@@ -1153,12 +1158,7 @@ class _Analysis:
         else:
             return None
         mask_key = (self.scope, data.rows or base_text, key)
-        sid = self.mask_keys.get(mask_key)
-        if sid is None:
-            info = self._new_split(comparison, "mask", f"the masks on `{left}`", confirmed=False)
-            self.mask_keys[mask_key] = info.sid
-        else:
-            info = self.df.splits[sid]
+        info = self._shared_split(self.mask_keys, mask_key, comparison, "mask", f"the masks on `{left}`")
         info.seen_parts.add(part)
         if TRAIN in info.seen_parts and (TEST in info.seen_parts or VAL in info.seen_parts):
             info.confirmed = True
