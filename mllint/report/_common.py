@@ -55,12 +55,12 @@ class ReportOptions:
     rules: dict = field(default_factory=_all_rules)
     unsafe_fixes: bool = False
     color: Optional[bool] = None
-    verifications: Optional[dict] = None  # --verify: (path, line, column, code) -> Verification
+    verifications: Optional[dict] = None  # --verify: Finding.sort_key() -> Verification
 
     def verification(self, finding: Finding):
         if not self.verifications:
             return None
-        return self.verifications.get((finding.path, finding.line, finding.column, finding.code))
+        return self.verifications.get(finding.sort_key())
 
 
 # ---------------------------------------------------------------- findings

@@ -221,6 +221,13 @@ class Instrument:
 
     # --- optimizer steps (evidence) ---------------------------------------------------------
 
+    def new_run(self) -> None:
+        """Forget the previous run (timing workers run the script again and again)."""
+        self.sites.clear()
+        self.optimizer_steps = 0
+        self.depth = 0
+        self._call_stack.clear()
+
     def _after_step(self, optimizer, args, kwargs) -> None:
         self.optimizer_steps += 1
         if self.stop_after_steps and self.optimizer_steps >= self.stop_after_steps:
@@ -417,14 +424,11 @@ class Instrument:
     # --- allocations (evidence) -------------------------------------------------------------
 
     def on_allocation(self, nbytes: int) -> None:
-        line = self._watched_line_from_dispatch()
+        line = self._watched_line(2)
         if line is not None:
             entry = self.line_allocs.setdefault(line, [0, 0])
             entry[0] += 1
             entry[1] += nbytes
-
-    def _watched_line_from_dispatch(self) -> Optional[int]:
-        return self._watched_line(1)
 
     def on_peak(self, current: int) -> None:
         if self.active_site is not None:
@@ -455,7 +459,7 @@ class Instrument:
 # --- running the target ----------------------------------------------------------------------
 
 
-def _load_entry(entry: str, script: str):
+def _load_entry(entry: str):
     target, _, function = entry.rpartition(":")
     if not target or not function:
         raise ValueError(f"--entry must be module:function or path.py:function, not `{entry}`")
@@ -478,7 +482,7 @@ def run_target(spec: Dict[str, Any]) -> None:
     sys.argv = [script]
     try:
         if entry:
-            _load_entry(entry, script)()
+            _load_entry(entry)()
         else:
             runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
@@ -512,9 +516,8 @@ def evidence_main(spec: Dict[str, Any]) -> int:
     except StopRun:
         pass
     except BaseException as exc:  # the user's code failed: report why, never crash
-        instrument.uninstall()
         result = {"ok": False, "error": _short_error(exc), "traceback": traceback.format_exc(limit=-3)}
-    else:
+    finally:
         instrument.uninstall()
     result["seconds"] = time.perf_counter() - started
     result.update(instrument.results())
@@ -532,19 +535,15 @@ def worker_main(spec: Dict[str, Any]) -> int:
     _prepare(spec)
     instrument = Instrument(spec, evidence=False)
     instrument.install()
-    from mllint.runtime.device import CudaDevice, Device
-
-    device = CudaDevice(0) if spec.get("device") == "cuda" else Device()
     proto.write(json.dumps({"ready": True}) + "\n")
     for command in sys.stdin:
         if command.strip() != "run":
             break
-        instrument.sites.clear()
-        instrument.optimizer_steps = 0
+        instrument.new_run()
         _seed_all()
         reply: Dict[str, Any] = {"ok": True}
         try:
-            with device.timed() as timing:
+            with instrument.device.timed() as timing:
                 run_target(spec)
         except StopRun:
             pass
@@ -553,8 +552,6 @@ def worker_main(spec: Dict[str, Any]) -> int:
         if reply["ok"]:
             reply["seconds"] = timing.seconds
             reply["sites"] = {str(k): v.forward_seconds for k, v in instrument.sites.items()}
-        instrument.depth = 0
-        instrument._call_stack.clear()
         proto.write(json.dumps(reply) + "\n")
     return 0
 

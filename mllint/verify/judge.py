@@ -8,6 +8,7 @@ confirmed: every witness compares the two variants.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 from mllint.findings import Finding
@@ -18,6 +19,18 @@ from mllint.verify.stats import judge_timing
 # fixed version must stay below the lower bound (float rounding of re-summed gradients).
 STALE_CONFIRMED = 0.01
 STALE_CLEAN = 1e-4
+
+
+@dataclass
+class Verification:
+    verdict: str  # confirmed | not-confirmed | could-not-run | not-verifiable
+    summary: str
+    evidence: List[dict] = field(default_factory=list)
+    details: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"verdict": self.verdict, "summary": self.summary, "evidence": self.evidence,
+                "details": self.details}
 
 
 def _entry(metric: str, original, fixed, ratio: Optional[float] = None, interval=None) -> dict:
@@ -244,14 +257,12 @@ def site_lines(finding: Finding) -> List[int]:
 # --- the verdict -------------------------------------------------------------------------------
 
 
-def judge(finding: Finding, original, fixed, timing: Optional[dict], options) -> "object":
-    from mllint.verify.runner import Verification
-
-    from mllint.verify.runner import finding_key
-
+def judge(finding: Finding, original, fixed, timing: Optional[dict]) -> Verification:
+    """The verdict for `finding` from the runs of the original and fixed variants (``Variant``
+    objects of runner.py: ``evidence`` and ``finding_lines``) and the timing comparison, if any."""
     j = _Judgement()
     a, b = original.evidence, fixed.evidence
-    key = finding_key(finding)
+    key = finding.sort_key()
     lines, fixed_lines = original.finding_lines[key], fixed.finding_lines[key]
     if finding.code == "ML001":
         judge_ml001(finding, a, b, j)

@@ -27,6 +27,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from mllint.findings import Finding, apply_edits, split_lines
 from mllint.verify import judge
+from mllint.verify.judge import Verification
 from mllint.verify.stats import paired_ratio
 
 RUNTIME_RULES = ("ML001", "ML002", "ML004", "ML005")
@@ -47,22 +48,6 @@ class VerifyOptions:
     rounds: int = 20
     threads: int = 1
     timing_budget: float = 60.0
-
-
-@dataclass
-class Verification:
-    verdict: str  # confirmed | not-confirmed | could-not-run | not-verifiable
-    summary: str
-    evidence: List[dict] = field(default_factory=list)
-    details: List[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "summary": self.summary, "evidence": self.evidence,
-                "details": self.details}
-
-
-def finding_key(finding: Finding) -> Tuple[str, int, int, str]:
-    return (finding.path, finding.line, finding.column, finding.code)
 
 
 # --- progress ------------------------------------------------------------------------------
@@ -172,43 +157,45 @@ def _copy_root(path: str) -> str:
     return directory
 
 
+def _skipped(directory: str, name: str) -> bool:
+    """Left out of the sandbox copy: VCS and cache folders, virtualenvs, files over MAX_FILE_BYTES."""
+    full = os.path.join(directory, name)
+    if name in SKIP_DIRS:
+        return True
+    if os.path.isdir(full):
+        return os.path.exists(os.path.join(full, "pyvenv.cfg"))
+    if os.path.isfile(full) and not os.path.islink(full):
+        try:
+            return os.path.getsize(full) > MAX_FILE_BYTES
+        except OSError:
+            return True
+    return False
+
+
 def _tree_size(root: str, limit: int) -> int:
     """Bytes the copy of `root` would take, counted until `limit` (more than MAX_TREE_FILES files
     counts as over the limit)."""
     total = 0
     files_seen = 0
     for current, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not os.path.exists(os.path.join(current, d, "pyvenv.cfg"))]
+        dirs[:] = [d for d in dirs if not _skipped(current, d)]
         files_seen += len(files)
         if files_seen > MAX_TREE_FILES:
             return limit + 1
         for name in files:
+            if _skipped(current, name):
+                continue
             try:
-                size = os.path.getsize(os.path.join(current, name))
+                total += os.path.getsize(os.path.join(current, name))
             except OSError:
                 continue
-            if size <= MAX_FILE_BYTES:
-                total += size
             if total > limit:
                 return total
     return total
 
 
 def _ignore(directory: str, names: Sequence[str]) -> List[str]:
-    skipped = []
-    for name in names:
-        full = os.path.join(directory, name)
-        if name in SKIP_DIRS:
-            skipped.append(name)
-        elif os.path.isdir(full) and os.path.exists(os.path.join(full, "pyvenv.cfg")):
-            skipped.append(name)
-        elif os.path.isfile(full) and not os.path.islink(full):
-            try:
-                if os.path.getsize(full) > MAX_FILE_BYTES:
-                    skipped.append(name)
-            except OSError:
-                skipped.append(name)
-    return skipped
+    return [name for name in names if _skipped(directory, name)]
 
 
 def make_copy(root: str, destination: str, relpath: str, source: str) -> str:
@@ -242,8 +229,7 @@ def _child_env() -> Dict[str, str]:
 class Variant:
     name: str  # "original" or a finding key rendered
     root: str  # the sandbox copy
-    script: str  # the script (or flagged file) inside the copy
-    watch: str
+    script: str  # the flagged file inside the copy: run as __main__ (or imported by --entry), and watched
     site_lines: List[int]  # every line the harness watches
     probe_lines: List[int]
     finding_lines: Dict[Tuple, List[int]] = field(default_factory=dict)  # per finding, its lines here
@@ -257,7 +243,7 @@ def _spec(variant: Variant, options: VerifyOptions, mode: str, out: str, log: st
         "mode": mode,
         "script": variant.script,
         "entry": options.entry,
-        "watch": variant.watch,
+        "watch": variant.script,
         "site_lines": variant.site_lines,
         "probe_lines": variant.probe_lines,
         "steps": options.steps,
@@ -444,12 +430,12 @@ def plan(results, options: VerifyOptions) -> Tuple[List[Target], Dict[Tuple, Ver
                     source = handle.read()
             except (OSError, UnicodeDecodeError) as exc:
                 for finding in findings:
-                    verdicts[finding_key(finding)] = Verification("could-not-run", f"could not read the file: {exc}")
+                    verdicts[finding.sort_key()] = Verification("could-not-run", f"could not read the file: {exc}")
                 continue
         runnable = options.entry is not None or is_runnable(source)
         target = Target(result.path, source, [])
         for finding in findings:
-            key = finding_key(finding)
+            key = finding.sort_key()
             if finding.code not in RUNTIME_RULES:
                 verdicts[key] = Verification(
                     "not-verifiable", f"{finding.code} has no runtime witness the verifier can measure")
@@ -492,23 +478,21 @@ def _verify_target(target: Target, options: VerifyOptions, scratch: str, progres
     relpath = os.path.relpath(os.path.abspath(target.path), root)
     original_dir = os.path.join(scratch, "original")
     watch = make_copy(root, original_dir, relpath, target.source)
-    findings = {finding_key(f): f for f in target.findings}
+    findings = {f.sort_key(): f for f in target.findings}
     original_lines = {key: lines_for(f, target.source) for key, f in findings.items()}
-    original = Variant("original", original_dir, watch, watch,
+    original = Variant("original", original_dir, watch,
                        sorted({line for lines in original_lines.values() for line in lines}),
                        sorted({line for key, lines in original_lines.items() if findings[key].code == "ML005"
                                for line in lines}),
                        original_lines)
-    _adjust_for_entry(original, options)
     variants: Dict[Tuple, Variant] = {}
     for index, (key, finding) in enumerate(findings.items()):
         source = target.fixed[key]
         directory = os.path.join(scratch, f"fixed{index}")
         path = make_copy(root, directory, relpath, source)
         lines = lines_for(finding, target.source, source)
-        variant = Variant(f"fixed{index}", directory, path, path, lines,
+        variant = Variant(f"fixed{index}", directory, path, lines,
                           lines if finding.code == "ML005" else [], {key: lines})
-        _adjust_for_entry(variant, options)
         variants[key] = variant
     if all(f.code == "ML001" for f in target.findings):  # its evidence is complete after a few steps
         for variant in [original, *variants.values()]:
@@ -534,11 +518,5 @@ def _verify_target(target: Target, options: VerifyOptions, scratch: str, progres
         timing = run_timing(original, runnable, findings, options, scratch,
                             lambda message, **kw: progress(f"{counter} {target.path}: {message}", **kw))
     for key, variant in runnable.items():
-        verdicts[key] = judge.judge(findings[key], original, variant, timing.get(key), options)
+        verdicts[key] = judge.judge(findings[key], original, variant, timing.get(key))
     return verdicts
-
-
-def _adjust_for_entry(variant: Variant, options: VerifyOptions) -> None:
-    """With --entry the harness calls a function; the flagged file is still the one watched."""
-    if options.entry:
-        variant.script = variant.watch
