@@ -214,7 +214,8 @@ class Estimator:
         small, larger, reason = self._fallback
         batch = batch if batch is not None else (small.natural_batch or larger.batch)
         run = extrapolate(small, larger, batch)
-        if run.peak <= real_run_limit():
+        limit = real_run_limit()
+        if run.peak <= limit:
             # Small enough to run for real at this very batch: measured, not extrapolated (activations
             # that depend on the data, e.g. masked token counts, do not scale linearly in batch).
             try:
@@ -225,7 +226,7 @@ class Estimator:
                 est = Estimate(self.settings, measured, "real", fallback_reason=reason, fallback_batches=(batch,))
                 est.notes.append(f"fake tensors could not run the model ({reason}); measured with real tensors at "
                                  f"batch {batch} instead (extrapolation predicted {run.peak:,} B, under the "
-                                 f"{real_run_limit():,} B limit for real runs; this used real memory)")
+                                 f"{limit:,} B limit for real runs; this used real memory)")
                 return est
         est = Estimate(self.settings, run, "extrapolated", fallback_reason=reason,
                        fallback_batches=(small.batch, larger.batch))
