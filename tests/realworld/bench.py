@@ -1,0 +1,390 @@
+#!/usr/bin/env python3
+"""The real-code benchmark: mllint on public projects and on their bug-fix history.
+
+Run by hand, not by CI (it needs the repositories' git mirrors):
+
+    python tests/realworld/bench.py fixes       # score the fix commits in fix_commits/*.tsv
+    python tests/realworld/bench.py precision   # compare findings with the reviewed snapshot/
+    python tests/realworld/bench.py precision --update   # rewrite snapshot/ (new findings get verdict '?')
+    python tests/realworld/bench.py fixes --show missed   # list the rows that were not detected
+
+Nothing third-party is stored here: each row names a repository, commits and a path, and the files are
+read from bare git mirrors at run time (``$MLLINT_MIRRORS/<owner>+<name>/repo``, default /work/.mirror;
+a mirror that is missing is reported with the repository to fetch, and its rows are counted as not run).
+
+fixes: for each row, the file at the parent commit (buggy) and at the fix commit (fixed) is linted with
+the row's rule. detected = a finding of the rule within WINDOW lines of the row's line on the buggy file,
+and fewer findings of the rule on the fixed file than on the buggy one (the site's finding went away);
+fired-both = the site is reported but the fixed file keeps as many findings; missed = no finding at the
+site.
+
+precision: each snapshot/<owner>+<name>.tsv starts with ``# repo=... commit=... kind=... include=...``
+and lists every finding with a hand verdict (true / false / arguable) and a reason. The run extracts the
+project's .py files under ``include`` at ``commit``, lints them, and joins the findings with the rows by
+(path, line, rule), falling back to (path, rule, source text) when a report moved. Precision per rule is
+true / (true + false); findings with no row are 'unreviewed' and listed. --check-fixes also applies
+``--fix`` to a copy of every project and checks that each rewritten file still compiles.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+HERE = Path(__file__).resolve().parent
+FIX_DIR = HERE / "fix_commits"
+SNAPSHOT_DIR = HERE / "snapshot"
+CORE = ["ML001", "ML002", "ML003", "ML004", "ML005"]
+WINDOW = 15
+VERDICTS = ("true", "false", "arguable", "?")
+SNAPSHOT_HEADER = ["path", "line", "rule", "verdict", "reason", "source"]
+
+
+def mirrors_root() -> Path:
+    return Path(os.environ.get("MLLINT_MIRRORS", "/work/.mirror"))
+
+
+def git_dir(repo: str) -> Optional[Path]:
+    base = mirrors_root() / repo.replace("/", "+") / "repo"
+    for candidate in (base / ".git", base):
+        if (candidate / "HEAD").is_file():
+            return candidate
+    return None
+
+
+def git(gdir: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "--git-dir", str(gdir), *args], check=True, capture_output=True).stdout
+
+
+def blob(gdir: Path, commit: str, path: str) -> Optional[bytes]:
+    proc = subprocess.run(["git", "--git-dir", str(gdir), "show", f"{commit}:{path}"], capture_output=True)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def write(root: Path, rel: str, data: bytes) -> Path:
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
+
+
+def run_mllint(root: Path, select: Iterable[str], *extra: str) -> List[dict]:
+    """Lint a tree with the installed mllint (the interpreter running this script) and return its JSON."""
+    cmd = [sys.executable, "-m", "mllint", "--no-cache", "--exit-zero", "--format", "json",
+           "--select", ",".join(sorted(set(select))), *extra, str(root)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"bench: mllint failed ({proc.returncode}): {proc.stderr.strip()[:500]}")
+    return json.loads(proc.stdout or "[]")
+
+
+def by_file(findings: List[dict], root: Path) -> Dict[str, List[dict]]:
+    out: Dict[str, List[dict]] = collections.defaultdict(list)
+    for f in findings:
+        out[Path(f["path"]).resolve().relative_to(root.resolve()).as_posix()].append(f)
+    return out
+
+
+def read_tsv(path: Path) -> Tuple[List[str], List[Dict[str, str]]]:
+    comments, rows = [], []
+    with path.open(newline="", encoding="utf-8") as fh:
+        lines = [ln for ln in fh if ln.strip()]
+    comments = [ln.rstrip("\n") for ln in lines if ln.startswith("#")]
+    body = [ln for ln in lines if not ln.startswith("#")]
+    for row in csv.DictReader(body, delimiter="\t", quoting=csv.QUOTE_NONE):
+        rows.append({k: (v or "").strip() for k, v in row.items()})
+    return comments, rows
+
+
+# ---------------------------------------------------------------------------------------------- fixes
+
+@dataclass
+class FixRow:
+    repo: str
+    fix: str
+    parent: str
+    path: str
+    line: int
+    rule: str
+    reason: str
+    source: str  # the tsv file the row came from
+    outcome: str = "not-run"
+    note: str = ""
+
+
+def load_fix_rows() -> List[FixRow]:
+    rows = []
+    for tsv in sorted(FIX_DIR.glob("*.tsv")):
+        for r in read_tsv(tsv)[1]:
+            rows.append(FixRow(r["repo"], r["fix_commit"], r["parent_commit"], r["path"], int(r["line"]),
+                               r["rule"], r["reason"], tsv.name))
+    return rows
+
+
+def score_fixes(rows: List[FixRow], work: Path) -> None:
+    missing_repos = set()
+    placed: List[Tuple[FixRow, str, str]] = []
+    for i, row in enumerate(rows):
+        gdir = git_dir(row.repo)
+        if gdir is None:
+            missing_repos.add(row.repo)
+            row.note = "no mirror"
+            continue
+        buggy, fixed = blob(gdir, row.parent, row.path), blob(gdir, row.fix, row.path)
+        if buggy is None or fixed is None:
+            row.note = "file missing at " + ("parent" if buggy is None else "fix")
+            continue
+        # Keep the file's own path: file and directory names are evidence some rules read.
+        b_rel, f_rel = f"{i:03d}/buggy/{row.path}", f"{i:03d}/fixed/{row.path}"
+        write(work, b_rel, buggy)
+        write(work, f_rel, fixed)
+        placed.append((row, b_rel, f_rel))
+    if missing_repos:
+        print("bench: no mirror for " + ", ".join(sorted(missing_repos))
+              + f" (fetch them into {mirrors_root()}); their rows are not run", file=sys.stderr)
+    findings = by_file(run_mllint(work, {r.rule for r, _, _ in placed} or CORE), work)
+    for row, b_rel, f_rel in placed:
+        on_buggy = [f for f in findings.get(b_rel, []) if f["code"] == row.rule]
+        on_fixed = [f for f in findings.get(f_rel, []) if f["code"] == row.rule]
+        at_site = [f for f in on_buggy if abs(f["line"] - row.line) <= WINDOW]
+        if not at_site:
+            row.outcome = "missed"
+            row.note = f"{len(on_buggy)} elsewhere" if on_buggy else ""
+        elif len(on_fixed) >= len(on_buggy):
+            row.outcome = "fired-both"
+            row.note = "fixed file still: " + ", ".join(str(f["line"]) for f in on_fixed)
+        else:
+            row.outcome = "detected"
+
+
+def report_fixes(rows: List[FixRow], show: Optional[str]) -> None:
+    table: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for row in rows:
+        table[row.rule][row.outcome] += 1
+        table["all"][row.outcome] += 1
+    repos = len({r.repo for r in rows})
+    print(f"fix commits: {len(rows)} rows from {repos} repositories (window +-{WINDOW} lines)\n")
+    print(f"{'rule':6} {'rows':>5} {'detected':>9} {'fired-both':>11} {'missed':>7} {'not-run':>8} {'rate':>7}")
+    for rule in sorted(k for k in table if k != "all") + ["all"]:
+        c = table[rule]
+        run = c["detected"] + c["fired-both"] + c["missed"]
+        rate = f"{c['detected'] / run:.0%}" if run else "-"
+        print(f"{rule:6} {sum(c.values()):>5} {c['detected']:>9} {c['fired-both']:>11} {c['missed']:>7} "
+              f"{c['not-run']:>8} {rate:>7}")
+    if show:
+        wanted = {"all": None}.get(show, show)
+        print()
+        for row in rows:
+            if wanted is None or row.outcome == wanted or (wanted == "undetected" and row.outcome != "detected"):
+                print(f"{row.outcome:10} {row.rule} {row.repo} {row.fix[:10]} {row.path}:{row.line}"
+                      f"{'  (' + row.note + ')' if row.note else ''}\n           {row.reason}")
+
+
+# ------------------------------------------------------------------------------------------ precision
+
+@dataclass
+class Project:
+    file: Path
+    repo: str
+    commit: str
+    kind: str
+    include: List[str]
+    rows: List[Dict[str, str]] = field(default_factory=list)
+
+
+def load_projects(only: Optional[List[str]] = None) -> List[Project]:
+    projects = []
+    for tsv in sorted(SNAPSHOT_DIR.glob("*.tsv")):
+        comments, rows = read_tsv(tsv)
+        meta = {}
+        for comment in comments:
+            for part in comment.lstrip("# ").split():
+                if "=" in part:
+                    key, value = part.split("=", 1)
+                    meta[key] = value
+        if not {"repo", "commit"} <= meta.keys():
+            sys.exit(f"bench: {tsv.name}: first line must be '# repo=... commit=... kind=... include=...'")
+        if only and meta["repo"] not in only:
+            continue
+        include = [p.strip().strip("/") for p in meta.get("include", ".").split(",") if p.strip()]
+        projects.append(Project(tsv, meta["repo"], meta["commit"], meta.get("kind", ""), include or ["."], rows))
+    return projects
+
+
+def extract_project(project: Project, root: Path) -> bool:
+    gdir = git_dir(project.repo)
+    if gdir is None:
+        return False
+    names = git(gdir, "ls-tree", "-r", "-z", "--name-only", project.commit).decode().split("\0")
+    for name in names:
+        if not name.endswith(".py"):
+            continue
+        if "." not in project.include and not any(name == p or name.startswith(p + "/") for p in project.include):
+            continue
+        data = blob(gdir, project.commit, name)
+        if data is not None:  # files of 4 MiB and more are absent from the mirrors
+            write(root, name, data)
+    return True
+
+
+def _key_source(text: str) -> str:
+    return " ".join(text.split())[:100]
+
+
+def join_snapshot(project: Project, findings: List[dict], root: Path, sources: Dict[str, List[str]]):
+    """Pair the current findings with the reviewed rows; returns (matched, new, gone)."""
+    by_pos = {(r["path"], int(r["line"]), r["rule"]): r for r in project.rows}
+    by_text: Dict[Tuple[str, str, str], List[Dict[str, str]]] = collections.defaultdict(list)
+    for r in project.rows:
+        by_text[(r["path"], r["rule"], _key_source(r.get("source", "")))].append(r)
+    used, matched, new = set(), [], []
+    for f in findings:
+        rel = Path(f["path"]).resolve().relative_to(root.resolve()).as_posix()
+        if rel not in sources:
+            sources[rel] = (root / rel).read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = sources[rel]
+        text = _key_source(lines[f["line"] - 1]) if 0 < f["line"] <= len(lines) else ""
+        row = by_pos.get((rel, f["line"], f["code"]))
+        if row is None or id(row) in used:
+            row = next((r for r in by_text.get((rel, f["code"], text), []) if id(r) not in used), None)
+        current = {"path": rel, "line": str(f["line"]), "rule": f["code"], "source": text,
+                   "message": f["message"]}
+        if row is None:
+            new.append(current)
+        else:
+            used.add(id(row))
+            matched.append((current, row))
+    gone = [r for r in project.rows if id(r) not in used]
+    return matched, new, gone
+
+
+def write_snapshot(project: Project, matched, new) -> None:
+    rows = [dict(cur, verdict=row["verdict"], reason=row["reason"]) for cur, row in matched]
+    rows += [dict(cur, verdict="?", reason="") for cur in new]
+    rows.sort(key=lambda r: (r["path"], int(r["line"]), r["rule"]))
+    with project.file.open("w", encoding="utf-8", newline="") as fh:
+        fh.write(f"# repo={project.repo} commit={project.commit} kind={project.kind} "
+                 f"include={','.join(project.include)}\n")
+        fh.write("\t".join(SNAPSHOT_HEADER) + "\n")
+        for r in rows:
+            fh.write("\t".join(str(r[k]).replace("\t", " ") for k in SNAPSHOT_HEADER) + "\n")
+
+
+def check_fixes(root: Path, select: Iterable[str]) -> List[str]:
+    """Apply --fix to a copy of the tree; every rewritten file must still compile."""
+    copy = Path(tempfile.mkdtemp(prefix="mllint-fixcheck-"))
+    try:
+        shutil.copytree(root, copy / "t")
+        before = {p: p.read_bytes() for p in (copy / "t").rglob("*.py")}
+        subprocess.run([sys.executable, "-m", "mllint", "--no-cache", "--fix", "--exit-zero", "--select",
+                        ",".join(select), str(copy / "t")], capture_output=True)
+        broken = []
+        for path, data in before.items():
+            if path.read_bytes() != data:
+                try:
+                    compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+                except (SyntaxError, ValueError) as exc:
+                    broken.append(f"{path.relative_to(copy / 't')}: {exc}")
+        return broken
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def precision(args, work: Path) -> int:
+    projects = load_projects(args.project)
+    if not projects:
+        sys.exit("bench: no snapshot files in " + str(SNAPSHOT_DIR))
+    totals: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    unreviewed, gone_all, missing, broken = [], [], [], []
+    for project in projects:
+        root = work / project.repo.replace("/", "+")
+        if not extract_project(project, root):
+            missing.append(project.repo)
+            continue
+        findings = run_mllint(root, args.select)
+        matched, new, gone = join_snapshot(project, findings, root, {})
+        for cur, row in matched:
+            totals[cur["rule"]][row["verdict"]] += 1
+        for cur in new:
+            totals[cur["rule"]]["?"] += 1
+            unreviewed.append((project.repo, cur))
+        gone_all += [(project.repo, r) for r in gone]
+        if args.update:
+            write_snapshot(project, matched, new)
+        if args.check_fixes:
+            broken += [f"{project.repo}: {b}" for b in check_fixes(root, args.select)]
+    if missing:
+        print("bench: no mirror for " + ", ".join(missing) + f" (fetch them into {mirrors_root()})",
+              file=sys.stderr)
+    run = [p for p in projects if p.repo not in missing]
+    print(f"precision snapshot: {len(run)} projects\n")
+    print(f"{'rule':6} {'findings':>8} {'true':>5} {'false':>6} {'arguable':>9} {'unreviewed':>11} {'precision':>10}")
+    grand = collections.Counter()
+    for rule in sorted(totals):
+        c = totals[rule]
+        grand.update(c)
+        print(_precision_line(rule, c))
+    print(_precision_line("all", grand))
+    if unreviewed:
+        print(f"\nunreviewed findings ({len(unreviewed)}): mark them in snapshot/ after --update")
+        for repo, cur in unreviewed:
+            print(f"  {repo} {cur['path']}:{cur['line']} {cur['rule']} {cur['message'][:110]}")
+    if gone_all:
+        print(f"\nreviewed rows no longer reported ({len(gone_all)}):")
+        for repo, r in gone_all:
+            print(f"  [{r['verdict']}] {repo} {r['path']}:{r['line']} {r['rule']} {r['reason'][:100]}")
+    if args.check_fixes:
+        print(f"\nsafe fixes that do not compile: {len(broken)}")
+        for b in broken:
+            print("  " + b)
+    return 0
+
+
+def _precision_line(rule: str, c: collections.Counter) -> str:
+    judged = c["true"] + c["false"]
+    prec = f"{c['true'] / judged:.2f}" if judged else "-"
+    return (f"{rule:6} {sum(c.values()):>8} {c['true']:>5} {c['false']:>6} {c['arguable']:>9} "
+            f"{c['?']:>11} {prec:>10}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_fix = sub.add_parser("fixes", help="score the fix commits")
+    p_fix.add_argument("--rule", action="append", help="only these rules (repeatable)")
+    p_fix.add_argument("--show", choices=["missed", "fired-both", "undetected", "detected", "all"],
+                       help="list rows with this outcome")
+    p_prec = sub.add_parser("precision", help="compare findings with the reviewed snapshot")
+    p_prec.add_argument("--update", action="store_true", help="rewrite snapshot/ with the current findings")
+    p_prec.add_argument("--project", action="append", help="only this owner/name (repeatable)")
+    p_prec.add_argument("--select", default=",".join(CORE), type=lambda s: s.split(","),
+                        help="rules to run (default: the core five)")
+    p_prec.add_argument("--check-fixes", action="store_true", help="apply --fix to a copy; rewritten files must compile")
+    p_prec.add_argument("--keep", action="store_true", help="keep the extracted trees (path printed)")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="mllint-realworld-"))
+    try:
+        if args.command == "fixes":
+            rows = [r for r in load_fix_rows() if not args.rule or r.rule in args.rule]
+            score_fixes(rows, work)
+            report_fixes(rows, args.show)
+            return 0
+        return precision(args, work)
+    finally:
+        if getattr(args, "keep", False):
+            print(f"\nextracted trees kept in {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
