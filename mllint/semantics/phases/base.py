@@ -1,0 +1,201 @@
+"""File-wide facts the phase questions share: torch or not, calls per scope, call sites of local
+functions, forward sites, and where statements live (for fixes)."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from mllint.semantics.model import (
+    ANY,
+    CALL,
+    FORWARD,
+    MODULE_SCOPE,
+    Context,
+    Effect,
+    FileModel,
+    Loop,
+)
+from mllint.semantics.names import dotted
+from mllint.semantics.phases.words import _FACTORY_WORDS, _NOT_MODEL_WORDS, _head, name_tokens
+
+
+class FileFacts:
+    """Facts about the file as a whole."""
+
+    m: FileModel
+
+    # --- file -----------------------------------------------------------------------------------------
+    @property
+    def torch_file(self) -> bool:
+        """Whether the file is PyTorch code (and not Keras/JAX/Paddle code that looks alike)."""
+        imports = self.m.imports
+        if any(imports.imports_module(p) for p in ("torch", "torchvision", "lightning", "pytorch_lightning", "timm", "transformers", "accelerate")):
+            return True
+        if any(imports.imports_module(p) for p in ("tensorflow", "keras", "jax", "flax", "paddle", "mxnet", "mindspore", "oneflow")):
+            return False
+        return any(c.is_module for c in self.m.classes.values())
+
+    def torch_name(self) -> Optional[str]:
+        """The local name the torch module is bound to (``torch``, ``T``), if any."""
+        for local, full in self.m.imports.aliases.items():
+            if full == "torch":
+                return local
+        return None
+
+    def calls_in(self, scope: str) -> List[Tuple[cst.Call, Context]]:
+        if self._calls_by_scope is None:
+            table: Dict[str, List[Tuple[cst.Call, Context]]] = {}
+            for call, ctx in self.m.calls:
+                table.setdefault(ctx.scope, []).append((call, ctx))
+            self._calls_by_scope = table
+        return self._calls_by_scope.get(scope, [])
+
+    def qual(self, node: cst.BaseExpression) -> str:
+        return self.m.imports.qualname(node) or dotted(node) or ""
+
+    # --- functions ---------------------------------------------------------------------------------------
+    def call_sites(self, key: str) -> List[Effect]:
+        if self._call_sites is None:
+            table: Dict[str, List[Effect]] = {}
+            for effect in self.m.effects:
+                if effect.kind == CALL and effect.callee:
+                    table.setdefault(effect.callee, []).append(effect)
+            self._call_sites = table
+        return self._call_sites.get(key, [])
+
+    def referenced_as_value(self, key: str) -> bool:
+        """Whether a local function's name is used other than by calling it (a callback)."""
+        if self._value_refs is None:
+            names: Set[str] = set()
+            called: Set[int] = set()
+
+            class Finder(cst.CSTVisitor):
+                def visit_Call(self, node: cst.Call) -> None:
+                    called.add(id(node.func))
+
+                def visit_Name(self, node: cst.Name) -> None:
+                    if id(node) not in called:
+                        names.add(node.value)
+
+                def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
+                    if id(node) not in called:
+                        names.add(node.attr.value)
+                    node.value.visit(self)
+                    return False
+
+                def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                    for d in node.decorators:
+                        d.visit(self)
+                    node.body.visit(self)
+                    return False
+
+                def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                    node.body.visit(self)
+                    return False
+
+                def visit_Arg(self, node: cst.Arg) -> bool:
+                    node.value.visit(self)
+                    return False
+
+                def visit_Param(self, node: cst.Param) -> bool:
+                    if node.default is not None:
+                        node.default.visit(self)
+                    return False
+
+            self.m.module.visit(Finder())
+            self._value_refs = names
+        return key.rsplit(".", 1)[-1] in self._value_refs
+
+    # --- where statements live (for fixes) -------------------------------------------------------------
+    def block_of(self, statement: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The IndentedBlock or Module whose body holds ``statement``."""
+        if self._blocks is None:
+            blocks: Dict[cst.CSTNode, cst.CSTNode] = {}
+
+            owners = self._with_owner
+
+            class Finder(cst.CSTVisitor):
+                def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+                    for item in node.body:
+                        blocks[item] = node
+
+                def visit_With(self, node: cst.With) -> None:
+                    owners[node.body] = node
+
+                def visit_Module(self, node: cst.Module) -> None:
+                    for item in node.body:
+                        blocks[item] = node
+
+            self.m.module.visit(Finder())
+            self._blocks = blocks
+        return self._blocks.get(statement)
+
+    def outside_withs(self, statement: cst.CSTNode, withs: Tuple[cst.With, ...]) -> cst.CSTNode:
+        """The outermost of ``withs`` around ``statement`` in its scope (or ``statement``
+        itself): where a statement goes that must run before those with-blocks."""
+        current = statement
+        while True:
+            block = self.block_of(current)
+            owner = self._with_owner.get(block) if block is not None else None
+            if owner is None or owner not in withs:
+                return current
+            current = owner
+
+    def valid_at(self, ref: str, scope: str, before: Optional[cst.CSTNode] = None, loop: Optional[Loop] = None) -> bool:
+        """Whether the name ``ref`` means the model at a point of ``scope``: its start
+        (``before`` None), or right before the statement ``before`` (``loop``: the loop that
+        statement is, if it is one; names bound inside it are not bound yet)."""
+        head = _head(ref)
+        if ref == ANY or not head.isidentifier():
+            return False
+        fn = self.m.functions.get(scope)
+        if head in ("self", "cls"):
+            return fn is not None and self.m.class_scope_of(scope) is not None
+        if fn is not None and head in fn.params:
+            return True
+        local = False
+        for targets, _value, ctx in self.m.assignments:
+            if ctx.scope == scope and head in targets:
+                if before is None:
+                    return False
+                if ctx.statement is before or (loop is not None and loop.encloses(ctx.loop)):
+                    continue
+                local = True
+        for other in self.m.loops:
+            if other.scope == scope and head in other.targets:
+                if before is None:
+                    return False
+                if loop is not None and loop.encloses(other):
+                    continue
+                local = True
+        if local:
+            return True
+        if scope != MODULE_SCOPE and head in self.m.locals.get(scope, ()):
+            return False  # a local of this function, not bound yet here
+        return True  # a global, or a variable of an enclosing function (a closure sees it)
+
+    # --- forward sites ------------------------------------------------------------------------------------
+    def forwards(self) -> List[Effect]:
+        """Forward passes of models (not constructors or factories that look like models)."""
+        seen: Set[cst.CSTNode] = set()
+        out = []
+        for effect in self.m.effects:
+            if effect.kind != FORWARD or effect.node in seen or not self._is_model_call(effect.ref):
+                continue
+            if isinstance(effect.node, cst.Call) and not effect.node.args:
+                continue  # ``model.fuse_model()``: a method, not a forward (a model needs an input)
+            seen.add(effect.node)
+            out.append(effect)
+        return out
+
+    def _is_model_call(self, ref: str) -> bool:
+        head = _head(ref)
+        last = ref.rsplit(".", 1)[-1].split("[", 1)[0]
+        if head in self.m.imports.aliases or head in self.m.classes or last in self.m.classes:
+            return False  # a module's function or a class: a factory or a constructor
+        if last[:1].isupper():
+            return False
+        tokens = name_tokens(last)
+        return not (tokens and tokens[0] in _FACTORY_WORDS) and not (set(tokens) & _NOT_MODEL_WORDS)

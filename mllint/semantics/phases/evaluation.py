@@ -1,0 +1,344 @@
+"""Is this evaluation code? Functions named and used like evaluation, loops over validation/test
+data, forwards on evaluation data, inference scripts; and the code that never is (framework
+hooks, unit tests, model internals)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Set
+
+import libcst as cst
+
+from mllint.semantics.model import (
+    BACKWARD,
+    CALL,
+    Context,
+    Effect,
+    FileModel,
+    Function,
+    Loop,
+)
+from mllint.semantics.names import dotted, ref_of
+from mllint.semantics.phases.flow import _reads
+from mllint.semantics.phases.words import (
+    _BUILTINS,
+    _FRAMEWORK_BASES,
+    _LIGHTNING_EVAL_HOOKS,
+    _LOAD_CALLS,
+    _MAIN_NAMES,
+    _MODEL_BASE_NAMES,
+    _asserts,
+    _head,
+    _part_for,
+    eval_name_strength,
+    is_eval_data_ref,
+    name_tokens,
+    related,
+)
+
+# --- results ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a piece of code is evaluation code."""
+
+    kind: str  # "function", "callers", "loop", "data", "script", "mode"
+    text: str  # for messages: "in `evaluate()`", "in the loop over `val_loader`"
+    function: Optional[str] = None  # the evaluation function (kind function/callers)
+    loop: Optional[Loop] = field(default=None, compare=False, hash=False)  # the evaluation loop (kind loop)
+    weak: bool = False  # only a generate/sample/score name says so (inference, not evaluation: ML002 only)
+
+
+
+
+class EvaluationFacts:
+    """Why a forward is evaluation code, or that it is not."""
+
+    m: FileModel
+
+    def module_method(self, fn: Function) -> bool:
+        """A method of an nn.Module subclass: model internals, run in whatever mode the caller set."""
+        return fn.cls is not None and self.module_like(fn.cls)
+
+    def module_like(self, name: str, seen: Optional[Set[str]] = None) -> bool:
+        """A class that is (very likely) a torch model: an nn.Module subclass, a class with a
+        ``forward`` method, or a subclass of an imported class named like a model part."""
+        info = self.m.classes.get(name)
+        if info is None:
+            return False
+        if info.is_module or "forward" in info.methods or "_forward" in info.methods:
+            return True
+        seen = seen or set()
+        seen.add(name)
+        bases = []
+        for arg in info.node.bases:
+            expr = arg.value
+            if isinstance(expr, cst.Subscript):
+                expr = expr.value  # ``Classifier[DT]``
+            bases.append(self.qual(expr))
+        for base in bases:
+            short = base.rsplit(".", 1)[-1]
+            if short in self.m.classes:
+                if short not in seen and self.module_like(short, seen):
+                    return True
+            elif short and _MODEL_BASE_NAMES.search(short):
+                return True
+        return False
+
+    def managed(self, fn: Function) -> bool:
+        """Framework code that sets eval mode and grad off by itself: Lightning's evaluation
+        hooks, HF ``Trainer`` and skorch ``NeuralNet`` subclasses (and functions nested in them)."""
+        key = fn.key
+        while True:
+            current = self.m.functions.get(key)
+            if current is not None:
+                if current.cls is not None and current.node.name.value in _LIGHTNING_EVAL_HOOKS:
+                    return True
+                if current.cls is not None and self._framework_class(current.cls):
+                    return True
+            if "." not in key:
+                return False
+            key = key.rsplit(".", 1)[0]
+
+    def _framework_class(self, name: str, seen: Optional[Set[str]] = None) -> bool:
+        seen = seen or set()
+        if name in seen:
+            return False
+        seen.add(name)
+        info = self.m.classes.get(name)
+        if info is None:
+            return False
+        for base in info.bases:
+            short = base.rsplit(".", 1)[-1]
+            if short in self.m.classes:
+                if self._framework_class(short, seen):
+                    return True
+            elif base and _FRAMEWORK_BASES.search(base):
+                return True
+        return False
+
+    def unit_test(self, fn: Function) -> bool:
+        """A unit test (forward passes there check the model, they do not evaluate it): a
+        ``test`` function in a test suite (pytest/unittest imported, a ``Test`` class), or a
+        ``test*()`` function that asserts, or one with no parameters that nothing calls.
+        Judged by the code, not by the file's name: ``test.py`` is often the evaluation
+        script, and its ``test(model, loader)`` counts correct predictions, it does not
+        assert."""
+        name = fn.node.name.value
+        tokens = name_tokens(name)
+        if "test" not in tokens and "tests" not in tokens:
+            return False
+        if self.m.imports.imports_module("pytest") or self.m.imports.imports_module("unittest"):
+            return True
+        if fn.cls is not None and (fn.cls.startswith("Test") or any("TestCase" in b for b in self.m.classes[fn.cls].bases)):
+            return True
+        if not name.startswith("test"):
+            return False
+        return (not fn.params and not self.call_sites(fn.key)) or _asserts(fn.node)
+
+    # --- evaluation code --------------------------------------------------------------------------------
+    def function_evidence(self, key: str) -> Optional[Evidence]:
+        """Why the whole of function ``key`` is evaluation code (None: it is not)."""
+        if key in self._fn_eval:
+            return self._fn_eval[key]
+        self._fn_eval[key] = None  # recursion guard
+        result = self._function_evidence(key)
+        self._fn_eval[key] = result
+        return result
+
+    def _function_evidence(self, key: str) -> Optional[Evidence]:
+        fn = self.m.functions.get(key)
+        if fn is None or self.managed(fn) or self.unit_test(fn) or self.trains(key) or self.module_method(fn):
+            return None
+        if isinstance(fn.node, cst.FunctionDef) and fn.node.asynchronous is not None:
+            return None
+        name = fn.node.name.value
+        sites = self.call_sites(key)
+        if any(self.feeds_backward(site.node, site.ctx.scope) for site in sites):
+            return None
+        strength = eval_name_strength(name)
+        if strength and not self.module_method(fn):
+            if strength == "strong" or not self.referenced_as_value(key) or sites:
+                return Evidence("function", f"in `{name}()`", key, weak=strength == "weak")
+        # nested in an evaluation function
+        if "." in key:
+            outer = key.rsplit(".", 1)[0]
+            if outer in self.m.functions:
+                found = self.function_evidence(outer)
+                outer_name = self.m.functions[outer].node.name.value
+                if found is not None and found.kind == "function" and not sites and eval_name_strength(outer_name) == "strong":
+                    return found
+        if sites and not self.referenced_as_value(key):
+            found_at_sites = [self.evidence(site) for site in sites]
+            if all(e is not None for e in found_at_sites):
+                weak = any(e.weak for e in found_at_sites if e is not None)
+                return Evidence("callers", f"in `{name}()` (only evaluation code calls it)", key, weak=weak)
+        return None
+
+    def evidence(self, effect: Effect) -> Optional[Evidence]:
+        """Why the forward (or call) ``effect`` is evaluation code, or None."""
+        if effect.node in self._evidence:
+            return self._evidence[effect.node]
+        self._evidence[effect.node] = None
+        result = self._evidence_of(effect)
+        self._evidence[effect.node] = result
+        return result
+
+    def _evidence_of(self, effect: Effect) -> Optional[Evidence]:
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        if fn is not None and (self.managed(fn) or self.unit_test(fn) or self.module_method(fn)):
+            return None  # framework hooks, unit tests, model internals (run in the caller's mode)
+        found = self.loop_evidence(effect.ctx) or (self.function_evidence(scope) if fn is not None else None)
+        found = found or self.data_evidence(effect) or self.script_evidence(effect)
+        if found is None:
+            return None
+        if self.feeds_backward(effect.node, scope):
+            return None
+        return found
+
+    def loop_evidence(self, ctx: Context) -> Optional[Evidence]:
+        loop = ctx.loop
+        while loop is not None:
+            if self.loop_backprops(loop):
+                return None
+            source = self.iterated_data(loop)
+            if source is not None:
+                return Evidence("loop", f"in the loop over `{source}`", None, loop)
+            loop = loop.parent
+        return None
+
+    def iterated_data(self, loop: Loop) -> Optional[str]:
+        """The evaluation data a loop iterates (``val_loader``, ``self.get_test_dataloader()``)."""
+        node = loop.node
+        if not isinstance(node, cst.For):
+            return None
+        exprs = [node.iter]
+        for _ in range(6):
+            nxt = []
+            for expr in exprs:
+                if isinstance(expr, cst.Call):
+                    name = self.qual(expr.func)
+                    short = name.rsplit(".", 1)[-1]
+                    if short in ("enumerate", "tqdm", "iter", "zip", "list", "track", "islice", "sorted", "reversed") or name.endswith("tqdm"):
+                        args = [a.value for a in expr.args if a.keyword is None]
+                        nxt.extend(args if short == "zip" else args[:1])
+                        continue
+                    ref = dotted(expr.func)
+                    if ref and is_eval_data_ref(ref.rsplit(".", 1)[-1].replace("get_", "")):
+                        return self.m.code_of(expr.func) + "()"
+                    continue
+                ref = ref_of(expr)
+                if ref and is_eval_data_ref(ref):
+                    return ref
+                if isinstance(expr, cst.Attribute):
+                    attr = dotted(expr)
+                    if attr and is_eval_data_ref(attr):
+                        return attr
+            if not nxt:
+                break
+            exprs = nxt
+        return None
+
+    def data_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """A forward on evaluation data (``model(X_val)``), or on values derived from it."""
+        node = effect.node
+        if not isinstance(node, cst.Call):
+            return None
+        for arg in node.args:
+            for ref in _reads(arg.value).refs:
+                if self._eval_data(ref, effect.ctx, 2):
+                    return Evidence("data", f"on `{ref}`")
+        return None
+
+    def _eval_data(self, ref: str, ctx: Context, depth: int) -> bool:
+        if is_eval_data_ref(ref):
+            return True
+        if depth <= 0:
+            return False
+        head = _head(ref)
+        loop = ctx.loop
+        while loop is not None:
+            if head in loop.targets:
+                return self.iterated_data(loop) is not None
+            loop = loop.parent
+        for targets, value, actx in self.m.assignments:
+            if actx.scope == ctx.scope and head in targets:
+                part = _part_for(targets, value, head)
+                refs = [
+                    r for r in _reads(part if part is not None else value).refs
+                    if _head(r) not in (head, "self", "cls") and _head(r) not in _BUILTINS and _head(r) not in self.m.imports.aliases
+                ]
+                if part is None:
+                    # x, y = next(iter(val_loader)): every part comes from evaluation data
+                    # only when all it reads is evaluation data.
+                    if refs and all(self._eval_data(r, actx, depth - 1) for r in refs):
+                        return True
+                    continue
+                if any(self._eval_data(r, actx, depth - 1) for r in refs):
+                    return True
+        return False
+
+    def script_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """A forward in an inference script: module level (or main()) of a file that trains
+        nothing, where this scope loads weights."""
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        if fn is not None and (fn.cls is not None or fn.node.name.value not in _MAIN_NAMES):
+            return None
+        if self.file_trains():
+            return None
+        for call, _ctx in self.calls_in(scope):
+            name = self.qual(call.func)
+            if _LOAD_CALLS.search(name) or (isinstance(call.func, cst.Attribute) and _LOAD_CALLS.search(call.func.attr.value)):
+                return Evidence("script", "in inference code (weights are loaded and nothing is trained)")
+        return None
+
+    def mode_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """Code after ``.eval()`` that never calls backward (for ML002): the model is in eval
+        mode here, no backward pass runs in an enclosing loop or later in the function."""
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        if fn is not None and (self.managed(fn) or self.unit_test(fn)):
+            return None
+        if self.overrides_mode(effect.ref, scope):
+            return None
+        loop = effect.ctx.loop
+        while loop is not None:
+            if self.loop_backprops(loop):
+                return None
+            loop = loop.parent
+        for other in self.m.effects_in(scope):
+            if other.order > effect.order and (other.kind == BACKWARD or (other.kind == CALL and other.callee in self.backprop_functions)):
+                return None
+        for call, _ctx in self.calls_in(scope):
+            if self._autograd_call(call):
+                return None
+        modes = self.mode_at(effect, effect.ref)
+        if modes != {"eval"}:
+            return None
+        if not any(e.kind == "eval" and e.order < effect.order and related(e.ref, effect.ref) for e in self.events(scope)):
+            return None  # eval mode set by a caller: too far away to call this evaluation code
+        if self.feeds_backward(effect.node, scope):
+            return None
+        return Evidence("mode", f"after `{effect.ref}.eval()`")
+
+    def evaluation_only_function(self, key: str) -> bool:
+        """A function that may take ``@torch.no_grad()``: it evaluates and nothing else."""
+        fn = self.m.functions.get(key)
+        if fn is None or self.trains(key) or self.module_method(fn) or self.managed(fn):
+            return False
+        if fn.node.asynchronous is not None:
+            return False
+        if any(d.endswith("property") or d.endswith("setter") for d in fn.decorators):
+            return False
+        if any(self.feeds_backward(site.node, site.ctx.scope) for site in self.call_sites(key)):
+            return False
+        if any(self._autograd_call(c) for c, _ in self.calls_in(key)):
+            return False
+        for effect in self.m.effects_in(key):
+            if effect.ctx.grad == "on":
+                return False
+        return True
+

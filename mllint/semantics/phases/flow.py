@@ -1,0 +1,425 @@
+"""Does this output reach a backward pass? Training facts (which functions and loops backpropagate
+or step an optimizer) and the data flow of each scope's statements from a forward's output to
+``backward()`` / ``torch.autograd.grad``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from mllint.semantics.model import (
+    ANY,
+    BACKWARD,
+    CALL,
+    MODULE_SCOPE,
+    STEP,
+    FileModel,
+    Loop,
+    translate,
+)
+from mllint.semantics.names import dotted, ref_of
+from mllint.semantics.phases.words import _head
+
+# --- data flow: the statements of one scope ----------------------------------------------------------
+
+
+class _Reads(cst.CSTVisitor):
+    """References read by an expression (maximal dotted chains and names) and its calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: Set[str] = set()
+        self.calls: List[cst.Call] = []
+        self.yields = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
+        name = dotted(node)
+        if name is not None:
+            self.refs.add(name)
+            return False
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.refs.add(node.value)
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+def _reads(*nodes: Optional[cst.CSTNode]) -> _Reads:
+    visitor = _Reads()
+    for node in nodes:
+        if node is not None:
+            node.visit(visitor)
+    return visitor
+
+
+def _target_refs(target: cst.BaseExpression) -> List[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: List[str] = []
+        for element in target.elements:
+            out.extend(_target_refs(element.value))
+        return out
+    if isinstance(target, cst.StarredElement):
+        return _target_refs(target.value)
+    if isinstance(target, cst.Subscript):
+        base = ref_of(target.value)
+        return [base] if base else []
+    ref = dotted(target)
+    return [ref] if ref else []
+
+
+@dataclass
+class _Stmt:
+    node: cst.CSTNode
+    reads: Set[str]
+    writes: List[str]
+    kill: bool  # a plain assignment: its targets lose what they held
+    calls: Set[cst.Call]
+    sink_reads: Set[str] = field(default_factory=set)  # what backward()/autograd.grad read
+    sink_calls: Set[cst.Call] = field(default_factory=set)  # calls inside a backward()/autograd.grad expression
+    returns: bool = False
+    mutates: Set[str] = field(default_factory=set)  # receivers of method calls with arguments (outs.append(x))
+    local_args: List[Tuple[str, str, Set[str], Set[cst.Call]]] = field(default_factory=list)  # callee, param, reads, calls
+
+
+def _hits(reads: Iterable[str], tainted: Iterable[str]) -> bool:
+    tainted = list(tainted)
+    for r in reads:
+        for t in tainted:
+            if r == t or r.startswith(t + ".") or r.startswith(t + "["):
+                return True
+    return False
+
+
+
+
+class BackwardFlow:
+    """Which code trains, and whether a value reaches a backward pass."""
+
+    m: FileModel
+
+    # --- training -------------------------------------------------------------------------------------
+    def _autograd_call(self, call: cst.Call) -> bool:
+        qual = self.qual(call.func)
+        return qual.endswith(("autograd.grad", "autograd.backward", "autograd.functional.jacobian", "autograd.functional.vjp"))
+
+    def _closure(self, initial: Set[str]) -> Set[str]:
+        found = set(initial)
+        changed = True
+        while changed:
+            changed = False
+            for effect in self.m.effects:
+                if effect.kind == CALL and effect.callee in found and effect.ctx.scope not in found and effect.ctx.scope in self.m.functions:
+                    found.add(effect.ctx.scope)
+                    changed = True
+        return found
+
+    @property
+    def backprop_functions(self) -> Set[str]:
+        """Functions that run a backward pass or torch.autograd.grad (themselves or through helpers)."""
+        if self._backprop_fns is None:
+            initial = {e.ctx.scope for e in self.m.effects if e.kind == BACKWARD}
+            initial |= {ctx.scope for call, ctx in self.m.calls if self._autograd_call(call)}
+            self._backprop_fns = self._closure({s for s in initial if s in self.m.functions})
+        return self._backprop_fns
+
+    @property
+    def step_functions(self) -> Set[str]:
+        if self._step_fns is None:
+            initial = {e.ctx.scope for e in self.m.effects if e.kind == STEP}
+            self._step_fns = self._closure({s for s in initial if s in self.m.functions})
+        return self._step_fns
+
+    def trains(self, key: str) -> bool:
+        return key in self.backprop_functions or key in self.step_functions
+
+    def file_trains(self) -> bool:
+        return any(e.kind in (BACKWARD, STEP) for e in self.m.effects) or any(self._autograd_call(c) for c, _ in self.m.calls)
+
+    def loop_backprops(self, loop: Loop) -> bool:
+        """A backward pass (or autograd.grad) runs somewhere in the loop, helpers included."""
+        key = id(loop.node)
+        if key not in self._loop_backprops:
+            found = False
+            for effect in self.m.effects_in(loop.scope):
+                if not loop.encloses(effect.ctx.loop):
+                    continue
+                if effect.kind == BACKWARD or (effect.kind == CALL and effect.callee in self.backprop_functions):
+                    found = True
+                    break
+            if not found:
+                found = any(loop.encloses(ctx.loop) and self._autograd_call(call) for call, ctx in self.calls_in(loop.scope))
+            self._loop_backprops[key] = found
+        return self._loop_backprops[key]
+
+    def loop_steps(self, loop: Loop) -> List[str]:
+        """Optimizers stepped somewhere in the loop (refs in the loop's scope; ANY when unknown)."""
+        out = []
+        for effect in self.m.effects_in(loop.scope):
+            if not loop.encloses(effect.ctx.loop):
+                continue
+            if effect.kind == STEP:
+                out.append(effect.ref)
+            elif effect.kind == CALL and effect.callee in self.step_functions:
+                summary = self.m.summaries.get(effect.callee or "")
+                refs = []
+                if summary is not None:
+                    refs = [translate(s.ref, effect.args or {}) for s in summary.top_steps] + [
+                        translate(r, effect.args or {}) for r in summary.loop_steps
+                    ]
+                out.extend(refs or [ANY])
+        return out
+
+    def loop_trains(self, loop: Loop) -> bool:
+        return self.loop_backprops(loop) and bool(self.loop_steps(loop))
+
+    # --- data flow --------------------------------------------------------------------------------------
+    def _scope_body(self, scope: str) -> Optional[cst.CSTNode]:
+        if scope == MODULE_SCOPE:
+            return self.m.module
+        fn = self.m.functions.get(scope)
+        return fn.node.body if fn is not None else None
+
+    def flow(self, scope: str) -> List[_Stmt]:
+        """The statements of a scope in source order (compound statements: their header)."""
+        if scope in self._flows:
+            return self._flows[scope]
+        stmts: List[_Stmt] = []
+        call_effects = {e.node: e for e in self.m.effects_in(scope) if e.kind == CALL}
+        module_names = set(self.m.imports.aliases)
+
+        def add(node, reads: _Reads, writes, kill):
+            stmt = _Stmt(node, set(reads.refs), list(writes), kill, set(reads.calls))
+            stmt.returns = reads.yields
+            for call in reads.calls:
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "manual_backward"):
+                    inner = _reads(func.value, *[a.value for a in call.args])
+                    stmt.sink_reads |= inner.refs
+                    stmt.sink_calls |= set(inner.calls)
+                elif self._autograd_call(call):
+                    inner = _reads(*[a.value for a in call.args])
+                    stmt.sink_reads |= inner.refs
+                    stmt.sink_calls |= set(inner.calls)
+                effect = call_effects.get(call)
+                if effect is not None and effect.callee in self.m.functions:
+                    for param, expr in self._bind_exprs(effect.callee, call).items():
+                        inner = _reads(expr)
+                        stmt.local_args.append((effect.callee, param, inner.refs, set(inner.calls)))
+            stmts.append(stmt)
+            return stmt
+
+        def small(node: cst.BaseSmallStatement):
+            if isinstance(node, cst.Assign):
+                writes = [r for t in node.targets for r in _target_refs(t.target)]
+                add(node, _reads(node.value), writes, True)
+            elif isinstance(node, cst.AnnAssign):
+                if node.value is not None:
+                    add(node, _reads(node.value), _target_refs(node.target), True)
+            elif isinstance(node, cst.AugAssign):
+                add(node, _reads(node.target, node.value), _target_refs(node.target), False)
+            elif isinstance(node, cst.Return):
+                stmt = add(node, _reads(node.value), [], False)
+                stmt.returns = True
+            else:
+                stmt = add(node, _reads(node), [], False)
+                # ``outs.append(out)``, ``metric.update(out, y)``: the receiver now holds the value
+                value = node.value if isinstance(node, cst.Expr) else None
+                if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.args:
+                    receiver = dotted(value.func.value)
+                    if receiver and _head(receiver) not in module_names and receiver not in ("self", "super"):
+                        stmt.mutates.add(receiver)
+
+        def suite(body):
+            if isinstance(body, (cst.SimpleStatementSuite,)):
+                for item in body.body:
+                    small(item)
+            elif isinstance(body, (cst.IndentedBlock, cst.Module)):
+                for item in body.body:
+                    statement(item)
+
+        def statement(node):
+            if isinstance(node, cst.SimpleStatementLine):
+                for item in node.body:
+                    small(item)
+            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                return
+            elif isinstance(node, cst.For):
+                add(node, _reads(node.iter), _target_refs(node.target), True)
+                suite(node.body)
+                if node.orelse is not None:
+                    suite(node.orelse.body)
+            elif isinstance(node, cst.While):
+                add(node, _reads(node.test), [], False)
+                suite(node.body)
+                if node.orelse is not None:
+                    suite(node.orelse.body)
+            elif isinstance(node, cst.If):
+                add(node, _reads(node.test), [], False)
+                suite(node.body)
+                orelse = node.orelse
+                if isinstance(orelse, cst.If):
+                    statement(orelse)
+                elif orelse is not None:
+                    suite(orelse.body)
+            elif isinstance(node, cst.With):
+                for item in node.items:
+                    writes = _target_refs(item.asname.name) if item.asname is not None else []
+                    add(node, _reads(item.item), writes, bool(writes))
+                suite(node.body)
+            elif isinstance(node, cst.Try) or type(node).__name__ == "TryStar":
+                suite(node.body)
+                for handler in node.handlers:
+                    suite(handler.body)
+                if node.orelse is not None:
+                    suite(node.orelse.body)
+                if node.finalbody is not None:
+                    suite(node.finalbody.body)
+            else:
+                for child in node.children:
+                    if isinstance(child, cst.BaseSuite):
+                        suite(child)
+
+        body = self._scope_body(scope)
+        if body is not None:
+            suite(body)
+        self._flows[scope] = stmts
+        index: Dict[cst.Call, int] = {}
+        for i, stmt in enumerate(stmts):
+            for call in stmt.calls:
+                index.setdefault(call, i)
+        self._stmt_of[scope] = index
+        return stmts
+
+    def _bind_exprs(self, key: str, call: cst.Call) -> Dict[str, cst.BaseExpression]:
+        fn = self.m.functions[key]
+        params = list(fn.params)
+        mapping: Dict[str, cst.BaseExpression] = {}
+        if fn.cls and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        index = 0
+        for arg in call.args:
+            if arg.star:
+                return {}
+            if arg.keyword is not None:
+                mapping[arg.keyword.value] = arg.value
+            elif index < len(params):
+                mapping[params[index]] = arg.value
+                index += 1
+        return mapping
+
+    def _backward_sets(self) -> Dict[str, Set[str]]:
+        """For each scope, the references whose values reach a backward pass in it
+        (flow-insensitive; through assignments, containers and local helpers)."""
+        if self._backward_refs is not None:
+            return self._backward_refs
+        scopes = list(self.m.functions) + [MODULE_SCOPE]
+        sets: Dict[str, Set[str]] = {s: set() for s in scopes}
+        for _ in range(10):
+            changed = False
+            for scope in scopes:
+                b = sets[scope]
+                before = len(b)
+                stmts = self.flow(scope)
+                for stmt in stmts:
+                    b |= stmt.sink_reads
+                    for callee, param, reads, _calls in stmt.local_args:
+                        if _hits(sets.get(callee, ()), [param]) or param in sets.get(callee, ()):
+                            b |= reads
+                grew = True
+                while grew:
+                    grew = False
+                    for stmt in stmts:
+                        targets = stmt.writes + list(stmt.mutates)
+                        if targets and any(_hits([w], b) or _hits(b, [w]) for w in targets):
+                            new = stmt.reads - b
+                            if new:
+                                b |= new
+                                grew = True
+                if len(b) != before:
+                    changed = True
+            if not changed:
+                break
+        self._backward_refs = sets
+        attrs: Dict[str, Set[str]] = {}
+        for key, fn in self.m.functions.items():
+            if fn.cls is not None:
+                attrs.setdefault(fn.cls, set()).update(r for r in sets[key] if r.startswith("self."))
+        self._class_backward_attrs = attrs
+        return sets
+
+    def feeds_backward(self, node: cst.CSTNode, scope: str, _seen: Optional[Set[cst.CSTNode]] = None) -> bool:
+        """Whether the value of call ``node`` (a forward, or a call of a local function)
+        reaches a backward pass: in its scope after it, or through a return to a caller
+        whose use of the result reaches one, or through a ``self`` attribute some method
+        backpropagates."""
+        if node in self._feeds:
+            return self._feeds[node]
+        seen = _seen or set()
+        if node in seen:
+            return False
+        seen.add(node)
+        result = self._feeds_in_scope(node, scope, seen)
+        if _seen is None:
+            self._feeds[node] = result
+        return result
+
+    def _feeds_in_scope(self, node: cst.CSTNode, scope: str, seen: Set[cst.CSTNode]) -> bool:
+        stmts = self.flow(scope)
+        index = self._stmt_of[scope].get(node)  # type: ignore[arg-type]
+        if index is None:
+            return False
+        sets = self._backward_sets()
+        fn = self.m.functions.get(scope)
+        cls_attrs = self._class_backward_attrs.get(fn.cls, set()) if fn is not None and fn.cls else set()  # type: ignore[union-attr]
+
+        def local_feed(stmt: _Stmt, tainted: Set[str], source: Optional[cst.CSTNode]) -> bool:
+            for callee, param, reads, calls in stmt.local_args:
+                if (source is not None and source in calls) or (tainted and _hits(reads, tainted)):
+                    if param in sets.get(callee, ()) or any(r.startswith(param + ".") for r in sets.get(callee, ())):
+                        return True
+            return False
+
+        first = stmts[index]
+        if node in first.sink_calls or local_feed(first, set(), node):
+            return True
+        tainted: Set[str] = set(first.writes) | first.mutates if first.writes or first.mutates else set()
+        returned = first.returns
+        if any(_hits([w], cls_attrs) for w in tainted if w.startswith("self.")):
+            return True
+        for stmt in stmts[index + 1:]:
+            if not tainted:
+                break
+            if _hits(stmt.reads, tainted):
+                if _hits(stmt.sink_reads, tainted) or local_feed(stmt, tainted, None):
+                    return True
+                if stmt.returns:
+                    returned = True
+                new = set(stmt.writes) | stmt.mutates
+                if any(_hits([w], cls_attrs) for w in new if w.startswith("self.")):
+                    return True
+                tainted |= new
+            elif stmt.kill:
+                tainted -= set(stmt.writes)
+        if returned and fn is not None:
+            for site in self.call_sites(scope):
+                if self.feeds_backward(site.node, site.ctx.scope, seen):
+                    return True
+        return False
+

@@ -1,0 +1,718 @@
+"""What mode is this model in? ``.eval()``/``.train()`` switches in order (helpers, context managers,
+callers, loops), how a model was made, models held by other objects, and ``.eval()`` inside a
+training loop that nothing undoes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from mllint.semantics import roles as R
+from mllint.semantics.model import (
+    ANY,
+    CALL,
+    EVAL,
+    FORWARD,
+    MODE_UNKNOWN,
+    MODULE_SCOPE,
+    TRAIN,
+    Context,
+    Effect,
+    FileModel,
+    Loop,
+    translate,
+)
+from mllint.semantics.names import dotted, ref_of
+from mllint.semantics.phases.flow import _reads
+from mllint.semantics.phases.words import (
+    _CM_DECORATORS,
+    _EVAL_INITIAL,
+    _HARMLESS_CM,
+    _LOADER_WORDS,
+    _MAYBE_INITIAL,
+    _MODE_CALL_WORDS,
+    _MODE_HINT,
+    _TEACHER_WORDS,
+    _head,
+    _part_for,
+    name_tokens,
+    related,
+)
+
+
+@dataclass
+class ModeEvent:
+    """A mode switch seen from one scope: directly there, or through a helper it calls."""
+
+    order: float
+    kind: str  # "eval", "train" or "maybe"
+    ref: str  # the model, in this scope's terms
+    node: cst.CSTNode  # the .eval()/.train() call itself (possibly in a helper)
+    ctx: Context  # where it happens in this scope (of the call that brings it, for a helper's)
+    via: Tuple[Effect, ...] = ()
+    cond: bool = False  # may not happen (conditional inside a helper, or one branch of an expression)
+    withs: Tuple[cst.With, ...] = ()  # with-blocks around the switch itself (inside the helper too)
+
+
+@dataclass
+class NotUndone:
+    """An ``.eval()`` in a training loop that nothing switches back before the next training step."""
+
+    event: ModeEvent
+    loop: Loop
+    ref: str  # the model, in the loop's scope
+
+
+
+
+class ModeFacts:
+    """The modes a model may be in at a point, and evals never undone."""
+
+    m: FileModel
+
+    def overrides_mode(self, ref: str, scope: str) -> bool:
+        """Whether ``ref`` is an instance of a class in this file that defines train()/eval()
+        with a meaning of its own (or ``self`` inside such a class)."""
+        names = []
+        head = _head(ref)
+        if head in ("self", "cls") and "." not in ref:
+            cls = self.m.class_scope_of(scope)
+            if cls:
+                names.append(cls.rsplit(".", 1)[-1])
+        found = self.m.instance_of.get(scope, ref) or self.m.instance_of.get(scope, self.m.canonical(ref, scope))
+        if found:
+            names.append(found)
+        for name in names:
+            seen: Set[str] = set()
+            while name and name not in seen:
+                seen.add(name)
+                info = self.m.classes.get(name)
+                if info is None:
+                    break
+                if info.methods & {"train", "eval"}:
+                    return True
+                name = next((b.rsplit(".", 1)[-1] for b in info.bases if b.rsplit(".", 1)[-1] in self.m.classes), "")
+        return False
+
+    # --- modes -----------------------------------------------------------------------------------------
+    def _assignment_targets(self) -> Dict[cst.CSTNode, Tuple[str, ...]]:
+        """For each call that is (the receiver chain of) an assigned value: the targets."""
+        if self._assign_of_call is None:
+            table: Dict[cst.CSTNode, Tuple[str, ...]] = {}
+            for targets, value, _ctx in self.m.assignments:
+                expr = value
+                for _ in range(10):
+                    if not isinstance(expr, cst.Call):
+                        break
+                    table[expr] = targets
+                    if isinstance(expr.func, cst.Attribute):
+                        expr = expr.func.value
+                    else:
+                        break
+            self._assign_of_call = table
+        return self._assign_of_call
+
+    def _mode_ref(self, effect: Effect) -> str:
+        """The model an EVAL/TRAIN effect switches: the assigned name for
+        ``model = Net().eval()``, the receiver chain's model for ``model.to(dev).eval()``."""
+        if effect.ref != ANY:
+            return effect.ref
+        targets = self._assignment_targets().get(effect.node)
+        if targets and len(targets) == 1:
+            return targets[0]
+        node = effect.node
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            found = self._receiver(node.func.value)
+            if found:
+                return found
+        return ANY
+
+    def _with_end(self, with_node: cst.With, scope: str) -> float:
+        if with_node not in self._with_ends:
+            last = 0
+            for effect in self.m.effects_in(scope):
+                if with_node in effect.ctx.withs:
+                    last = max(last, effect.order)
+            for call, ctx in self.calls_in(scope):
+                if with_node in ctx.withs:
+                    last = max(last, self.m.call_order.get(call, 0))
+            self._with_ends[with_node] = last + 0.5
+        return self._with_ends[with_node]
+
+    def _is_with_item(self, call: cst.CSTNode, ctx: Context) -> Optional[cst.With]:
+        stmt = ctx.statement
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                if item.item is call:
+                    return stmt
+        return None
+
+    def _contextmanager(self, key: str) -> bool:
+        fn = self.m.functions.get(key)
+        return fn is not None and any(d.rsplit(".", 1)[-1] in _CM_DECORATORS for d in fn.decorators)
+
+    def _yield_line_of(self, key: str) -> Optional[int]:
+        if key not in self._yield_line:
+            found: List[cst.Yield] = []
+
+            class Finder(cst.CSTVisitor):
+                def visit_Yield(self, node: cst.Yield) -> None:
+                    found.append(node)
+
+                def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                    return False
+
+            fn = self.m.functions[key]
+            fn.node.body.visit(Finder())
+            self._yield_line[key] = self.m.position(found[0]).start.line if found else None
+        return self._yield_line[key]
+
+    def events(self, scope: str, _stack: Tuple[str, ...] = ()) -> List[ModeEvent]:
+        """Mode switches in a scope, in the order they run, helpers' included."""
+        if scope in self._events:
+            return self._events[scope]
+        if scope in _stack or len(_stack) > 8:
+            return []
+        stack = _stack + (scope,)
+        out: List[ModeEvent] = []
+        for effect in self.m.effects_in(scope):
+            if effect.kind in (EVAL, TRAIN, MODE_UNKNOWN):
+                kind = {EVAL: "eval", TRAIN: "train"}.get(effect.kind, "maybe")
+                out.append(ModeEvent(effect.order, kind, self._mode_ref(effect), effect.node, effect.ctx, (), False, effect.ctx.withs))
+            elif effect.kind == CALL and effect.callee in self.m.functions:
+                out.extend(self._helper_events(effect, stack))
+        for call, ctx in self.calls_in(scope):
+            out.extend(self._unknown_mode_calls(call, ctx))
+        # One statement that switches a model both ways (``model.train() if phase == "train"
+        # else model.eval()``): either may happen.
+        by_statement: Dict[int, Set[str]] = {}
+        for event in out:
+            if event.ctx.statement is not None and not event.via:
+                by_statement.setdefault(id(event.ctx.statement), set()).add(event.kind)
+        for event in out:
+            if event.ctx.statement is not None and not event.via and len(by_statement.get(id(event.ctx.statement), ())) > 1:
+                event.cond = True
+        out.sort(key=lambda e: e.order)
+        if not _stack:
+            self._events[scope] = out
+        return out
+
+    def _helper_events(self, effect: Effect, stack: Tuple[str, ...]) -> List[ModeEvent]:
+        callee = effect.callee or ""
+        inner = self.events(callee, stack)
+        if not inner:
+            return []
+        fn = self.m.functions[callee]
+        mapping = effect.args or {}
+        with_node = self._is_with_item(effect.node, effect.ctx)
+        split = None
+        if with_node is not None and self._contextmanager(callee):
+            split = self._yield_line_of(callee)
+        out = []
+        for event in inner:
+            ref = event.ref
+            head = _head(ref)
+            if ref != ANY and head not in fn.params and head not in ("self", "cls"):
+                if self.m.assigns_locally(callee, head):
+                    continue  # a model the helper makes for itself
+            new_ref = translate(ref, mapping) if ref != ANY else ANY
+            order: float = effect.order
+            if split is not None and with_node is not None and self.m.position(event.node).start.line > split:
+                order = self._with_end(with_node, effect.ctx.scope)
+            cond = event.cond or bool(event.ctx.conds)
+            out.append(ModeEvent(order, event.kind, new_ref, event.node, effect.ctx, (effect,) + event.via, cond, event.withs))
+        return out
+
+    def _unknown_mode_calls(self, call: cst.Call, ctx: Context) -> List[ModeEvent]:
+        """Calls we cannot see into that may switch a model's mode: ``set_eval(model)``,
+        ``model.apply(set_bn_eval)``, ``with EvalMode(model):`` (a local class), ``with
+        torch_utils.eval_mode(model):``."""
+        func = call.func
+        name = dotted(func) or ""
+        order = self.m.call_order.get(call, 0)
+        out: List[ModeEvent] = []
+        if self._local_callable(func, ctx.scope) in self.m.functions:
+            return out  # a local function: its effects arrive as a helper's
+        local_class = name if name in self.m.classes else None
+        tokens = set(name_tokens(name.rsplit(".", 1)[-1])) if name else set()
+        if isinstance(func, cst.Attribute) and func.attr.value == "apply" and call.args:
+            receiver = ref_of(func.value)
+            arg = dotted(call.args[0].value) or ""
+            if receiver and set(name_tokens(arg)) & _MODE_CALL_WORDS:
+                out.append(ModeEvent(order, "maybe", receiver, call, ctx, (), True))
+            return out
+        if local_class is not None:
+            info = self.m.classes[local_class]
+            if "__enter__" not in info.methods:
+                return out
+            kinds = set()
+            for key in (f"{local_class}.__enter__", f"{local_class}.__exit__", f"{local_class}.__init__"):
+                kinds |= {e.kind for e in self.events(key)} if key in self.m.functions else set()
+            if not kinds:
+                return out
+        elif not (tokens & _MODE_CALL_WORDS) or isinstance(func, cst.Attribute) and func.attr.value in ("train", "eval"):
+            return out
+        for arg in call.args:
+            ref = ref_of(arg.value)
+            if ref and self.m.has_role(ref, R.MODEL, ctx.scope):
+                out.append(ModeEvent(order, "maybe", ref, call, ctx, (), True))
+        return out
+
+    def mode_at(self, effect: Effect, ref: str) -> Set[str]:
+        """The modes ``ref`` may be in when ``effect`` runs: a subset of {"eval", "eval_initial"
+        (made by from_pretrained, never switched), "train",
+        "maybe", "none"} ("none": nothing sets it and nobody in this file calls the function)."""
+        return self._mode(effect.ctx.scope, effect.order, effect.ctx, ref, 0, frozenset())
+
+    def _kind(self, event: ModeEvent, point: Context) -> str:
+        if event.cond or event.ref == ANY:
+            return "maybe"
+        if any(c not in point.conds for c in event.ctx.conds):
+            return "maybe"
+        return event.kind
+
+    def _mode(self, scope: str, order: float, ctx: Context, ref: str, depth: int, seen: FrozenSet) -> Set[str]:
+        if depth > 8:
+            return {"maybe"}
+        events = [e for e in self.events(scope) if self.same_model(e.ref, ref, scope)]
+        before = [e for e in events if e.order < order]
+        result: Set[str] = set()
+        loop = ctx.loop
+        while loop is not None:
+            inside = [e for e in before if loop.encloses(e.ctx.loop)]
+            if inside:
+                result.add(self._kind(inside[-1], ctx))
+                return result
+            after = [e for e in events if e.order > order and loop.encloses(e.ctx.loop)]
+            if after:
+                result.add(self._kind(after[-1], ctx))
+            loop = loop.parent
+        if before:
+            result.add(self._kind(before[-1], ctx))
+            return result
+        return result | self._outer(scope, ref, depth, seen)
+
+    def _outer(self, scope: str, ref: str, depth: int, seen: FrozenSet) -> Set[str]:
+        """The mode a model has when ``scope`` starts: from the callers, else how it was made."""
+        if scope == MODULE_SCOPE:
+            return {self._initial(MODULE_SCOPE, ref)}
+        fn = self.m.functions.get(scope)
+        if fn is None:
+            return {"maybe"}
+        head = _head(ref)
+        is_param = head in fn.params or head in ("self", "cls")
+        if not is_param and self.m.assigns_locally(scope, head):
+            return {self._initial(scope, ref)}
+        sites = [s for s in self.call_sites(scope) if s.node not in seen]
+        if not sites:
+            if self.call_sites(scope):
+                return {"maybe"}  # recursion
+            if head in ("self", "cls"):
+                found = self._initial_attr(scope, ref)
+                if found == "none" and not self._unset_counts(scope, depth):
+                    found = "maybe"
+                cls = self.m.class_scope_of(scope) or ""
+                owner = f"{cls}.__init__"
+                others = [k for k in self.m.functions if k.startswith(cls + ".") and k.count(".") == cls.count(".") + 1]
+                return self._settled(found, owner if owner in self.m.functions else None, others, scope, ref)
+            if is_param:
+                # Nobody in this file calls it: the caller may set the mode. Count that as
+                # missing only for the evaluation routine itself, not for a helper of a helper,
+                # nor for a method that a base class we cannot see may call (a template method).
+                if fn.cls is not None and self._unseen_base(fn.cls):
+                    return {"maybe"}
+                return {"none" if self._unset_counts(scope, depth) else "maybe"}
+            parent = scope.rsplit(".", 1)[0] if "." in scope else MODULE_SCOPE
+            if parent in self.m.classes:
+                parent = MODULE_SCOPE
+            others = [k for k in self.m.functions if self.m.functions[k].cls is None]
+            return self._settled(self._initial(parent, ref), parent, others, scope, ref)
+        out: Set[str] = set()
+        for site in sites:
+            new_ref = translate(ref, site.args or {}) if is_param else ref
+            if new_ref == ANY:
+                out.add("maybe")
+                continue
+            out |= self._mode(site.ctx.scope, site.order, site.ctx, new_ref, depth + 1, seen | {site.node})
+        return out or {"maybe"}
+
+    def _settled(self, initial: str, owner: Optional[str], others: List[str], scope: str, ref: str) -> Set[str]:
+        """The mode of a model a function uses but nobody in the file calls the function:
+        how it was made, then the last switch in the code that owns it (``__init__`` for
+        ``self.model``, the module for a global); a switch in another function may have
+        run before (training mode: "train", anything else: "maybe")."""
+        found = initial
+        if owner is not None:
+            settled = [e for e in self.events(owner) if self.same_model(e.ref, ref, owner) and e.ctx.loop is None]
+            if settled:
+                last = settled[-1]
+                found = "maybe" if last.cond or last.ctx.conds else last.kind
+        result = {found}
+        for key in others:
+            if key in (scope, owner):
+                continue
+            for event in self.events(key):
+                if self.same_model(event.ref, ref, key):
+                    result.add("train" if event.kind == "train" and not event.cond and not event.via else "maybe")
+        return result
+
+    def _unseen_base(self, name: str, seen: Optional[Set[str]] = None) -> bool:
+        """Whether a class (or a class it derives from in this file) has a base defined elsewhere."""
+        info = self.m.classes.get(name)
+        if info is None:
+            return False
+        seen = seen or set()
+        seen.add(name)
+        for arg in info.node.bases:
+            expr = arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
+            short = (dotted(expr) or "").rsplit(".", 1)[-1]
+            if short in ("object", "ABC", "Generic", "Protocol", "NamedTuple", ""):
+                continue
+            if short in self.m.classes:
+                if short not in seen and self._unseen_base(short, seen):
+                    return True
+                continue
+            return True
+        return False
+
+    def same_model(self, a: str, b: str, scope: str) -> bool:
+        """``related`` after following aliases (``net = model.to(device)``) and models held by
+        objects built from them (``trainer.model`` for ``trainer = Trainer(model)``)."""
+        if related(a, b) or related(self.m.canonical(a, scope), self.m.canonical(b, scope)):
+            return True
+        held_a, held_b = self._resolved(a, scope), self._resolved(b, scope)
+        return (held_a, held_b) != (a, b) and related(held_a, held_b)
+
+    def _resolved(self, ref: str, scope: str) -> str:
+        """``ref`` after following aliases and constructor arguments stored in attributes."""
+        for _ in range(4):
+            ref = self.m.canonical(ref, scope)
+            held = self.held_argument(ref, scope)
+            if held is None:
+                break
+            ref = held
+        return ref
+
+    def held_argument(self, ref: str, scope: str) -> Optional[str]:
+        """The object ``obj.attr`` holds when ``obj = C(x, ...)`` (one assignment, in ``scope``
+        or a scope enclosing it) and ``C.__init__`` stores its parameter in that attribute
+        (``self.attr = param``, ``param.to(device)``, a wrapper of it): ``trainer.model`` is
+        ``model`` for ``trainer = Trainer(model)``. None whenever that is not certain: the
+        attribute is assigned anywhere else in the class, conditionally or in a loop, the
+        argument is not passed (a default), or its name is rebound after the construction."""
+        key = (ref, scope)
+        if key in self._held:
+            return self._held[key]
+        self._held[key] = None
+        found = self._held_argument(ref, scope)
+        self._held[key] = found
+        return found
+
+    def _held_argument(self, ref: str, scope: str) -> Optional[str]:
+        from mllint.semantics.builder import _source_ref
+
+        head = _head(ref)
+        if head in ("self", "cls") or not ref.startswith(head + "."):
+            return None
+        attr_chain = ref[len(head) + 1 :]
+        attr = re.split(r"[.\[]", attr_chain, 1)[0]
+        rest = attr_chain[len(attr) :]
+        if not attr.isidentifier():
+            return None
+        cls = self.m.instance_of.get(scope, head)
+        init = self.m.method_key(cls, "__init__") if cls else None
+        if cls is None or init is None:
+            return None
+        fn = self.m.functions[init]
+        owner = self.m.class_scope_of(init)
+        target = f"self.{attr}"
+        stores = [
+            (targets, value, ctx)
+            for targets, value, ctx in self.m.assignments
+            if target in targets and ctx.scope != MODULE_SCOPE and self.m.class_scope_of(ctx.scope) in (owner, cls)
+        ]
+        if len(stores) != 1:
+            return None
+        targets, value, ctx = stores[0]
+        if ctx.scope != init or ctx.loop is not None or ctx.conds or ctx.conditional:
+            return None
+        part = _part_for(targets, value, target)
+        source = _source_ref(part) if part is not None else None
+        if source is None:
+            return None
+        param = _head(source)
+        params = [p for p in fn.params if p not in ("self", "cls")]
+        if param not in params or self.m.assigns_locally(init, param):
+            return None
+        suffix = source[len(param) :]
+        # the one assignment that built ``head``, in the nearest scope that assigns it
+        current = scope
+        while True:
+            built = [(t, v, c) for t, v, c in self.m.assignments if c.scope == current and head in t]
+            if built or current == MODULE_SCOPE:
+                break
+            if head in self.m.locals.get(current, ()):
+                return None  # a parameter (or a local bound otherwise): made by the caller
+            current = current.rsplit(".", 1)[0] if "." in current else MODULE_SCOPE
+        if len(built) != 1:
+            return None
+        btargets, call, bctx = built[0]
+        if len(btargets) != 1 or not isinstance(call, cst.Call) or dotted(call.func) != cls:
+            return None
+        arg_expr: Optional[cst.BaseExpression] = None
+        index = 0
+        for arg in call.args:
+            if arg.star:
+                return None
+            if arg.keyword is not None:
+                if arg.keyword.value == param:
+                    arg_expr = arg.value
+            else:
+                if index < len(params) and params[index] == param:
+                    arg_expr = arg.value
+                index += 1
+        argument = _source_ref(arg_expr) if arg_expr is not None else None
+        if argument is None or _head(argument) in ("self", "cls"):
+            return None
+        built_line = self.m.position(call).start.line
+        for t, v, c in self.m.assignments:
+            if c.scope == current and _head(argument) in t and self.m.position(v).start.line > built_line:
+                return None  # rebound after the construction: the object may hold the old one
+        return argument + suffix + rest
+
+    def _unset_counts(self, scope: str, depth: int) -> bool:
+        return depth == 0 or self.loops_over_data(scope)
+
+    def loops_over_data(self, scope: str) -> bool:
+        """Whether the scope has a loop over a data loader or a dataset."""
+        for loop in self.m.loops:
+            if loop.scope != scope or not isinstance(loop.node, cst.For):
+                continue
+            if self.iterated_data(loop) is not None:
+                return True
+            ref = loop.iter_ref
+            if ref and (self.m.has_role(ref, R.LOADER, scope) or set(name_tokens(ref.rsplit(".", 1)[-1])) & _LOADER_WORDS):
+                return True
+        return False
+
+    def _initial_of_value(self, value: cst.BaseExpression, scope: str, depth: int = 0) -> str:
+        if depth > 4:
+            return "maybe"
+        ref = ref_of(value)
+        if ref is not None:
+            return self._initial(scope, ref, depth + 1)
+        expr = value
+        for _ in range(10):
+            if not isinstance(expr, cst.Call):
+                return "maybe"
+            name = self.qual(expr.func)
+            if _EVAL_INITIAL.search(name):
+                return "eval_initial"
+            if _MAYBE_INITIAL.search(name):
+                return "maybe"
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "eval" and not expr.args:
+                return "eval"  # teacher = Net().eval()
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "share_memory"):
+                expr = expr.func.value
+                continue
+            short = name.rsplit(".", 1)[-1]
+            if short in ("DataParallel", "DistributedDataParallel", "compile", "prepare", "prepare_model") and expr.args:
+                expr = expr.args[0].value
+                inner = ref_of(expr)
+                if inner is not None:
+                    return self._initial(scope, inner, depth + 1)
+                continue
+            if isinstance(expr.func, cst.Attribute):
+                receiver = ref_of(expr.func.value)
+                if receiver is None or _head(receiver) not in self.m.imports.aliases:
+                    return "maybe"  # ``self.get_encoder()``: a part of an existing object, in its mode
+            return "train"
+        return "maybe"
+
+    def _initial(self, scope: str, ref: str, depth: int = 0, bound: Optional[int] = None) -> str:
+        """How the model ``ref`` starts out, from the (last) assignment that made it
+        (among the first ``bound`` assignments of the file)."""
+        if depth > 4:
+            return "maybe"
+        assignments = self.m.assignments if bound is None else self.m.assignments[:bound]
+        current = scope
+        while True:
+            for index in range(len(assignments) - 1, -1, -1):
+                targets, value, ctx = assignments[index]
+                if ctx.scope == current and ref in targets:
+                    part = _part_for(targets, value, ref)
+                    if part is not None and len(targets) != 1:
+                        targets, value = (ref,), part
+                    if len(targets) != 1:
+                        # model, optimizer = accelerator.prepare(model, optimizer)
+                        if isinstance(value, cst.Call) and len(value.args) == len(targets) and self.qual(value.func).rsplit(".", 1)[-1] in ("prepare", "setup", "initialize"):
+                            source = ref_of(value.args[targets.index(ref)].value)
+                            if source is not None:
+                                return self._initial(current, source, depth + 1, index)
+                        return "maybe"
+                    source = ref_of(value)
+                    if source is not None:
+                        return self._initial(current, source, depth + 1, index)
+                    return self._initial_of_value(value, current, depth)
+            fn = self.m.functions.get(current)
+            if fn is not None and _head(ref) in fn.params:
+                return "none"
+            if current == MODULE_SCOPE:
+                break
+            current = current.rsplit(".", 1)[0] if "." in current else MODULE_SCOPE
+        if "." in ref and not ref.startswith(("self.", "cls.")):
+            return self._initial(scope, ref.split(".", 1)[0], depth + 1)
+        if _head(ref) in self.m.imports.aliases:
+            return "maybe"  # imported: made where we cannot see
+        return "none"  # nothing in this file makes it (a fresh model is in training mode)
+
+    def _initial_attr(self, scope: str, ref: str) -> str:
+        cls = self.m.class_scope_of(scope)
+        if cls is None or "." not in ref:
+            return "none"
+        if self.module_like(cls.rsplit(".", 1)[-1]):
+            return "maybe"  # a model's own part: in the mode its caller set
+        for targets, value, ctx in self.m.assignments:
+            if ref in targets and self.m.class_scope_of(ctx.scope) == cls:
+                value = _part_for(targets, value, ref)
+                if value is None:
+                    return "maybe"
+                source = ref_of(value)
+                fn = self.m.functions.get(ctx.scope)
+                if source is not None and fn is not None and _head(source) in fn.params:
+                    return "none"
+                return self._initial_of_value(value, ctx.scope)
+        return "maybe"  # set by a base class we cannot see
+
+    def mode_cm_around(self, ctx: Context, ref: str) -> bool:
+        """An unknown context manager around this point that may set the model's mode
+        (``with eval_mode(model):``, ``with ema.swap(model):``)."""
+        for with_node in ctx.withs:
+            for item in with_node.items:
+                expr = item.item
+                call = expr if isinstance(expr, cst.Call) else None
+                name = self.qual(call.func if call else expr)
+                if call is not None and self._local_callable(call.func, ctx.scope) is not None:
+                    continue  # local: its mode switches are events
+                if _HARMLESS_CM.search(name) or self._with_grad(item, ctx.scope) == "off":
+                    continue
+                if _MODE_HINT.search(name):
+                    return True
+                if call is not None and any(related(r, ref) for a in call.args for r in [ref_of(a.value) or ""] if r):
+                    return True
+                if call is None:
+                    return True  # ``with ctx:``: unknown
+        return False
+
+    def unknown_cm_around(self, withs: Tuple[cst.With, ...], scope: str) -> bool:
+        """Any context manager that is neither known harmless nor local (for eval() in a
+        training loop: it may restore the mode when it exits)."""
+        for with_node in withs:
+            for item in with_node.items:
+                expr = item.item
+                call = expr if isinstance(expr, cst.Call) else None
+                name = self.qual(call.func if call else expr)
+                if call is not None and self._local_callable(call.func, scope) is not None:
+                    continue
+                if _HARMLESS_CM.search(name) or self._with_grad(item, scope) == "off":
+                    continue
+                return True
+        return False
+
+    # --- eval() never undone --------------------------------------------------------------------------
+    def eval_not_undone(self) -> List[NotUndone]:
+        found: List[NotUndone] = []
+        reported: Set[cst.CSTNode] = set()
+        for loop in sorted(self.m.loops, key=lambda l: (-l.depth, l.order)):
+            fn = self.m.functions.get(loop.scope)
+            if fn is not None and self.managed(fn):
+                continue
+            if not self.loop_trains(loop):
+                continue
+            events = [e for e in self.events(loop.scope) if loop.encloses(e.ctx.loop)]
+            for event in events:
+                if event.kind != "eval" or event.node in reported or event.ref == ANY:
+                    continue
+                if self._inner_training_loop(loop, event.ctx.loop):
+                    continue  # the nested training loop reports it
+                ref = event.ref
+                if any(e.kind in ("train", "maybe") and self.same_model(e.ref, ref, loop.scope) for e in events):
+                    continue
+                if self.overrides_mode(ref, loop.scope) or not self._trained_in(loop, ref):
+                    continue
+                if self.unknown_cm_around(event.ctx.withs, loop.scope) or self.unknown_cm_around(
+                    event.withs, self._event_scope(event)
+                ):
+                    continue
+                if self._stops_after(event):
+                    continue
+                reported.add(event.node)
+                found.append(NotUndone(event, loop, ref))
+        return found
+
+    def _event_scope(self, event: ModeEvent) -> str:
+        if event.via:
+            return event.via[-1].callee or MODULE_SCOPE
+        return event.ctx.scope
+
+    def _inner_training_loop(self, loop: Loop, inner: Optional[Loop]) -> bool:
+        while inner is not None and inner is not loop:
+            if self.loop_trains(inner):
+                return True
+            inner = inner.parent
+        return False
+
+    def _stops_after(self, event: ModeEvent) -> bool:
+        """The loop ends right after this evaluation (``break``/``return`` later in its block)."""
+        ctx = event.ctx
+        block, stmt = ctx.block, ctx.statement
+        if not isinstance(block, cst.IndentedBlock) or stmt is None:
+            return False
+        after = False
+        for item in block.body:
+            if item is stmt:
+                after = True
+                continue
+            if after and isinstance(item, cst.SimpleStatementLine) and any(isinstance(s, (cst.Break, cst.Return)) for s in item.body):
+                return True
+        return False
+
+    def _factory_owners(self, optimizer: str, scope: str) -> Optional[FrozenSet[str]]:
+        """Models handed to the call that made the optimizer (``build_optimizer(cfg, model)``)."""
+        value = self._assigned_value(optimizer, scope)
+        if not isinstance(value, cst.Call):
+            return None
+        found = {r for r in _reads(*[a.value for a in value.args]).refs if self.m.has_role(r, R.MODEL, scope)}
+        return frozenset(found) or None
+
+    def _trained_in(self, loop: Loop, ref: str) -> bool:
+        """Whether the loop trains this model: an optimizer it steps holds its parameters, or
+        (owners unknown) it runs a forward of it with grad on."""
+        owners_known = []
+        for step in self.loop_steps(loop):
+            if step == ANY:
+                continue
+            owners = self.m.optimizer_owners(step, loop.scope) or self._factory_owners(step, loop.scope)
+            if owners:
+                owners_known.append(owners)
+        canonical = self.m.canonical(ref, loop.scope)
+        if owners_known:
+            return any(
+                related(ref, o) or related(canonical, self.m.canonical(o, loop.scope)) for owners in owners_known for o in owners
+            )
+        if set(name_tokens(ref.rsplit(".", 1)[-1])) & _TEACHER_WORDS or self.frozen(ref, loop.scope):
+            return False
+        for effect in self.m.effects_in(loop.scope):
+            if not loop.encloses(effect.ctx.loop):
+                continue
+            if effect.kind == FORWARD and related(effect.ref, ref) and effect.ctx.grad != "off":
+                return True
+            if effect.kind == CALL:
+                summary = self.m.summaries.get(effect.callee or "")
+                if summary is not None and any(related(translate(f, effect.args or {}), ref) for f in summary.forwards):
+                    return True
+        return False
+

@@ -1,0 +1,178 @@
+"""Vocabulary of names: what a function, a piece of data or a model is called, and small
+helpers on references shared by every phase question."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+import libcst as cst
+
+from mllint.semantics.model import (
+    ANY,
+)
+
+# --- words ------------------------------------------------------------------------------
+
+_STRONG_EVAL_WORDS = frozenset(
+    "eval evaluate evaluation evaluating evaluator validate validation validating val valid test testing "
+    "predict prediction predictions predicting infer inference inferencing".split()
+)
+_WEAK_EVAL_WORDS = frozenset("generate generation generating sample sampling score scoring".split())
+# Words in the names of data (loaders, splits, tensors) that hold evaluation data.
+_EVAL_DATA_WORDS = frozenset("val valid validation test eval evaluation holdout heldout".split())
+# Words for data: ``val``/``valid`` need one beside them (``val_loader``, not ``valid_mask``).
+_DATA_WORDS = frozenset(
+    "x y data dataset datasets ds set loader loaders dataloader dataloaders dl iter iterator batch batches images "
+    "imgs img inputs input samples features feats split examples texts text sentences seqs sequences df frame "
+    "tensors tensor arr array points graphs graph seq src tgt labels targets queue gen generator X Y".split()
+)
+# Words that make a name a setting rather than data (``args.test_batch_size``, ``val_every``).
+_SETTING_WORDS = frozenset(
+    "size sizes num number freq frequency interval every steps step ratio split splits path dir file files "
+    "flag mode only bs epochs epoch iters fn func metric metrics loss losses acc accuracy score scores "
+    "transform transforms args cfg config kwargs is use do enable enabled name names idx index indices "
+    "percent pct fraction frac count len length dataset_name dim dims channels heads head scale dtype attn "
+    "embed hidden ratio ratios period patience interval threshold temp temperature weight weights mask masks "
+    "lens lengths ids positions coords query queries key keys value values".split()
+)
+_LOADER_WORDS = frozenset("loader dataloader data dataset batches ds dl iterator".split())
+_PROPERTY_WORDS = frozenset(
+    "shape shapes size sizes dtype dtypes type types dim dims schema format device dependency dependencies "
+    "signature config mask masks code docs doc name names id ids key keys seed seeds".split()
+)
+_TRAINING_WORDS = frozenset("loss losses train training fit backward optimize optimise update step".split())
+_TEACHER_WORDS = frozenset("teacher target ema frozen old ref reference pretrained momentum avg swa mean".split())
+_MODE_CALL_WORDS = frozenset("eval train training mode inference dropout bn batchnorm freeze unfreeze".split())
+
+# Lightning hooks the framework runs with the model in eval mode and grad off.
+_LIGHTNING_EVAL_HOOKS = frozenset(
+    "validation_step test_step predict_step validation_step_end test_step_end validation_epoch_end "
+    "test_epoch_end on_validation_epoch_end on_test_epoch_end on_validation_batch_end on_test_batch_end "
+    "on_predict_batch_end on_validation_epoch_start on_test_epoch_start on_predict_epoch_end "
+    "on_validation_start on_validation_end on_test_start on_test_end on_predict_start on_predict_end".split()
+)
+# Framework classes whose subclasses the framework runs in eval mode with grad off: HF
+# Trainer (and TRL's, SetFit's...), skorch's NeuralNet, HF generation and pipelines. A
+# ``BaseTrainer`` of the project's own is not one of them.
+_FRAMEWORK_BASES = re.compile(
+    r"^(transformers|trl|setfit|skorch|sentence_transformers|peft|optimum|gliner)\b.*"
+    r"(Trainer|NeuralNet|NeuralNetClassifier|NeuralNetRegressor|NeuralNetBinaryClassifier)$"
+    r"|(^|\.)(GenerationMixin|Pipeline)$"
+)
+# Base classes (imported, so unseen) whose subclasses are models.
+_MODEL_BASE_NAMES = re.compile(
+    r"(Model|Module|Layer|Block|Encoder|Decoder|Head|Attention|Embedding|Embeddings|MLP|Net|Network|Backbone|"
+    r"Transformer|Sequential|ModuleList|ModuleDict|LightningModule|Diffusion|For[A-Z]\w*)$"
+)
+
+# Context managers known not to change grad mode or model mode.
+_HARMLESS_CM = re.compile(
+    r"(^open$|autocast$|^tqdm|\.tqdm$|nullcontext$|suppress$|catch_warnings$|profile|record_function$|"
+    r"^torch\.cuda\.device$|^torch\.device$|^torch\.cuda\.stream$|sdp_kernel$|sdpa_kernel$|Timer$|timer$|"
+    r"^time|redirect_std|TemporaryDirectory$|^h5py\.|\.File$|ZipFile$|^tarfile|^threading|Lock$|"
+    r"no_sync$|accumulate$|join$|^wandb|^mlflow|start_run$|^torch\.backends|^torch\.random\.fork_rng$|"
+    r"fork_rng$|^warnings|^contextlib\.ExitStack$|ExitStack$|^numpy|^np\.|printoptions$|^torch\.cuda\.amp\.autocast$)"
+)
+_GRAD_HINT = re.compile(r"no_grad|inference|grad_disabled|disable_grad|nograd|grad_off|without_grad", re.IGNORECASE)
+_MODE_HINT = re.compile(r"eval|infer|mode|train|swap|average|ema|frozen|freeze", re.IGNORECASE)
+
+_LOAD_CALLS = re.compile(
+    r"(load_state_dict|^torch\.load$|from_pretrained|load_from_checkpoint|^torch\.jit\.load$|^torch\.hub\.load$|"
+    r"load_checkpoint|load_model|load_weights|load_pretrained|safetensors|load_file$)"
+)
+_MAIN_NAMES = frozenset("main run cli demo app".split())
+
+_EVAL_INITIAL = re.compile(r"(from_pretrained$|^clip\.load$|open_clip\.create_model)")
+_MAYBE_INITIAL = re.compile(r"(^torch\.jit\.load$|jit\.load$|load_from_checkpoint$|deepcopy$|^copy\.copy$|hub\.load$|load_model$)")
+
+_CM_DECORATORS = ("contextmanager", "asynccontextmanager")
+_BUILTINS = frozenset("next iter enumerate zip list tuple dict len range sorted reversed map filter isinstance getattr".split())
+_FACTORY_WORDS = frozenset(
+    "build get create make load init setup prepare new construct instantiate from save log print push export "
+    "register wrap unwrap update compute run apply set add remove check convert freeze unfreeze fuse to copy "
+    "clone reset init initialize sync broadcast gather reduce".split()
+)
+# Words that make a model-looking name something else (``model_transform``, ``model_fn``).
+_NOT_MODEL_WORDS = frozenset(
+    "transform transforms fn func function loss metric metrics criterion hook hooks callback callbacks tokenizer "
+    "processor config cfg output outputs factory builder loader kwargs args path name type class cls".split()
+)
+
+
+def name_tokens(name: str) -> List[str]:
+    """``validateOneEpoch`` / ``validate_one_epoch`` -> [validate, one, epoch]."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+
+
+def eval_name_strength(name: str) -> Optional[str]:
+    """"strong" for evaluate/validate/test/predict/infer names, "weak" for
+    generate/sample/score names, None otherwise."""
+    tokens = name_tokens(name)
+    if not tokens or tokens[0] in ("is", "has", "check", "get") and len(tokens) > 1 and tokens[1] in ("valid", "val"):
+        return None
+    if any(t in _PROPERTY_WORDS for t in tokens):
+        return None  # ``infer_shape``, ``generate_square_subsequent_mask``: working something out, not evaluating
+    if any(t in _STRONG_EVAL_WORDS for t in tokens):
+        return "strong"
+    if any(t in _WEAK_EVAL_WORDS for t in tokens) and not any(t in _TRAINING_WORDS for t in tokens):
+        return "weak"
+    return None
+
+
+def is_eval_data_ref(ref: Optional[str]) -> bool:
+    """Whether a reference names evaluation data (``X_val``, ``val_loader``, ``self.test_data``).
+    ``val``/``valid`` need a word for data beside them (``valid_mask``, ``valid_ratios`` are not data)."""
+    if not ref or ref == ANY:
+        return False
+    parts = [p for p in re.split(r"[.\[\]]", ref) if p and p not in ("self", "cls")]
+    if not parts:
+        return False
+    tokens = [t for p in parts for t in name_tokens(p)]
+    if any(t in _SETTING_WORDS for t in tokens):
+        return False
+    if any(t in _EVAL_DATA_WORDS and t not in ("val", "valid") for t in tokens):
+        return True
+    if any(t in ("val", "valid") for t in tokens):
+        return len(tokens) == 1 or any(t in _DATA_WORDS for t in tokens)
+    return False
+
+
+def related(a: str, b: str) -> bool:
+    """The same model, or one a submodule / wrapper of the other (``model`` and ``model.module``)."""
+    if a == ANY or b == ANY:
+        return True
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".") or a.startswith(b + "[") or b.startswith(a + "[")
+
+
+def _part_for(targets: Tuple[str, ...], value: cst.BaseExpression, ref: str) -> Optional[cst.BaseExpression]:
+    """The part of ``value`` assigned to ``ref`` (``a, b = x, y``), None when unknown."""
+    if len(targets) == 1:
+        return value
+    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(targets):
+        element = value.elements[targets.index(ref)]
+        if not isinstance(element, cst.StarredElement):
+            return element.value
+    return None
+
+
+def _asserts(node: cst.FunctionDef) -> bool:
+    """Whether the function (not a function nested in it) has an ``assert`` statement."""
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assert(self, node: cst.Assert) -> None:
+            found.append(node)
+
+        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+            return False
+
+    node.body.visit(Finder())
+    return bool(found)
+
+
+def _head(ref: str) -> str:
+    return ref.split(".", 1)[0].split("[", 1)[0]
+
+

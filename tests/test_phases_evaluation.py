@@ -1,0 +1,274 @@
+"""Is this evaluation code? (mllint/semantics/phases/evaluation.py, words.py, base.py)"""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from mllint.semantics import build_model
+from mllint.semantics.phases import Phases, eval_name_strength, is_eval_data_ref, name_tokens, related
+
+
+def phases_of(source: str, path: str = "t.py") -> Phases:
+    source = textwrap.dedent(source)
+    return Phases.of(build_model(cst.parse_module(source), source, path))
+
+
+def forward(ph: Phases, ref: str, nth: int = 0):
+    found = [e for e in ph.forwards() if e.ref == ref]
+    assert len(found) > nth, [e.ref for e in ph.forwards()]
+    return found[nth]
+
+
+def evidence_kind(ph: Phases, ref: str, nth: int = 0):
+    found = ph.evidence(forward(ph, ref, nth))
+    return found.kind if found else None
+
+
+# --- words ------------------------------------------------------------------------------------------------
+
+
+def test_name_tokens_split_snake_and_camel_case():
+    assert name_tokens("validateOneEpoch") == ["validate", "one", "epoch"]
+    assert name_tokens("_run_validation") == ["run", "validation"]
+
+
+@pytest.mark.parametrize(
+    "name,strength",
+    [
+        ("evaluate", "strong"),
+        ("validate_one_epoch", "strong"),
+        ("test", "strong"),
+        ("run_inference", "strong"),
+        ("predict_proba", "strong"),
+        ("compute_val_loss", "strong"),
+        ("generate", "weak"),
+        ("sample_images", "weak"),
+        ("score", "weak"),
+        ("generation_loss", None),  # a loss is training
+        ("infer_shape", None),  # working something out, not evaluating
+        ("generate_square_subsequent_mask", None),
+        ("is_valid", None),
+        ("train_one_epoch", None),
+        ("interval", None),
+    ],
+)
+def test_eval_name_strength(name, strength):
+    assert eval_name_strength(name) == strength
+
+
+@pytest.mark.parametrize(
+    "ref,expected",
+    [
+        ("X_val", True),
+        ("val_loader", True),
+        ("self.test_data", True),
+        ("valid_dl", True),
+        ("eval_dataloader", True),
+        ("x_test", True),
+        ("valid_ratios", False),  # validity, not validation
+        ("valid_mask", False),
+        ("args.test_batch_size", False),  # a setting
+        ("self.val_dim", False),
+        ("interval", False),
+        ("val", True),
+    ],
+)
+def test_is_eval_data_ref(ref, expected):
+    assert is_eval_data_ref(ref) is expected
+
+
+def test_related_models():
+    assert related("model", "model.module")
+    assert related("model.encoder", "model")
+    assert not related("encoder", "decoder")
+    assert not related("model", "model_ema")
+
+
+# --- forwards ----------------------------------------------------------------------------------------------
+
+
+def test_forwards_leave_out_constructors_factories_and_methods_without_inputs():
+    ph = phases_of(
+        """
+        import torch
+        from models import build_model
+        class Net(torch.nn.Module):
+            pass
+        model = Net()
+        other_model = build_model()
+        model.fuse_model()
+        out = model(x)
+        pred = model_transform(out)
+        """
+    )
+    assert [e.ref for e in ph.forwards()] == ["model"]
+
+
+# --- evaluation code ---------------------------------------------------------------------------------------
+
+
+def test_evidence_from_function_loop_data_script_and_callers():
+    ph = phases_of(
+        """
+        import torch
+
+        def evaluate(model, loader):
+            return [model(x) for x in loader]
+
+        def run(net, batch):
+            return net(batch)
+
+        def check(clf, loader):
+            for xb in loader:
+                run(clf, xb)
+
+        def train(model, train_loader, val_loader, opt):
+            for x, y in train_loader:
+                opt.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt.step()
+            for x, y in val_loader:
+                encoder(x)
+            classifier(X_val)
+        """
+    )
+    assert evidence_kind(ph, "model") == "function"
+    assert evidence_kind(ph, "encoder") == "loop"
+    assert evidence_kind(ph, "classifier") == "data"
+    assert evidence_kind(ph, "net") is None  # its only caller is not evaluation code
+    assert evidence_kind(ph, "model", 1) is None  # training
+
+
+def test_callers_evidence_and_script_evidence():
+    ph = phases_of(
+        """
+        import torch
+
+        def embed(encoder, x):
+            return encoder(x)
+
+        def validate(encoder, val_loader):
+            return [embed(encoder, x) for x in val_loader]
+        """
+    )
+    assert evidence_kind(ph, "encoder") == "callers"
+    script = phases_of(
+        """
+        import torch
+        model = Net()
+        model.load_state_dict(torch.load("m.pt"))
+        print(model(images))
+        """
+    )
+    assert evidence_kind(script, "model") == "script"
+
+
+def test_no_evidence_for_frameworks_unit_tests_and_model_internals():
+    ph = phases_of(
+        """
+        import torch
+        import lightning as L
+        from transformers import Trainer
+
+        class Lit(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                return self.model(batch)
+
+        class MyTrainer(Trainer):
+            def evaluate(self, dataset):
+                return self.net(dataset)
+
+        class Head(torch.nn.Module):
+            def predict(self, x):
+                return self.classifier(x)
+        """
+    )
+    for ref in ("self.model", "self.net", "self.classifier"):
+        assert evidence_kind(ph, ref) is None, ref
+    tests = phases_of(
+        """
+        import pytest
+        import torch
+        def test_forward_shape():
+            assert model(torch.zeros(1, 3)).shape == (1, 2)
+        """,
+        path="tests/test_model.py",
+    )
+    assert evidence_kind(tests, "model") is None
+
+
+def test_unit_tests_are_told_by_their_code_not_their_file_name():
+    asserting = phases_of(
+        """
+        import torch
+        def test_forward(model, batch):
+            out = model(batch)
+            assert out.shape[0] == batch.shape[0]
+        """,
+        path="test.py",
+    )
+    assert evidence_kind(asserting, "model") is None
+    evaluating = phases_of(
+        """
+        import torch
+        def test(model, test_loader):
+            correct = 0
+            with torch.no_grad():
+                for x, y in test_loader:
+                    correct += (model(x).argmax(1) == y).sum().item()
+            return correct
+        """,
+        path="tests/test_eval.py",
+    )
+    assert evidence_kind(evaluating, "model") == "loop"
+
+
+def test_an_evaluation_function_whose_result_is_trained_on_is_not_evaluation():
+    ph = phases_of(
+        """
+        import torch
+
+        def infer(net, x):
+            return net(x)
+
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(infer(model, x), y)
+            loss.backward()
+            optimizer.step()
+        """
+    )
+    assert evidence_kind(ph, "net") is None
+
+
+# --- data flow to backward ----------------------------------------------------------------------------------
+
+
+def test_module_like_classes():
+    ph = phases_of(
+        """
+        import torch
+        from transformers import BertPreTrainedModel
+        class A(torch.nn.Module):
+            pass
+        class B:
+            def forward(self, x):
+                return x
+        class C(BertPreTrainedModel):
+            pass
+        class D(SomeForConditionalGeneration):
+            pass
+        class E(Generic[T]):
+            pass
+        class F(A):
+            pass
+        """
+    )
+    assert {name: ph.module_like(name) for name in "ABCDEF"} == {
+        "A": True, "B": True, "C": True, "D": True, "E": False, "F": True,
+    }
+
+

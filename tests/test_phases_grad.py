@@ -1,0 +1,113 @@
+"""Is grad on here? (mllint/semantics/phases/grad.py)"""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from mllint.semantics import build_model
+from mllint.semantics.phases import Phases
+
+
+def phases_of(source: str, path: str = "t.py") -> Phases:
+    source = textwrap.dedent(source)
+    return Phases.of(build_model(cst.parse_module(source), source, path))
+
+
+def forward(ph: Phases, ref: str, nth: int = 0):
+    found = [e for e in ph.forwards() if e.ref == ref]
+    assert len(found) > nth, [e.ref for e in ph.forwards()]
+    return found[nth]
+
+
+def evidence_kind(ph: Phases, ref: str, nth: int = 0):
+    found = ph.evidence(forward(ph, ref, nth))
+    return found.kind if found else None
+
+
+# --- words ------------------------------------------------------------------------------------------------
+
+
+def test_protected_regions():
+    ph = phases_of(
+        """
+        import torch
+        from contextlib import contextmanager
+
+        @contextmanager
+        def frozen():
+            with torch.no_grad():
+                yield
+
+        @torch.inference_mode()
+        def a(x):
+            return model_a(x)
+
+        def b(x):
+            return model_b(x)
+
+        def c(x, phase):
+            with torch.set_grad_enabled(phase == "train"):
+                model_c(x)
+            with frozen():
+                model_d(x)
+            with torch.no_grad() if not training else contextlib.nullcontext():
+                model_e(x)
+            with torch.enable_grad():
+                model_f(x)
+            model_g(x)
+
+        with torch.no_grad():
+            b(x)
+        """
+    )
+    protected = {e.ref: ph.protected(e) for e in ph.forwards()}
+    assert protected == {
+        "model_a": True, "model_b": True, "model_c": True, "model_d": True, "model_e": True, "model_f": False, "model_g": False,
+    }
+
+
+def test_helpers_count_only_when_every_caller_turns_grad_off():
+    ph = phases_of(
+        """
+        import torch
+        def helper(x):
+            return net(x)
+        with torch.no_grad():
+            helper(a)
+        helper(b)
+        """
+    )
+    assert not ph.protected(forward(ph, "net"))
+
+
+def test_set_grad_enabled_statement_turns_grad_off_for_the_script():
+    ph = phases_of(
+        """
+        import torch
+        torch.set_grad_enabled(False)
+        def predict(x):
+            return model(x)
+        """
+    )
+    assert ph.protected(forward(ph, "model"))
+
+
+def test_frozen_models():
+    ph = phases_of(
+        """
+        import torch
+        vgg.requires_grad_(False)
+        for p in backbone.parameters():
+            p.requires_grad = False
+        """
+    )
+    assert ph.frozen("vgg", "<module>")
+    assert ph.frozen("backbone.layer1", "<module>")
+    assert not ph.frozen("head", "<module>")
+
+
+# --- modes -----------------------------------------------------------------------------------------------------
+
+
