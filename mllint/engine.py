@@ -48,7 +48,12 @@ def decode(data: bytes) -> Decoded:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise UnreadableFile(f"bad coding declaration: {exc}") from None
+        # A cookie naming a codec this interpreter does not have (``future_fstrings``, a
+        # codec a package registers at import time) still marks a UTF-8 file: read it as
+        # such, as those codecs' own files are. A BOM that contradicts the cookie is bad.
+        if "unknown encoding" not in str(exc):
+            raise UnreadableFile(f"bad coding declaration: {exc}") from None
+        encoding = "utf-8"
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:

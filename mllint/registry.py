@@ -33,11 +33,13 @@ class Rule:
     valid: Tuple[Example, ...]
     invalid: Tuple[Example, ...]
     module: str
-    requires: Tuple[str, ...] = ()  # without all of these the rule cannot fire: the file is not parsed for it
+    # Without all of these the rule cannot fire: the file is not parsed for it. An entry may
+    # name alternatives, ``"torch|transformers"``: any one of them will do.
+    requires: Tuple[str, ...] = ()
 
     def triggered_by(self, source: str) -> bool:
         return (not self.triggers or any(word in source for word in self.triggers)) and all(
-            word in source for word in self.requires
+            any(word in source for word in alternatives.split("|")) for alternatives in self.requires
         )
 
 

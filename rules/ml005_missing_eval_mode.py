@@ -61,7 +61,7 @@ CODE = "ML005"
 NAME = "missing-eval-mode"
 MESSAGE = "model evaluated in training mode, or left in eval mode for training"
 TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained")
-REQUIRES = ("torch",)
+REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
 FIX = "safe"
 

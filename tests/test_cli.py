@@ -343,6 +343,24 @@ def test_non_utf8_file_with_coding_cookie(tmp_path):
     assert target.read_bytes() == ("# -*- coding: latin-1 -*-\n# café\n" + FIXED).encode("latin-1")
 
 
+def test_unknown_codec_in_coding_cookie_reads_as_utf8(tmp_path):
+    # ``future_fstrings`` registers its codec at import time: the interpreter running mllint
+    # does not know it, but the file is UTF-8 text and is linted (and fixed) as such.
+    source = "# -*- coding: future_fstrings -*-\n# caf\u00e9\n" + BAD
+    target = write(tmp_path / "train.py", data=source.encode("utf-8"))
+    proc = run([], tmp_path)
+    assert proc.returncode == 1, proc.stdout
+    assert "ML000" not in proc.stdout and "train.py:8:5: ML001" in proc.stdout
+    assert run(["--fix"], tmp_path).returncode == 0
+    assert target.read_bytes() == ("# -*- coding: future_fstrings -*-\n# caf\u00e9\n" + FIXED).encode("utf-8")
+
+
+def test_coding_cookie_contradicting_a_bom_is_ml000(tmp_path):
+    write(tmp_path / "train.py", data=b"\xef\xbb\xbf# -*- coding: latin-1 -*-\n" + BAD.encode())
+    proc = run([], tmp_path)
+    assert "train.py:1:1: ML000" in proc.stdout and "coding" in proc.stdout
+
+
 def test_undecodable_file_is_ml000(tmp_path):
     write(tmp_path / "bad.py", data=b"x = '\xff\xfe'\nloss.backward()\n")
     proc = run([], tmp_path)
