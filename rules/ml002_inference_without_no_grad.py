@@ -11,10 +11,16 @@ Why it matters
 
     Evaluation code means: a function named like evaluation (evaluate, validate,
     val, test, predict, infer, generate, sample, score) that trains nothing; a
-    loop over a validation/test loader that runs no backward pass; a helper only
-    evaluation code calls; a forward on validation/test data; an inference script
-    (weights loaded, nothing trained); code after ``model.eval()`` that never
-    calls ``backward()``.
+    loop over a validation/test loader (``val_loader``, ``testloader``) that runs
+    no backward pass, at module level too (the tutorial script that trains, then
+    tests); a helper only evaluation code calls; a forward on validation/test
+    data; an inference script (weights loaded into the model, nothing trained);
+    code after ``model.eval()`` that never calls ``backward()``; a model's own
+    inference method (``def predict(self, x): return self(x).argmax(1)``) when it
+    switches to eval mode or returns only what no gradient flows through. A
+    forward is ``model(x)``, ``model(**batch)``, ``model.forward(x)`` or
+    ``self(x)`` in such a method. Files that use transformers or accelerate
+    without importing torch are checked too.
 
 When the code is fine
     - the forward runs under ``with torch.no_grad():``, ``torch.inference_mode()``,
@@ -26,9 +32,15 @@ When the code is fine
     - its output feeds ``backward()`` or ``torch.autograd.grad`` (training, a
       frozen teacher in a training step, adversarial examples, saliency maps);
     - every parameter of the model is frozen (``requires_grad_(False)``);
+    - a smoke test: a model built right there, never trained or loaded, run once
+      to check shapes;
+    - a model's other methods (``forward`` and what it calls, ``sample`` of a
+      policy, a ``predict`` step that returns differentiable values): they run in
+      whatever grad mode the caller chose;
     - frameworks run the hook with grad off: Lightning ``validation_step`` /
-      ``test_step`` / ``predict_step``, HF ``Trainer`` and skorch ``NeuralNet``
-      subclasses;
+      ``test_step`` / ``predict_step`` in a class that derives from Lightning (or
+      from a base class imported from elsewhere, which may), HF ``Trainer`` and
+      skorch ``NeuralNet`` subclasses, HF ``generate()`` (not a forward here);
     - the call is not a model's forward (``criterion(out, y)``, metrics,
       tokenizers, transforms).
 
@@ -375,6 +387,108 @@ VALID: List[str] = [
         score.backward()
         return image.grad.abs()
     """,
+    # a smoke test of a freshly built model (a shape check) in a file that also loads weights elsewhere
+    """
+import torch
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+def test():
+    net = Net()
+    y = net(torch.randn(2, 4))
+    print(y.size())
+
+def load(path):
+    model = Net()
+    model.load_state_dict(torch.load(path))
+    return model
+
+if __name__ == "__main__":
+    test()
+""",
+    # a model's differentiable predict step (a Kalman filter's): it returns a state, which training may backpropagate through
+    """
+import torch
+import torch.nn as nn
+
+class KalmanFilter(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.F = nn.Parameter(torch.eye(n))
+
+    def forward(self, x, z):
+        return self.update(self.predict(x), z)
+
+    def update(self, x, z):
+        return x + 0.5 * (z - x)
+
+    def predict(self, x):
+        return x @ self.F.T
+""",
+    # a policy's sample(): its log-probabilities feed the loss (sampling is not inference inside a model)
+    """
+import torch
+import torch.nn as nn
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 2)
+
+    def forward(self, s):
+        return torch.distributions.Categorical(logits=self.net(s))
+
+    def sample(self, s):
+        dist = self(s)
+        a = dist.sample()
+        return a, dist.log_prob(a)
+""",
+    # a model's predict() that returns differentiable scores: a caller elsewhere may train on them
+    """
+import torch
+import torch.nn as nn
+
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.lin(x)
+
+    def predict(self, x):
+        return torch.sigmoid(self(x))
+""",
+    # validation_step of a LightningModule subclass through a base class of the project: Lightning runs it with grad off
+    """
+import torch
+from lightning.pytorch import LightningModule
+
+class Base(LightningModule):
+    pass
+
+class Classifier(Base):
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.cross_entropy(self.model(x), y))
+""",
+    # `model.forward(x)` in training: its output feeds backward
+    """
+import torch
+
+def train_step(model, optimizer, x, y):
+    optimizer.zero_grad()
+    loss = torch.nn.functional.mse_loss(model.forward(x), y)
+    loss.backward()
+    optimizer.step()
+""",
 ]
 
 INVALID = [
@@ -701,6 +815,205 @@ def extract_embeddings(model, loader):
     for batch in loader:
         embeddings.append(model(batch))
     return torch.cat(embeddings)
+""",
+    ),
+    # `model.forward(x)` is a forward pass too
+    Example(
+        """
+import torch
+
+def evaluate(model, loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        correct += (model.forward(x).argmax(1) == y).sum().item()
+    return correct
+""",
+        fixed="""
+import torch
+
+@torch.no_grad()
+def evaluate(model, loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        correct += (model.forward(x).argmax(1) == y).sum().item()
+    return correct
+""",
+    ),
+    # `self.model.forward(...)` in an evaluator class, after `self.model.eval()`
+    Example(
+        """
+import torch
+
+class Evaluator:
+    def __init__(self, model, loader):
+        self.model = model
+        self.loader = loader
+
+    def run(self):
+        self.model.eval()
+        scores = []
+        for batch in self.loader:
+            scores.append(self.model.forward(batch).softmax(-1).max(-1).values.mean().item())
+        return sum(scores) / len(scores)
+""",
+        fixed="""
+import torch
+
+class Evaluator:
+    def __init__(self, model, loader):
+        self.model = model
+        self.loader = loader
+
+    @torch.no_grad()
+    def run(self):
+        self.model.eval()
+        scores = []
+        for batch in self.loader:
+            scores.append(self.model.forward(batch).softmax(-1).max(-1).values.mean().item())
+        return sum(scores) / len(scores)
+""",
+    ),
+    # a model's own predict(): `self(x)` with grad on, and only argmax comes back (nothing can train on it)
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+class Classifier(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(n_in, 64), nn.ReLU(), nn.Dropout(0.3), nn.Linear(64, n_out))
+
+    def forward(self, x):
+        return self.body(x)
+
+    def predict(self, x):
+        self.eval()
+        return self(x).argmax(dim=-1)
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+class Classifier(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(n_in, 64), nn.ReLU(), nn.Dropout(0.3), nn.Linear(64, n_out))
+
+    def forward(self, x):
+        return self.body(x)
+
+    @torch.no_grad()
+    def predict(self, x):
+        self.eval()
+        return self(x).argmax(dim=-1)
+""",
+    ),
+    # an accelerate evaluation loop in a file that never imports torch: the fix imports it
+    Example(
+        """
+from accelerate import Accelerator
+
+def evaluate(model, eval_dataloader, accelerator: Accelerator):
+    model.eval()
+    losses = []
+    for batch in eval_dataloader:
+        outputs = model(**batch)
+        losses.append(accelerator.gather(outputs.loss).mean().item())
+    return sum(losses) / len(losses)
+""",
+        fixed="""
+import torch
+from accelerate import Accelerator
+
+@torch.no_grad()
+def evaluate(model, eval_dataloader, accelerator: Accelerator):
+    model.eval()
+    losses = []
+    for batch in eval_dataloader:
+        outputs = model(**batch)
+        losses.append(accelerator.gather(outputs.loss).mean().item())
+    return sum(losses) / len(losses)
+""",
+    ),
+    # the tutorials' spelling `testloader` names test data
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+net = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+trainloader = torch.utils.data.DataLoader(train_set, batch_size=64)
+testloader = torch.utils.data.DataLoader(test_set, batch_size=64)
+for epoch in range(2):
+    for images, labels in trainloader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(net(images), labels).backward()
+        optimizer.step()
+net.eval()
+correct = 0
+for images, labels in testloader:
+    correct += (net(images).argmax(1) == labels).sum().item()
+print(correct / len(test_set))
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+net = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+trainloader = torch.utils.data.DataLoader(train_set, batch_size=64)
+testloader = torch.utils.data.DataLoader(test_set, batch_size=64)
+for epoch in range(2):
+    for images, labels in trainloader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(net(images), labels).backward()
+        optimizer.step()
+net.eval()
+correct = 0
+with torch.no_grad():
+    for images, labels in testloader:
+        correct += (net(images).argmax(1) == labels).sum().item()
+print(correct / len(test_set))
+""",
+    ),
+    # `validation_step` named like a Lightning hook in a class that does not derive from Lightning
+    Example(
+        """
+import torch
+
+class Runner:
+    def __init__(self, net, loader):
+        self.net = net
+        self.loader = loader
+
+    def validation_step(self, batch):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y).item()
+
+    def validate(self):
+        self.net.eval()
+        return [self.validation_step(b) for b in self.loader]
+""",
+        fixed="""
+import torch
+
+class Runner:
+    def __init__(self, net, loader):
+        self.net = net
+        self.loader = loader
+
+    def validation_step(self, batch):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y).item()
+
+    @torch.no_grad()
+    def validate(self):
+        self.net.eval()
+        return [self.validation_step(b) for b in self.loader]
 """,
     ),
 ]

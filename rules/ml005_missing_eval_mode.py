@@ -77,6 +77,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue  # generating or sampling (a GAN's samples in training mode) is not evaluating
         ref = effect.ref
         scope = effect.ctx.scope
+        if ref == "self":
+            continue  # a model's own predict(): its callers set the mode (eval() there would stick)
         if phases.overrides_mode(ref, scope) or phases.mode_cm_around(effect.ctx, ref):
             continue
         modes = phases.mode_at(effect, ref)
@@ -90,10 +92,11 @@ def check(model: FileModel) -> Iterable[Finding]:
         if unit in reported:
             continue
         reported.add(unit)
-        message = (
-            f"`{ref}` is evaluated {evidence.text} in training mode: nothing calls `{ref}.eval()` on the way here, "
-            f"so dropout and batch norm behave as in training"
+        why = (
+            f"`{ref}.train()` before it puts it there" if _explicit_train(phases, effect)
+            else f"nothing calls `{ref}.eval()` on the way here"
         )
+        message = f"`{ref}` is evaluated {evidence.text} in training mode: {why}, so dropout and batch norm behave as in training"
         yield model.finding(effect.node, CODE, NAME, message, _missing_fix(model, phases, effect, evidence))
     for item in phases.eval_not_undone():
         where = "in the training loop"
@@ -116,15 +119,77 @@ def _generating(model: FileModel, scope: str) -> bool:
 
 def _deliberate_train(phases: Phases, effect: Effect, evidence: Evidence) -> bool:
     """``model.train()`` inside the evaluation itself (the evaluation function, or the body
-    of the evaluation loop): deliberate (Monte Carlo dropout, detection models that only
-    return losses in training mode)."""
-    for event in phases.events(effect.ctx.scope):
-        if event.kind != "train" or event.via or event.order > effect.order or not related(event.ref, effect.ref):
-            continue
-        if evidence.kind in ("function", "callers"):
+    of the evaluation loop) when the code shows why: Monte Carlo dropout (the forward
+    repeated over the same input: in a ``range`` loop or a comprehension of its own) or a
+    detection model that returns its losses only in training mode (called with targets, its
+    result named for losses). Otherwise an explicit ``.train()`` before evaluation is the bug."""
+    if not _explicit_train(phases, effect):
+        return False
+    return _repeated_sampling(phases, effect) or _losses_with_targets(phases, effect)
+
+
+def _explicit_train(phases: Phases, effect: Effect) -> bool:
+    """A ``.train()`` on the model in the evaluation's own code, the last switch before the forward."""
+    before = [
+        e for e in phases.events(effect.ctx.scope)
+        if e.order < effect.order and not e.via and related(e.ref, effect.ref) and e.kind in ("train", "eval")
+    ]
+    return bool(before) and before[-1].kind == "train"
+
+
+def _repeated_sampling(phases: Phases, effect: Effect) -> bool:
+    """The forward repeated over the same input: inside a comprehension, or a ``for _ in
+    range(n)`` loop (a loop over a count, not over data)."""
+    statement = effect.ctx.statement
+    if statement is not None and any(_contains(comp, effect.node) for comp in _comprehensions(statement)):
+        return True
+    loop = effect.ctx.loop
+    while loop is not None and phases.iterated_data(loop) is None:
+        if loop.iter_call == "range" and isinstance(loop.node, cst.For):
             return True
-        if evidence.kind == "loop" and evidence.loop is not None and evidence.loop.encloses(event.ctx.loop):
-            return True
+        loop = loop.parent
+    return False
+
+
+def _comprehensions(node: cst.CSTNode) -> List[cst.CSTNode]:
+    found: List[cst.CSTNode] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_ListComp(self, n: cst.ListComp) -> None:
+            found.append(n)
+
+        def visit_GeneratorExp(self, n: cst.GeneratorExp) -> None:
+            found.append(n)
+
+    node.visit(Finder())
+    return found
+
+
+def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if n is inner:
+                found.append(n)
+            return not found
+
+    outer.visit(Finder())
+    return bool(found)
+
+
+def _losses_with_targets(phases: Phases, effect: Effect) -> bool:
+    """``loss_dict = model(images, targets)``: torchvision's detection models return their
+    losses only in training mode."""
+    node = effect.node
+    if not isinstance(node, cst.Call) or len(node.args) < 2:
+        return False
+    statement = effect.ctx.statement
+    if isinstance(statement, cst.SimpleStatementLine):
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and small.value is node:
+                names = [t.target for t in small.targets]
+                return any("loss" in (phases.m.code_of(t) or "").lower() for t in names)
     return False
 
 
@@ -513,6 +578,93 @@ VALID: List[str] = [
             for x, y in val_loader:
                 model(x)
     """,
+    # Monte Carlo dropout: train() before the same input is sampled repeatedly
+    """
+import torch
+
+@torch.no_grad()
+def predict_with_uncertainty(model, x, n=30):
+    model.train()
+    samples = torch.stack([model(x) for _ in range(n)])
+    return samples.mean(0), samples.std(0)
+""",
+    # Monte Carlo dropout over a loader: a range loop repeats the forward on each batch
+    """
+import torch
+
+@torch.no_grad()
+def evaluate_mc(model, loader, passes=10):
+    model.train()
+    out = []
+    for x, _ in loader:
+        probs = 0
+        for _ in range(passes):
+            probs = probs + model(x).softmax(-1)
+        out.append(probs / passes)
+    return out
+""",
+    # torchvision detection models return their losses only in training mode: the validation loss is computed with targets
+    """
+import torch
+
+@torch.no_grad()
+def validation_loss(model, val_loader):
+    model.train()
+    total = 0.0
+    for images, targets in val_loader:
+        loss_dict = model(images, targets)
+        total += sum(loss.item() for loss in loss_dict.values())
+    return total
+""",
+    # a model's own predict(): its callers set the mode (an eval() inside would stick after it returns)
+    """
+import torch
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.fc(x)
+
+    @torch.no_grad()
+    def predict(self, x):
+        return self(x).argmax(-1)
+""",
+    # eval() applied to every model through a tuple loop
+    """
+import torch
+
+@torch.no_grad()
+def evaluate(encoder, decoder, loader):
+    for m in (encoder, decoder):
+        m.eval()
+    return [decoder(encoder(x)) for x in loader]
+""",
+    # eval() applied through a dict of models
+    """
+import torch
+
+@torch.no_grad()
+def evaluate(models, loader):
+    for m in models.values():
+        m.eval()
+    return [models["head"](models["body"](x)) for x in loader]
+""",
+    # a shape check of a freshly built model
+    """
+import torch
+import torchvision
+
+def test():
+    net = torchvision.models.resnet18(num_classes=10)
+    print(net(torch.randn(1, 3, 32, 32)).shape)
+
+if __name__ == "__main__":
+    test()
+""",
 ]
 
 INVALID = [
@@ -921,6 +1073,178 @@ def main():
     model = build_model()
     model.load_state_dict(torch.load("ckpt.pt"))
     print(predict_batches(model, test_batches))
+""",
+    ),
+    # an explicit `model.train()` before the evaluation loop (no repeated sampling, no targets: not deliberate)
+    Example(
+        """
+import torch
+
+def evaluate(model, loader):
+    model.train()
+    correct = 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum().item()
+    return correct
+""",
+        fixed="""
+import torch
+
+def evaluate(model, loader):
+    model.train()
+    correct = 0
+    model.eval()
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum().item()
+    return correct
+""",
+    ),
+    # `model.forward(x)` evaluates too
+    Example(
+        """
+import torch
+
+@torch.no_grad()
+def validate(model, val_loader):
+    total = 0.0
+    for x, y in val_loader:
+        total += torch.nn.functional.cross_entropy(model.forward(x), y).item()
+    return total
+""",
+        fixed="""
+import torch
+
+@torch.no_grad()
+def validate(model, val_loader):
+    total = 0.0
+    model.eval()
+    for x, y in val_loader:
+        total += torch.nn.functional.cross_entropy(model.forward(x), y).item()
+    return total
+""",
+    ),
+    # a base class's fit() calls the evaluate() a subclass defines, after the training epoch switched to train mode
+    Example(
+        """
+import torch
+
+class BaseTrainer:
+    def __init__(self, model, opt, train_loader, val_loader):
+        self.model = model
+        self.opt = opt
+        self.train_loader = train_loader
+        self.val_loader = val_loader
+
+    def fit(self, epochs):
+        for _ in range(epochs):
+            self.train_epoch()
+            self.evaluate()
+
+class Trainer(BaseTrainer):
+    def train_epoch(self):
+        self.model.train()
+        for x, y in self.train_loader:
+            self.opt.zero_grad()
+            torch.nn.functional.mse_loss(self.model(x), y).backward()
+            self.opt.step()
+
+    @torch.no_grad()
+    def evaluate(self):
+        return sum(torch.nn.functional.mse_loss(self.model(x), y).item() for x, y in self.val_loader)
+""",
+        fixed="""
+import torch
+
+class BaseTrainer:
+    def __init__(self, model, opt, train_loader, val_loader):
+        self.model = model
+        self.opt = opt
+        self.train_loader = train_loader
+        self.val_loader = val_loader
+
+    def fit(self, epochs):
+        for _ in range(epochs):
+            self.train_epoch()
+            self.evaluate()
+
+class Trainer(BaseTrainer):
+    def train_epoch(self):
+        self.model.train()
+        for x, y in self.train_loader:
+            self.opt.zero_grad()
+            torch.nn.functional.mse_loss(self.model(x), y).backward()
+            self.opt.step()
+
+    @torch.no_grad()
+    def evaluate(self):
+        self.model.eval()
+        return sum(torch.nn.functional.mse_loss(self.model(x), y).item() for x, y in self.val_loader)
+""",
+    ),
+    # the tutorial shape: train at module level, then test under no_grad with no eval() anywhere
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+net = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 2))
+optimizer = torch.optim.Adam(net.parameters())
+for epoch in range(3):
+    for x, y in trainloader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(net(x), y).backward()
+        optimizer.step()
+correct = 0
+with torch.no_grad():
+    for x, y in testloader:
+        correct += (net(x).argmax(1) == y).sum().item()
+print(correct)
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+net = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 2))
+optimizer = torch.optim.Adam(net.parameters())
+for epoch in range(3):
+    for x, y in trainloader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(net(x), y).backward()
+        optimizer.step()
+correct = 0
+net.eval()
+with torch.no_grad():
+    for x, y in testloader:
+        correct += (net(x).argmax(1) == y).sum().item()
+print(correct)
+""",
+    ),
+    # a model kept in a private attribute (`self._net`), known as a model by its name
+    Example(
+        """
+import torch
+
+class Predictor:
+    def __init__(self, net):
+        self._net = net
+
+    @torch.no_grad()
+    def predict(self, X):
+        return torch.cat([self._net(xb).argmax(1) for xb in torch.split(X, 256)])
+""",
+        fixed="""
+import torch
+
+class Predictor:
+    def __init__(self, net):
+        self._net = net
+
+    @torch.no_grad()
+    def predict(self, X):
+        self._net.eval()
+        return torch.cat([self._net(xb).argmax(1) for xb in torch.split(X, 256)])
 """,
     ),
 ]

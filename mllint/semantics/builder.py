@@ -396,6 +396,7 @@ class _Builder(cst.CSTVisitor):
     def leave_Module(self, original_node: cst.Module) -> None:
         # Calls are classified after the walk, when every class and function is known,
         # and after roles have flowed from arguments into the parameters of local helpers.
+        self._roles_from_use()
         self._propagate_roles_to_parameters()
         for call, ctx, order in self.pending_calls:
             self._classify_call(call, ctx, order)
@@ -447,6 +448,11 @@ class _Builder(cst.CSTVisitor):
             if method == "eval" and not call.args:
                 emit(EVAL, receiver)
                 return
+            if method == "forward" and receiver != ANY and (
+                self.m.has_role(receiver, R.MODEL, ctx.scope) or (receiver == "self" and self._self_is_model(ctx.scope))
+            ):
+                emit(FORWARD, receiver)  # model.forward(x), self.model.forward(x): a forward that skips hooks
+                return
             if method == "train":
                 mode = TRAIN
                 if positional and isinstance(positional[0], cst.Name) and positional[0].value == "False":
@@ -467,8 +473,37 @@ class _Builder(cst.CSTVisitor):
         ref = ref_of(func)
         if ref is not None and self.m.has_role(ref, R.MODEL, ctx.scope):
             emit(FORWARD, ref)
+        elif ref == "self" and self._self_is_model(ctx.scope):
+            emit(FORWARD, ref)  # self(x) in a model's own method (predict, infer)
 
     _PROPAGATED_ROLES = (R.OPTIMIZER, R.MODEL, R.SCALER, R.SCHEDULER, R.LOADER)
+    # Methods only torch models have (``.eval()``/``.train()`` without arguments or with a
+    # literal flag, ``.parameters()``): an object they are called on is a model. Not
+    # ``state_dict()``, which optimizers and schedulers have too.
+    _MODEL_ONLY_METHODS = frozenset(("eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children"))
+
+    def _roles_from_use(self) -> None:
+        """``thing.eval()`` / ``thing.parameters()`` on a name nothing else says anything
+        about: ``thing`` is a model in that scope (``self._net``, ``self.module_``, a
+        parameter named ``m``)."""
+        for call, ctx, _order in self.pending_calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute) or func.attr.value not in self._MODEL_ONLY_METHODS:
+                continue
+            if func.attr.value in ("eval", "train") and not (
+                not call.args or (len(call.args) == 1 and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value in ("True", "False"))
+            ):
+                continue  # ``df.eval("a + b")``, ``model.train(flag)`` says nothing new
+            receiver = ref_of(func.value)
+            if receiver is None or receiver in ("self", "cls") or receiver.split(".", 1)[0] in self.m.imports.aliases:
+                continue
+            if self.m.roles.get(ctx.scope, receiver) is None and self.m.instance_of.get(ctx.scope, receiver) is None:
+                self.m.roles.setdefault(ctx.scope, receiver, set()).add(R.MODEL)
+
+    def _self_is_model(self, scope: str) -> bool:
+        cls = self._enclosing_class(scope)
+        info = self.m.classes.get(cls) if cls else None
+        return info is not None and (info.is_module or "forward" in info.methods)
 
     def _propagate_roles_to_parameters(self) -> None:
         """``step(o)`` called as ``step(optimizer)``: the parameter ``o`` holds an optimizer."""
@@ -522,6 +557,8 @@ class _Builder(cst.CSTVisitor):
             cls = None
             if receiver in ("self", "cls"):
                 cls = self._enclosing_class(ctx.scope)
+                if cls and self.m.method_key(cls, method) is None:
+                    return self.m.subclass_method_key(cls, method)  # a template method of a base class
             elif receiver is not None:
                 cls = self.m.instance_of.get(ctx.scope, receiver)
             return self.m.method_key(cls, method) if cls else None

@@ -220,6 +220,24 @@ class FileModel:
                 return found
         return None
 
+    def subclass_method_key(self, cls: str, method: str) -> Optional[str]:
+        """``self.method()`` in a base class that does not define it: the method of the one
+        subclass in this file that does (``BaseTrainer.fit`` calling ``self.evaluate()`` that
+        ``MyTrainer`` defines). None when no subclass or several different ones define it."""
+        found = set()
+        todo, seen = [cls], {cls}
+        while todo:
+            current = todo.pop()
+            for info in self.classes.values():
+                if info.name in seen or not any(b.rsplit(".", 1)[-1] == current for b in info.bases):
+                    continue
+                seen.add(info.name)
+                todo.append(info.name)
+                key = self.method_key(info.name, method)
+                if key is not None:
+                    found.add(key)
+        return found.pop() if len(found) == 1 else None
+
     def canonical(self, ref: str, scope: str) -> str:
         """Follow assignments ``a = b`` / ``a = DDP(b.to(dev))`` back to the original object."""
         seen = set()

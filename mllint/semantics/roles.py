@@ -97,6 +97,9 @@ def role_of_name(ref: str) -> Optional[str]:
     last = last.split("[", 1)[0]
     if not last or last.startswith("__"):
         return None
+    last = last.strip("_")  # ``self._net``, skorch's ``self.module_``
+    if not last:
+        return None
     if _SCALER_NAME.search(last):
         return SCALER
     if _SCHEDULER_NAME.search(last):

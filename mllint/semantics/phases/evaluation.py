@@ -5,13 +5,14 @@ hooks, unit tests, model internals)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Set
+from typing import List, Optional, Set
 
 import libcst as cst
 
 from mllint.semantics.model import (
     BACKWARD,
     CALL,
+    STEP,
     Context,
     Effect,
     FileModel,
@@ -36,6 +37,34 @@ from mllint.semantics.phases.words import (
     related,
 )
 
+# Methods whose result no gradient flows through.
+_NO_GRADIENT_METHODS = frozenset(
+    "argmax argmin item tolist numpy detach round sign nonzero argsort bool int long eq ne gt lt ge le isnan".split()
+)
+
+
+def _returned_values(node: cst.FunctionDef) -> List[cst.BaseExpression]:
+    """The values a function returns (not functions nested in it); a bare return or falling
+    off the end returns None, which carries no gradient."""
+    found: List[cst.BaseExpression] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Return(self, ret: cst.Return) -> None:
+            found.append(ret.value if ret.value is not None else cst.Name("None"))
+
+        def visit_Yield(self, y: cst.Yield) -> None:
+            found.append(cst.Name("__yield__"))  # a generator: its values are unknown
+
+        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Lambda(self, inner: cst.Lambda) -> bool:
+            return False
+
+    node.body.visit(Finder())
+    return found
+
+
 # --- results ---------------------------------------------------------------------------------------------
 
 
@@ -58,8 +87,65 @@ class EvaluationFacts:
     m: FileModel
 
     def module_method(self, fn: Function) -> bool:
-        """A method of an nn.Module subclass: model internals, run in whatever mode the caller set."""
-        return fn.cls is not None and self.module_like(fn.cls)
+        """A method of an nn.Module subclass that is model internals, run in whatever mode the
+        caller set: ``forward`` and what it calls, and every other method except the model's
+        own inference methods (``own_inference_method``)."""
+        return fn.cls is not None and self.module_like(fn.cls) and not self.own_inference_method(fn)
+
+    def own_inference_method(self, fn: Function) -> bool:
+        """A model's own inference method (``def predict(self, x): return self(x).argmax(1)``):
+        named for evaluation (predict, infer, evaluate; not generate/sample, which may feed a
+        loss), not reached from ``forward``, and either switching the model to eval mode
+        itself or returning only values no gradient can flow through (argmax, ``.item()``,
+        ``.tolist()``, comparisons), so no caller anywhere can train on its result."""
+        if fn.cls is None or eval_name_strength(fn.node.name.value) != "strong":
+            return False
+        if fn.key in self._forward_reach(fn.cls):
+            return False
+        for call, _ctx in self.calls_in(fn.key):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "eval" and not call.args:
+                if dotted(call.func.value) == "self":
+                    return True
+        returns = _returned_values(fn.node)
+        return bool(returns) and all(self._no_gradient(value, fn.key, 2) for value in returns)
+
+    def _forward_reach(self, cls: str) -> Set[str]:
+        """Methods of ``cls`` that its ``forward`` runs (through ``self.method()`` calls)."""
+        cache = self.__dict__.setdefault("_forward_reach_cache", {})
+        if cls not in cache:
+            reached = {k for k in (f"{cls}.forward", f"{cls}._forward", f"{cls}.__call__") if k in self.m.functions}
+            changed = True
+            while changed:
+                changed = False
+                for effect in self.m.effects:
+                    if effect.kind == CALL and effect.ctx.scope in reached and effect.callee and effect.callee not in reached:
+                        reached.add(effect.callee)
+                        changed = True
+            cache[cls] = reached
+        return cache[cls]
+
+    def _no_gradient(self, expr: cst.BaseExpression, scope: str, depth: int) -> bool:
+        """Whether a returned expression cannot carry a gradient."""
+        if isinstance(expr, (cst.Comparison, cst.BooleanOperation, cst.Integer, cst.Float, cst.SimpleString)):
+            return True
+        if isinstance(expr, cst.Name) and expr.value == "None":
+            return True
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return bool(expr.elements) and all(self._no_gradient(e.value, scope, depth) for e in expr.elements)
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call) and isinstance(expr.value.func, cst.Attribute):
+            # ``out.max(1)[1]``: the indices
+            index = expr.slice[0].slice if len(expr.slice) == 1 else None
+            if expr.value.func.attr.value in ("max", "min", "topk", "sort") and isinstance(index, cst.Index):
+                return isinstance(index.value, cst.Integer) and index.value.value == "1"
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            if expr.func.attr.value in _NO_GRADIENT_METHODS:
+                return True
+            if expr.func.attr.value in ("cpu", "cuda", "to", "squeeze", "view", "reshape", "flatten", "float", "long"):
+                return self._no_gradient(expr.func.value, scope, depth)
+        if isinstance(expr, cst.Name) and depth > 0:
+            values = [v for t, v, ctx in self.m.assignments if ctx.scope == scope and t == (expr.value,)]
+            return bool(values) and self._no_gradient(values[-1], scope, depth - 1)
+        return False
 
     def module_like(self, name: str, seen: Optional[Set[str]] = None) -> bool:
         """A class that is (very likely) a torch model: an nn.Module subclass, a class with a
@@ -93,13 +179,36 @@ class EvaluationFacts:
         while True:
             current = self.m.functions.get(key)
             if current is not None:
-                if current.cls is not None and current.node.name.value in _LIGHTNING_EVAL_HOOKS:
+                if current.cls is not None and current.node.name.value in _LIGHTNING_EVAL_HOOKS and self._lightning_class(current.cls):
                     return True
                 if current.cls is not None and self._framework_class(current.cls):
                     return True
             if "." not in key:
                 return False
             key = key.rsplit(".", 1)[0]
+
+    def _lightning_class(self, name: str) -> bool:
+        """A class Lightning may run: it derives from Lightning (through bases in this file
+        too), or from a class imported from elsewhere that may."""
+        seen: Set[str] = set()
+        todo = [name]
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            info = self.m.classes.get(current)
+            if info is None:
+                continue
+            for base in info.bases:
+                short = base.rsplit(".", 1)[-1]
+                if "lightning" in base.lower() or short.startswith("Lightning"):
+                    return True
+                if short in self.m.classes:
+                    todo.append(short)
+                elif short not in ("object", "ABC", "Generic", "Protocol", "Module", "nn.Module") and not base.startswith("torch."):
+                    return True  # a base we cannot see may derive from Lightning
+        return False
 
     def _framework_class(self, name: str, seen: Optional[Set[str]] = None) -> bool:
         seen = seen or set()
@@ -193,6 +302,8 @@ class EvaluationFacts:
         found = self.loop_evidence(effect.ctx) or (self.function_evidence(scope) if fn is not None else None)
         found = found or self.data_evidence(effect) or self.script_evidence(effect)
         if found is None:
+            return None
+        if self.smoke_test(effect):
             return None
         if self.feeds_backward(effect.node, scope):
             return None
@@ -289,11 +400,68 @@ class EvaluationFacts:
             return None
         if self.file_trains():
             return None
-        for call, _ctx in self.calls_in(scope):
-            name = self.qual(call.func)
-            if _LOAD_CALLS.search(name) or (isinstance(call.func, cst.Attribute) and _LOAD_CALLS.search(call.func.attr.value)):
-                return Evidence("script", "in inference code (weights are loaded and nothing is trained)")
+        if self._weights_loaded(effect.ref, scope):
+            return Evidence("script", "in inference code (weights are loaded and nothing is trained)")
         return None
+
+    def smoke_test(self, effect: Effect) -> bool:
+        """A forward of a model built right there and never trained or loaded (``net = Net();
+        y = net(torch.randn(2, 3, 32, 32)); print(y.shape)``): a shape check, not evaluation."""
+        ref, scope = effect.ref, effect.ctx.scope
+        if _head(ref) in ("self", "cls") or ref != _head(ref):
+            return False
+        built = [
+            (value, ctx) for targets, value, ctx in self.m.assignments
+            if ctx.scope == scope and targets == (ref,) and self.m.position(value).start.line < self.m.position(effect.node).start.line
+        ]
+        if not built:
+            return False
+        value = built[-1][0]
+        call = value
+        while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "cpu", "float", "double", "half"):
+            call = call.func.value
+        if not isinstance(call, cst.Call):
+            return False
+        qual = self.qual(call.func)
+        name = qual.rsplit(".", 1)[-1]
+        constructor = name in self.m.classes or name[:1].isupper() or qual.startswith(("torchvision.models.", "timm.create_model"))
+        if not constructor or self._load_call(call):
+            return False  # not a constructor (torchvision's and timm's model builders count), or a load
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in ("pretrained", "weights", "checkpoint", "ckpt", "state_dict", "pretrained_path"):
+                if not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None")):
+                    return False  # torchvision's resnet50(weights=...): trained weights
+        if self._weights_loaded(ref, scope):
+            return False
+        return not any(e.kind in (BACKWARD, STEP) or (e.kind == CALL and e.callee in self.backprop_functions) for e in self.m.effects_in(scope))
+
+    def _load_call(self, call: cst.Call) -> bool:
+        name = self.qual(call.func)
+        return bool(_LOAD_CALLS.search(name) or (isinstance(call.func, cst.Attribute) and _LOAD_CALLS.search(call.func.attr.value)))
+
+    def _weights_loaded(self, ref: str, scope: str) -> bool:
+        """Whether the scope puts trained weights into this model: ``model.load_state_dict(...)``,
+        ``load_checkpoint(model, path)``, or the model made by a load (``torch.load``,
+        ``from_pretrained``, ``load_from_checkpoint``). A smoke test of a freshly built model in
+        a file that loads weights into something else is not inference."""
+        canonical = self.m.canonical(ref, scope)
+
+        def names_model(expr: cst.BaseExpression) -> bool:
+            found = self._receiver(expr)
+            return found is not None and (related(found, ref) or related(self.m.canonical(found, scope), canonical))
+
+        for call, _ctx in self.calls_in(scope):
+            if not self._load_call(call):
+                continue
+            if isinstance(call.func, cst.Attribute) and names_model(call.func.value):
+                return True
+            if any(names_model(arg.value) for arg in call.args):
+                return True
+        for targets, value, ctx in self.m.assignments:
+            if ctx.scope == scope and any(related(t, ref) or related(t, canonical) for t in targets):
+                if any(self._load_call(c) for c in _reads(value).calls) or (isinstance(value, cst.Call) and self._load_call(value)):
+                    return True
+        return False
 
     def mode_evidence(self, effect: Effect) -> Optional[Evidence]:
         """Code after ``.eval()`` that never calls backward (for ML002): the model is in eval

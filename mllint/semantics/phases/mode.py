@@ -181,7 +181,8 @@ class ModeFacts:
         for effect in self.m.effects_in(scope):
             if effect.kind in (EVAL, TRAIN, MODE_UNKNOWN):
                 kind = {EVAL: "eval", TRAIN: "train"}.get(effect.kind, "maybe")
-                out.append(ModeEvent(effect.order, kind, self._mode_ref(effect), effect.node, effect.ctx, (), False, effect.ctx.withs))
+                for ref in self._switched_models(effect):
+                    out.append(ModeEvent(effect.order, kind, ref, effect.node, effect.ctx, (), False, effect.ctx.withs))
             elif effect.kind == CALL and effect.callee in self.m.functions:
                 out.extend(self._helper_events(effect, stack))
         for call, ctx in self.calls_in(scope):
@@ -199,6 +200,37 @@ class ModeFacts:
         if not _stack:
             self._events[scope] = out
         return out
+
+    def _switched_models(self, effect: Effect) -> List[str]:
+        """The models a switch acts on: ``for m in (enc, dec): m.eval()`` switches ``enc`` and
+        ``dec``; ``for m in models.values(): m.eval()`` (or over ``models``) switches every
+        model in ``models`` (``models["enc"]``)."""
+        ref = self._mode_ref(effect)
+        loop = effect.ctx.loop
+        while loop is not None and ref != ANY:
+            if isinstance(loop.node, cst.For) and ref in loop.targets and _head(ref) == ref:
+                found = self._loop_elements(loop, ref)
+                return found or [ref]
+            loop = loop.parent
+        return [ref]
+
+    def _loop_elements(self, loop: Loop, target: str) -> List[str]:
+        expr = loop.node.iter  # type: ignore[union-attr]
+        targets = loop.targets
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)) and len(targets) == 1:
+            refs = [ref_of(e.value) for e in expr.elements]
+            return [r for r in refs if r] if all(refs) else []
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args:
+            method = expr.func.attr.value
+            container = ref_of(expr.func.value)
+            if container and (method == "values" or (method == "items" and len(targets) == 2 and targets[-1] == target)):
+                return [container]
+            if container and method in ("modules", "children") :
+                return []  # submodules: switching some of them (MC dropout) is not switching the model
+        container = ref_of(expr)
+        if container and len(targets) == 1 and not self.m.has_role(container, R.MODEL, loop.scope):
+            return [container]  # for m in models: m.eval()
+        return []
 
     def _helper_events(self, effect: Effect, stack: Tuple[str, ...]) -> List[ModeEvent]:
         callee = effect.callee or ""

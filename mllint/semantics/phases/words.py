@@ -121,6 +121,19 @@ def eval_name_strength(name: str) -> Optional[str]:
     return None
 
 
+_GLUED = re.compile(r"^(test|val|valid|validation|eval|holdout)(loader|loaders|dataloader|set|sets|data|dataset|dl|ds|iter|batches|images|imgs|x|y)$")
+
+
+def _unglued(tokens: List[str]) -> List[str]:
+    """Words written as one (``testloader``, ``valset``, ``testX``: the tutorials' spelling)
+    split into the two words they are."""
+    out: List[str] = []
+    for token in tokens:
+        match = _GLUED.match(token)
+        out.extend(match.groups() if match else (token,))
+    return out
+
+
 def is_eval_data_ref(ref: Optional[str]) -> bool:
     """Whether a reference names evaluation data (``X_val``, ``val_loader``, ``self.test_data``).
     ``val``/``valid`` need a word for data beside them (``valid_mask``, ``valid_ratios`` are not data)."""
@@ -129,7 +142,7 @@ def is_eval_data_ref(ref: Optional[str]) -> bool:
     parts = [p for p in re.split(r"[.\[\]]", ref) if p and p not in ("self", "cls")]
     if not parts:
         return False
-    tokens = [t for p in parts for t in name_tokens(p)]
+    tokens = [t for p in parts for t in _unglued(name_tokens(p))]
     if any(t in _SETTING_WORDS for t in tokens):
         return False
     if any(t in _EVAL_DATA_WORDS and t not in ("val", "valid") for t in tokens):
