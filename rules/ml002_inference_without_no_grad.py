@@ -59,7 +59,7 @@ from typing import Iterable, List, Optional
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel
+from mllint.semantics.model import CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.names import after_docstring
 from mllint.semantics.phases import Evidence, Phases
 
@@ -80,10 +80,55 @@ def check(model: FileModel) -> Iterable[Finding]:
         if phases.protected(effect) or phases.frozen(effect.ref, effect.ctx.scope):
             continue
         evidence = phases.evidence(effect) or phases.mode_evidence(effect)
-        if evidence is None:
+        if evidence is None or not _result_is_gradient_free(phases, effect.ctx.scope):
             continue
         message = (
             f"forward pass of `{effect.ref}` {evidence.text} runs with autograd on: its activations are kept for a "
+            f"backward pass that never comes; run it under `torch.no_grad()`"
+        )
+        yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence))
+    yield from _helper_forwards(model, phases)
+
+
+def _shared_with_training(model: FileModel, phases: Phases, callee: str) -> bool:
+    """A helper that runs a model forward itself (not through further helpers) and whose
+    result a training step of this file backpropagates through at another call site."""
+    if not any(e.kind == FORWARD for e in model.effects_in(callee)):
+        return False
+    return any(phases.feeds_backward(site.node, site.ctx.scope) for site in phases.call_sites(callee))
+
+
+def _result_is_gradient_free(phases: Phases, scope: str) -> bool:
+    """In a model's own inference method, no_grad is right only when nothing it returns can
+    carry a gradient: a caller in another file may train on a differentiable ``predict()``
+    (a Kalman filter's predict step)."""
+    fn = phases.m.functions.get(scope)
+    return fn is None or not phases.in_model_class(scope) or phases.gradient_free_result(fn)
+
+
+def _helper_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
+    """Evaluation code that runs a model through a helper shared with training
+    (``y_pred = self.infer(x)`` in ``validation_step``, where ``infer`` is also what the
+    training step calls): the helper's forward is not evaluation code, the call is."""
+    off = phases.grad_off_functions()
+    for effect in model.effects:
+        if effect.kind != CALL or not effect.callee or effect.callee in off:
+            continue
+        summary = model.summaries.get(effect.callee)
+        if summary is None or not summary.forwards or phases.trains(effect.callee):
+            continue
+        if phases.function_evidence(effect.callee) is not None:
+            continue  # every caller evaluates: the helper's own forward is reported
+        if not _shared_with_training(model, phases, effect.callee):
+            continue
+        if phases.protected(effect):
+            continue
+        evidence = phases.evidence(effect) or phases.mode_evidence(effect)
+        if evidence is None or evidence.kind == "callers" or not _result_is_gradient_free(phases, effect.ctx.scope):
+            continue
+        helper = effect.callee.rsplit(".", 1)[-1]
+        message = (
+            f"`{helper}()` runs a forward pass {evidence.text} with autograd on: its activations are kept for a "
             f"backward pass that never comes; run it under `torch.no_grad()`"
         )
         yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence))
@@ -488,6 +533,31 @@ def train_step(model, optimizer, x, y):
     loss = torch.nn.functional.mse_loss(model.forward(x), y)
     loss.backward()
     optimizer.step()
+""",
+    # the same shared helper, called under no_grad in the evaluation code
+    """
+import torch
+
+class Learner:
+    def __init__(self, module, optimizer, criterion):
+        self.module = module
+        self.optimizer = optimizer
+        self.criterion = criterion
+
+    def infer(self, x):
+        return self.module(x)
+
+    def train_step(self, x, y):
+        self.optimizer.zero_grad()
+        loss = self.criterion(self.infer(x), y)
+        loss.backward()
+        self.optimizer.step()
+
+    def validation_step(self, x, y):
+        self.module.eval()
+        with torch.no_grad():
+            y_pred = self.infer(x)
+        return self.criterion(y_pred, y).item()
 """,
 ]
 
@@ -1014,6 +1084,60 @@ class Runner:
     def validate(self):
         self.net.eval()
         return [self.validation_step(b) for b in self.loader]
+""",
+    ),
+    # evaluation through a helper that training shares: the call in the evaluation code runs with grad on
+    Example(
+        """
+import torch
+
+class Learner:
+    def __init__(self, module, optimizer, criterion):
+        self.module = module
+        self.optimizer = optimizer
+        self.criterion = criterion
+
+    def infer(self, x):
+        return self.module(x)
+
+    def train_step(self, x, y):
+        self.module.train()
+        self.optimizer.zero_grad()
+        loss = self.criterion(self.infer(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def validation_step(self, x, y):
+        self.module.eval()
+        y_pred = self.infer(x)
+        return self.criterion(y_pred, y).item()
+""",
+        fixed="""
+import torch
+
+class Learner:
+    def __init__(self, module, optimizer, criterion):
+        self.module = module
+        self.optimizer = optimizer
+        self.criterion = criterion
+
+    def infer(self, x):
+        return self.module(x)
+
+    def train_step(self, x, y):
+        self.module.train()
+        self.optimizer.zero_grad()
+        loss = self.criterion(self.infer(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    @torch.no_grad()
+    def validation_step(self, x, y):
+        self.module.eval()
+        y_pred = self.infer(x)
+        return self.criterion(y_pred, y).item()
 """,
     ),
 ]

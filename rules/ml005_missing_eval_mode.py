@@ -48,6 +48,7 @@ How to fix
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -77,8 +78,6 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue  # generating or sampling (a GAN's samples in training mode) is not evaluating
         ref = effect.ref
         scope = effect.ctx.scope
-        if ref == "self":
-            continue  # a model's own predict(): its callers set the mode (eval() there would stick)
         if phases.overrides_mode(ref, scope) or phases.mode_cm_around(effect.ctx, ref):
             continue
         modes = phases.mode_at(effect, ref)
@@ -97,7 +96,12 @@ def check(model: FileModel) -> Iterable[Finding]:
             else f"nothing calls `{ref}.eval()` on the way here"
         )
         message = f"`{ref}` is evaluated {evidence.text} in training mode: {why}, so dropout and batch norm behave as in training"
-        yield model.finding(effect.node, CODE, NAME, message, _missing_fix(model, phases, effect, evidence))
+        fix = _missing_fix(model, phases, effect, evidence)
+        if fix is not None and ref == "self":
+            # A model's own predict(): ``self.eval()`` there sticks after it returns, and a
+            # caller we cannot see (a training loop logging predictions) may rely on train mode.
+            fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
+        yield model.finding(effect.node, CODE, NAME, message, fix)
     for item in phases.eval_not_undone():
         where = "in the training loop"
         if item.event.via:
@@ -616,23 +620,6 @@ def validation_loss(model, val_loader):
         total += sum(loss.item() for loss in loss_dict.values())
     return total
 """,
-    # a model's own predict(): its callers set the mode (an eval() inside would stick after it returns)
-    """
-import torch
-import torch.nn as nn
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.Linear(8, 2))
-
-    def forward(self, x):
-        return self.fc(x)
-
-    @torch.no_grad()
-    def predict(self, x):
-        return self(x).argmax(-1)
-""",
     # eval() applied to every model through a tuple loop
     """
 import torch
@@ -665,6 +652,7 @@ def test():
 if __name__ == "__main__":
     test()
 """,
+
 ]
 
 INVALID = [
@@ -1245,6 +1233,25 @@ class Predictor:
     def predict(self, X):
         self._net.eval()
         return torch.cat([self._net(xb).argmax(1) for xb in torch.split(X, 256)])
+""",
+    ),
+    # a model's own predict() runs in whatever mode the model was left in: reported, with self.eval() offered as an unsafe fix (it sticks after predict returns)
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.fc(x)
+
+    @torch.no_grad()
+    def predict(self, x):
+        return self(x).argmax(-1)
 """,
     ),
 ]

@@ -182,7 +182,10 @@ def test_no_evidence_for_frameworks_unit_tests_and_model_internals():
                 return self.net(dataset)
 
         class Head(torch.nn.Module):
-            def predict(self, x):
+            def forward(self, x):
+                return self.score(x)
+
+            def score(self, x):
                 return self.classifier(x)
         """
     )
@@ -272,3 +275,49 @@ def test_module_like_classes():
     }
 
 
+
+
+def test_a_models_own_inference_method_is_evaluation_but_forward_and_what_it_calls_are_not():
+    ph = phases_of(
+        """
+        import torch
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return self.predict_logits(x)
+
+            def predict_logits(self, x):
+                return self.encoder(x)
+
+            def predict(self, x):
+                return self(x).argmax(-1)
+
+            def infer_scores(self, x):
+                return self.classifier(x)
+        """
+    )
+    assert evidence_kind(ph, "self.encoder") is None  # reached from forward: model internals
+    assert evidence_kind(ph, "self") == "function"
+    assert evidence_kind(ph, "self.classifier") == "function"
+    fns = ph.m.functions
+    assert ph.gradient_free_result(fns["Net.predict"])  # argmax: nothing to train on
+    assert not ph.gradient_free_result(fns["Net.infer_scores"])  # a differentiable result
+
+
+def test_lightning_hook_names_need_a_lightning_class():
+    ph = phases_of(
+        """
+        import torch
+        from somewhere import ProjectBase
+
+        class Plain:
+            def validation_step(self, batch):
+                return self.model(batch)
+
+        class Derived(ProjectBase):
+            def validation_step(self, batch):
+                return self.net(batch)
+        """
+    )
+    assert evidence_kind(ph, "self.model") == "function"
+    assert evidence_kind(ph, "self.net") is None  # an unseen base may be a LightningModule

@@ -503,7 +503,7 @@ class _Builder(cst.CSTVisitor):
     def _self_is_model(self, scope: str) -> bool:
         cls = self._enclosing_class(scope)
         info = self.m.classes.get(cls) if cls else None
-        return info is not None and (info.is_module or "forward" in info.methods)
+        return info is not None and (info.is_module or self._is_module_class(info) or "forward" in info.methods)
 
     def _propagate_roles_to_parameters(self) -> None:
         """``step(o)`` called as ``step(optimizer)``: the parameter ``o`` holds an optimizer."""
@@ -561,7 +561,10 @@ class _Builder(cst.CSTVisitor):
                     return self.m.subclass_method_key(cls, method)  # a template method of a base class
             elif receiver is not None:
                 cls = self.m.instance_of.get(ctx.scope, receiver)
-            return self.m.method_key(cls, method) if cls else None
+            key = self.m.method_key(cls, method) if cls else None
+            if key is not None and any(d.rsplit(".", 1)[-1] in ("property", "cached_property") for d in self.m.functions[key].decorators):
+                return None  # ``self.model(x)`` with ``model`` a property: a call of what it returns
+            return key
         return None
 
     def _enclosing_class(self, scope: str) -> Optional[str]:

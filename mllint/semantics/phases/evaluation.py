@@ -90,24 +90,31 @@ class EvaluationFacts:
         """A method of an nn.Module subclass that is model internals, run in whatever mode the
         caller set: ``forward`` and what it calls, and every other method except the model's
         own inference methods (``own_inference_method``)."""
-        return fn.cls is not None and self.module_like(fn.cls) and not self.own_inference_method(fn)
+        return fn.cls is not None and self.module_like(fn.cls, by_forward=False) and not self.own_inference_method(fn)
 
     def own_inference_method(self, fn: Function) -> bool:
         """A model's own inference method (``def predict(self, x): return self(x).argmax(1)``):
         named for evaluation (predict, infer, evaluate; not generate/sample, which may feed a
-        loss), not reached from ``forward``, and either switching the model to eval mode
-        itself or returning only values no gradient can flow through (argmax, ``.item()``,
-        ``.tolist()``, comparisons), so no caller anywhere can train on its result."""
+        loss) and not reached from ``forward``."""
         if fn.cls is None or eval_name_strength(fn.node.name.value) != "strong":
             return False
-        if fn.key in self._forward_reach(fn.cls):
-            return False
+        return fn.key not in self._forward_reach(fn.cls)
+
+    def gradient_free_result(self, fn: Function) -> bool:
+        """Whether nothing a caller gets back from ``fn`` can carry a gradient, so no caller
+        anywhere trains on it: it switches its model to eval mode itself, or returns only
+        argmax, ``.item()``, ``.tolist()``, comparisons and the like."""
         for call, _ctx in self.calls_in(fn.key):
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "eval" and not call.args:
                 if dotted(call.func.value) == "self":
                     return True
         returns = _returned_values(fn.node)
         return bool(returns) and all(self._no_gradient(value, fn.key, 2) for value in returns)
+
+    def in_model_class(self, scope: str) -> bool:
+        """Code in a method of a torch model class (its own predict(), say)."""
+        fn = self.m.functions.get(scope)
+        return fn is not None and fn.cls is not None and self.module_like(fn.cls, by_forward=False)
 
     def _forward_reach(self, cls: str) -> Set[str]:
         """Methods of ``cls`` that its ``forward`` runs (through ``self.method()`` calls)."""
@@ -147,13 +154,14 @@ class EvaluationFacts:
             return bool(values) and self._no_gradient(values[-1], scope, depth - 1)
         return False
 
-    def module_like(self, name: str, seen: Optional[Set[str]] = None) -> bool:
+    def module_like(self, name: str, seen: Optional[Set[str]] = None, by_forward: bool = True) -> bool:
         """A class that is (very likely) a torch model: an nn.Module subclass, a class with a
-        ``forward`` method, or a subclass of an imported class named like a model part."""
+        ``forward`` method (unless ``by_forward`` is False: skorch's ``NeuralNet`` has one and
+        is no model), or a subclass of an imported class named like a model part."""
         info = self.m.classes.get(name)
         if info is None:
             return False
-        if info.is_module or "forward" in info.methods or "_forward" in info.methods:
+        if info.is_module or (by_forward and ("forward" in info.methods or "_forward" in info.methods)):
             return True
         seen = seen or set()
         seen.add(name)
@@ -166,7 +174,7 @@ class EvaluationFacts:
         for base in bases:
             short = base.rsplit(".", 1)[-1]
             if short in self.m.classes:
-                if short not in seen and self.module_like(short, seen):
+                if short not in seen and self.module_like(short, seen, by_forward):
                     return True
             elif short and _MODEL_BASE_NAMES.search(short):
                 return True

@@ -254,7 +254,7 @@ class ModeFacts:
             order: float = effect.order
             if split is not None and with_node is not None and self.m.position(event.node).start.line > split:
                 order = self._with_end(with_node, effect.ctx.scope)
-            cond = event.cond or bool(event.ctx.conds)
+            cond = event.cond or bool(self._conditions(event.ctx.conds, event.ref))
             out.append(ModeEvent(order, event.kind, new_ref, event.node, effect.ctx, (effect,) + event.via, cond, event.withs))
         return out
 
@@ -302,9 +302,28 @@ class ModeFacts:
     def _kind(self, event: ModeEvent, point: Context) -> str:
         if event.cond or event.ref == ANY:
             return "maybe"
-        if any(c not in point.conds for c in event.ctx.conds):
+        if any(c not in point.conds for c in self._conditions(event.ctx.conds, event.ref)):
             return "maybe"
         return event.kind
+
+    @staticmethod
+    def _conditions(conds, ref: str):
+        """The conditions a switch of ``ref`` really depends on: ``if isinstance(net,
+        nn.Module): net.train()`` switches every model (what is not a module has no mode)."""
+        out = []
+        for cond in conds:
+            node = cond.node
+            if (
+                cond.branch == "if"
+                and isinstance(node, cst.Call)
+                and (dotted(node.func) or "") == "isinstance"
+                and node.args
+                and related(ref_of(node.args[0].value) or "", ref)
+                and "Module" in (cond.text or "")
+            ):
+                continue
+            out.append(cond)
+        return out
 
     def _mode(self, scope: str, order: float, ctx: Context, ref: str, depth: int, seen: FrozenSet) -> Set[str]:
         if depth > 8:
@@ -356,7 +375,12 @@ class ModeFacts:
                 # nor for a method that a base class we cannot see may call (a template method).
                 if fn.cls is not None and self._unseen_base(fn.cls):
                     return {"maybe"}
-                return {"none" if self._unset_counts(scope, depth) else "maybe"}
+                if self._unset_counts(scope, depth):
+                    return {"none"}
+                # A function that trains this model (itself or through a helper) and evaluates
+                # it through a helper: whatever mode its caller set, training mode is the one
+                # the model is trained in, and nothing here switches it.
+                return {"train" if self._trains_model_here(scope, ref) else "maybe"}
             parent = scope.rsplit(".", 1)[0] if "." in scope else MODULE_SCOPE
             if parent in self.m.classes:
                 parent = MODULE_SCOPE
@@ -371,6 +395,19 @@ class ModeFacts:
             out |= self._mode(site.ctx.scope, site.order, site.ctx, new_ref, depth + 1, seen | {site.node})
         return out or {"maybe"}
 
+    def _trains_model_here(self, scope: str, ref: str) -> bool:
+        """Whether ``scope`` runs a training step on ``ref``: a forward of it that feeds a
+        backward pass, or a call handing it to a helper that backpropagates."""
+        if not self.trains(scope):
+            return False
+        for effect in self.m.effects_in(scope):
+            if effect.kind == FORWARD and related(effect.ref, ref) and self.feeds_backward(effect.node, scope):
+                return True
+            if effect.kind == CALL and effect.callee in self.backprop_functions:
+                if any(arg and related(arg, ref) for arg in (effect.args or {}).values()):
+                    return True
+        return False
+
     def _settled(self, initial: str, owner: Optional[str], others: List[str], scope: str, ref: str) -> Set[str]:
         """The mode of a model a function uses but nobody in the file calls the function:
         how it was made, then the last switch in the code that owns it (``__init__`` for
@@ -381,7 +418,7 @@ class ModeFacts:
             settled = [e for e in self.events(owner) if self.same_model(e.ref, ref, owner) and e.ctx.loop is None]
             if settled:
                 last = settled[-1]
-                found = "maybe" if last.cond or last.ctx.conds else last.kind
+                found = "maybe" if last.cond or self._conditions(last.ctx.conds, last.ref) else last.kind
         result = {found}
         for key in others:
             if key in (scope, owner):
