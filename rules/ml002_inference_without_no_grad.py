@@ -559,6 +559,21 @@ class Learner:
             y_pred = self.infer(x)
         return self.criterion(y_pred, y).item()
 """,
+    # a filter's predict step that other code builds on (its log_prob trains through it): no sign of evaluation, a differentiable result
+    """
+import torch
+
+class FilterState:
+    def __init__(self, dynamic_model, mean, cov):
+        self._dynamic_model = dynamic_model
+        self._mean = mean
+        self._cov = cov
+
+    def predict(self, dt):
+        pred_mean = self._dynamic_model(self._mean, dt)
+        F = self._dynamic_model.jacobian(dt)
+        return FilterState(self._dynamic_model, pred_mean, F @ self._cov @ F.T)
+""",
 ]
 
 INVALID = [
@@ -1140,4 +1155,5 @@ class Learner:
         return self.criterion(y_pred, y).item()
 """,
     ),
+
 ]

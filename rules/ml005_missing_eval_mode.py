@@ -653,6 +653,35 @@ if __name__ == "__main__":
     test()
 """,
 
+    # a Pyro model wrapped by poutine handlers is a function, not an nn.Module
+    """
+import torch
+import pyro
+from pyro import poutine
+from pyro.infer import infer_discrete
+
+def predict(args, data, samples, continuous_model):
+    model = poutine.condition(continuous_model, samples)
+    model = infer_discrete(model, first_available_dim=-2)
+    with poutine.trace() as tr:
+        model(args, data)
+    return tr.trace
+""",
+    # a parity check of a model a local builder makes and initialises deterministically (no training, no weights)
+    """
+import torch
+
+def build_classifier(n):
+    return torch.nn.Sequential(torch.nn.Linear(n, 4), torch.nn.Dropout(0.1))
+
+def compare_classifier(n):
+    torch.manual_seed(0)
+    x = torch.randn(2, n)
+    classifier = build_classifier(n)
+    with torch.no_grad():
+        out = classifier(x)
+    assert out.shape == (2, 4)
+""",
 ]
 
 INVALID = [
@@ -1254,4 +1283,5 @@ class Net(nn.Module):
         return self(x).argmax(-1)
 """,
     ),
+
 ]

@@ -293,12 +293,17 @@ def test_a_models_own_inference_method_is_evaluation_but_forward_and_what_it_cal
                 return self(x).argmax(-1)
 
             def infer_scores(self, x):
-                return self.classifier(x)
+                return torch.cat([self.classifier(chunk) for chunk in x.split(64)])
+
+        class Filter:
+            def predict(self, state):
+                return self.dynamic_model(state)  # a building block: log_prob() elsewhere trains through it
         """
     )
     assert evidence_kind(ph, "self.encoder") is None  # reached from forward: model internals
     assert evidence_kind(ph, "self") == "function"
     assert evidence_kind(ph, "self.classifier") == "function"
+    assert evidence_kind(ph, "self.dynamic_model") is None
     fns = ph.m.functions
     assert ph.gradient_free_result(fns["Net.predict"])  # argmax: nothing to train on
     assert not ph.gradient_free_result(fns["Net.infer_scores"])  # a differentiable result

@@ -111,3 +111,28 @@ def test_frozen_models():
 # --- modes -----------------------------------------------------------------------------------------------------
 
 
+
+
+def test_an_override_is_called_where_the_base_class_calls_self_method():
+    ph = phases_of(
+        """
+        import torch
+
+        class Base:
+            def translate_batch(self, batch):
+                with torch.no_grad():
+                    return self._score(batch)
+
+            def _score(self, batch):
+                raise NotImplementedError
+
+        class Translator(Base):
+            def _score(self, batch):
+                return self._decode(batch)
+
+            def _decode(self, batch):
+                return self.model.decoder(batch)
+        """
+    )
+    assert [s.ctx.scope for s in ph.call_sites("Translator._score")] == ["Base.translate_batch"]
+    assert "Translator._decode" in ph.grad_off_functions()

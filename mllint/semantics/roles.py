@@ -51,11 +51,18 @@ _SKLEARN_ESTIMATOR_Q = re.compile(
 _ACCELERATOR_Q = re.compile(r"(accelerate\.Accelerator|lightning\.(fabric\.)?Fabric|Accelerator)$")
 
 
+# Probabilistic-programming handlers and inference objects (their models are plain functions);
+# ``pyro.nn`` (PyroModule is an nn.Module) and ``pyro.optim`` are left to the other patterns.
+_PPL_Q = re.compile(r"^(pyro\.(poutine|infer|contrib|distributions|sample|param|plate|condition|do)\b|numpyro\.|funsor\.)")
+
+
 def role_of_constructor(qualname: Optional[str]) -> Optional[str]:
     """Role of the object returned by calling ``qualname`` (None when unknown)."""
     if not qualname:
         return None
     last = qualname.rsplit(".", 1)[-1]
+    if _PPL_Q.match(qualname):
+        return OTHER  # a Pyro model or guide wrapped by poutine/infer: a function, not an nn.Module
     if _SCALER_Q.search(qualname):
         return SCALER
     if _SCHEDULER_Q.search(qualname):

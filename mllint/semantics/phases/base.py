@@ -57,11 +57,28 @@ class FileFacts:
 
     # --- functions ---------------------------------------------------------------------------------------
     def call_sites(self, key: str) -> List[Effect]:
+        """Calls of a local function. A method that overrides one of a base class in this
+        file is also called where the base class calls ``self.method()`` (virtual dispatch:
+        ``Base._gold_score`` calling ``self._score_target()`` runs ``Translator._score_target``)."""
         if self._call_sites is None:
             table: Dict[str, List[Effect]] = {}
             for effect in self.m.effects:
                 if effect.kind == CALL and effect.callee:
                     table.setdefault(effect.callee, []).append(effect)
+            for fn_key, fn in self.m.functions.items():
+                if fn.cls is None or "." in fn_key[len(fn.cls) + 1:]:
+                    continue
+                name = fn.node.name.value
+                info = self.m.classes.get(fn.cls)
+                for base in info.bases if info else ():
+                    overridden = self.m.method_key(base.rsplit(".", 1)[-1], name)
+                    if overridden is None or overridden == fn_key:
+                        continue
+                    for site in table.get(overridden, []):
+                        func = site.node.func if isinstance(site.node, cst.Call) else None
+                        if isinstance(func, cst.Attribute) and dotted(func.value) == "self":
+                            table.setdefault(fn_key, []).append(site)
+                    break
             self._call_sites = table
         return self._call_sites.get(key, [])
 

@@ -12,6 +12,7 @@ import libcst as cst
 from mllint.semantics.model import (
     BACKWARD,
     CALL,
+    EVAL,
     STEP,
     Context,
     Effect,
@@ -36,6 +37,31 @@ from mllint.semantics.phases.words import (
     name_tokens,
     related,
 )
+
+
+def _iterates(node: cst.FunctionDef) -> bool:
+    """Whether a function (not one nested in it) has a ``for`` loop or a comprehension."""
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            found.append(n)
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            found.append(n)
+
+        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+            return False
+
+    node.body.visit(Finder())
+    return bool(found)
+
+
+# Tensors made up for a check, not data.
+_SYNTHETIC = frozenset(
+    "torch." + n for n in "randn rand randint randn_like rand_like zeros ones empty full zeros_like ones_like arange".split()
+)
+
 
 # Methods whose result no gradient flows through.
 _NO_GRADIENT_METHODS = frozenset(
@@ -110,6 +136,25 @@ class EvaluationFacts:
                     return True
         returns = _returned_values(fn.node)
         return bool(returns) and all(self._no_gradient(value, fn.key, 2) for value in returns)
+
+    def _building_block(self, fn: Function, sites: List[Effect]) -> bool:
+        """A method named for prediction that other code builds on, not an evaluation
+        routine: a filter's ``predict`` step (``EKFState.predict``, which ``log_prob`` calls
+        and training differentiates through). It returns what may carry a gradient, and
+        nothing in it says evaluation: no loop or comprehension over data, no eval(), no
+        grad-off region, no evaluation data, and no call of it in evaluation code."""
+        if fn.cls is None or self.gradient_free_result(fn):
+            return False
+        if not set(name_tokens(fn.node.name.value)) & {"predict", "prediction", "infer", "inference"}:
+            return False  # ``validate``/``evaluate``/``test`` are never a filter's step
+        if fn.grad == "off" or any(e.kind == EVAL for e in self.m.effects_in(fn.key)):
+            return False
+        if any(ctx.grad == "off" or ctx.withs for _call, ctx in self.calls_in(fn.key)):
+            return False
+        reads = _reads(fn.node.body)
+        if any(is_eval_data_ref(r) for r in reads.refs) or _iterates(fn.node):
+            return False
+        return all(self.evidence(site) is None for site in sites)
 
     def in_model_class(self, scope: str) -> bool:
         """Code in a method of a torch model class (its own predict(), say)."""
@@ -275,6 +320,8 @@ class EvaluationFacts:
         if any(self.feeds_backward(site.node, site.ctx.scope) for site in sites):
             return None
         strength = eval_name_strength(name)
+        if strength and self._building_block(fn, sites):
+            strength = None
         if strength and not self.module_method(fn):
             if strength == "strong" or not self.referenced_as_value(key) or sites:
                 return Evidence("function", f"in `{name}()`", key, weak=strength == "weak")
@@ -432,9 +479,10 @@ class EvaluationFacts:
             return False
         qual = self.qual(call.func)
         name = qual.rsplit(".", 1)[-1]
-        constructor = name in self.m.classes or name[:1].isupper() or qual.startswith(("torchvision.models.", "timm.create_model"))
-        if not constructor or self._load_call(call):
-            return False  # not a constructor (torchvision's and timm's model builders count), or a load
+        local_builder = qual in self.m.functions and not any(self._load_call(c) for c, _ in self.calls_in(qual))
+        constructor = name in self.m.classes or name[:1].isupper() or local_builder or qual.startswith(("torchvision.models.", "timm.create_model"))
+        if self._load_call(call) or not (constructor or self._synthetic_input(effect)):
+            return False  # a load, or a factory that may load (unless it only ever sees made-up input)
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value in ("pretrained", "weights", "checkpoint", "ckpt", "state_dict", "pretrained_path"):
                 if not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None")):
@@ -442,6 +490,24 @@ class EvaluationFacts:
         if self._weights_loaded(ref, scope):
             return False
         return not any(e.kind in (BACKWARD, STEP) or (e.kind == CALL and e.callee in self.backprop_functions) for e in self.m.effects_in(scope))
+
+    def _synthetic_input(self, effect: Effect) -> bool:
+        """The forward's inputs are made up right there (``torch.randn``, ``torch.randint``,
+        ``torch.zeros``...): a shape or parity check, whatever built the model."""
+        node = effect.node
+        if not isinstance(node, cst.Call) or not node.args:
+            return False
+        scope = effect.ctx.scope
+
+        def made_up(expr: cst.BaseExpression) -> bool:
+            if isinstance(expr, cst.Call):
+                return self.qual(expr.func) in _SYNTHETIC
+            if isinstance(expr, cst.Name):
+                values = [v for t, v, ctx in self.m.assignments if ctx.scope == scope and t == (expr.value,)]
+                return bool(values) and all(isinstance(v, cst.Call) and self.qual(v.func) in _SYNTHETIC for v in values)
+            return False
+
+        return all(made_up(arg.value) for arg in node.args if arg.keyword is None)
 
     def _load_call(self, call: cst.Call) -> bool:
         name = self.qual(call.func)
