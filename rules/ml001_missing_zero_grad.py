@@ -13,11 +13,21 @@ Why it matters
 
 When the code is fine
     - ``optimizer.zero_grad()`` (or ``model.zero_grad()`` on the model whose
-      parameters the optimizer holds, or ``p.grad = None`` over the parameters, or
-      a helper that does one of these) anywhere in the loop body, before or after
-      the step, as long as it runs whenever the step runs (a clear that only runs on
-      logging iterations, in an ``except`` handler or when ``batch_idx == 0`` does
-      not count);
+      parameters the optimizer holds, or ``p.grad = None`` / ``p.grad.zero_()`` over
+      the parameters or over the tensors the optimizer was given, also under
+      ``if p.grad is not None``, or a helper that does one of these, or a callable
+      that does: ``zero = opt.zero_grad``, a lambda, a hook list, a callback every
+      caller hands over) anywhere in the loop body, before or after the step, as
+      long as it runs whenever the step runs (a clear that only runs on logging
+      iterations, in an ``except`` handler or when ``batch_idx == 0`` does not count);
+    - a fresh optimizer built in each iteration over a model (or tensors) also built
+      in that iteration, e.g. one model and optimizer per fold; an optimizer rebuilt
+      over a model that lives on is not enough: the model's ``.grad`` carries over;
+    - distributed autograd: ``with dist_autograd.context() as ctx`` in each iteration
+      (``dist_autograd.backward(ctx, ...)``, ``DistributedOptimizer.step(ctx)``): the
+      gradients live in the per-iteration context;
+    - Pyro: ``svi.step()`` is not a torch optimizer step, and ``pyro.optim`` optimizers
+      are not torch optimizers;
     - gradient accumulation: ``step()`` and ``zero_grad()`` both run every N
       iterations;
     - ``optimizer.step(closure)`` where the closure clears the gradients;
@@ -34,7 +44,16 @@ How to fix
       the step;
     - the optimizer steps twice in one iteration: right after the first step;
     - another backward pass runs earlier in the iteration (a GAN's other loss, an
-      adversarial attack): right before the backward pass that feeds the step.
+      adversarial attack): right before the backward pass that feeds the step;
+    - the optimizer is built in the iteration: right after it is built (no fix when
+      it is only rebuilt on some iterations).
+
+    The fix is safe only when the optimizer is known to be a torch optimizer (built
+    by ``torch.optim``, a torch optimizer class of apex, bitsandbytes, transformers,
+    timm, DeepSpeed or torch_optimizer, timm's ``create_optimizer_v2``, annotated
+    ``torch.optim.Optimizer``, or handed one by every caller); for an optimizer of
+    unknown type it is unsafe (``--unsafe-fixes``), and there is none for one known to
+    lack ``zero_grad()`` (``DistributedOptimizer``).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def role_of_constructor(qualname: Optional[str]) -> Optional[str]:
     if not qualname:
         return None
     last = qualname.rsplit(".", 1)[-1]
-    if qualname.split(".", 1)[0] in _NOT_TORCH_ROOTS:
+    if qualname.startswith(_NOT_TORCH_OPTIMIZER_MODULES):
         return OTHER  # pyro.optim.Adam, pyro.infer.SVI: their step() is not a torch optimizer step
     if _SCALER_Q.search(qualname):
         return SCALER
@@ -84,6 +84,7 @@ def role_of_constructor(qualname: Optional[str]) -> Optional[str]:
 # Packages whose "optimizers" are not torch optimizers: Pyro's wrap torch ones and clear
 # gradients themselves (SVI.step), the others belong to other frameworks.
 _NOT_TORCH_ROOTS = frozenset({"pyro", "numpyro", "tensorflow", "keras", "jax", "optax", "flax", "mxnet", "paddle"})
+_NOT_TORCH_OPTIMIZER_MODULES = ("pyro.optim.", "pyro.infer.", "numpyro.", "optax.")
 _TORCH_OPTIMIZER_NAMES = (
     "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD", "LBFGS", "NAdam", "RAdam", "RMSprop",
     "Rprop", "SparseAdam", "Adafactor", "Lamb", "LAMB", "Lion", "Adan", "Muon",
