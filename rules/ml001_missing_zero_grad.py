@@ -13,11 +13,21 @@ Why it matters
 
 When the code is fine
     - ``optimizer.zero_grad()`` (or ``model.zero_grad()`` on the model whose
-      parameters the optimizer holds, or ``p.grad = None`` over the parameters, or
-      a helper that does one of these) anywhere in the loop body, before or after
-      the step, as long as it runs whenever the step runs (a clear that only runs on
-      logging iterations, in an ``except`` handler or when ``batch_idx == 0`` does
-      not count);
+      parameters the optimizer holds, or ``p.grad = None`` / ``p.grad.zero_()`` over
+      the parameters or over the tensors the optimizer was given, also under
+      ``if p.grad is not None``, or a helper that does one of these, or a callable
+      that does: ``zero = opt.zero_grad``, a lambda, a hook list, a callback every
+      caller hands over) anywhere in the loop body, before or after the step, as
+      long as it runs whenever the step runs (a clear that only runs on logging
+      iterations, in an ``except`` handler or when ``batch_idx == 0`` does not count);
+    - a fresh optimizer built in each iteration over a model (or tensors) also built
+      in that iteration, e.g. one model and optimizer per fold; an optimizer rebuilt
+      over a model that lives on is not enough: the model's ``.grad`` carries over;
+    - distributed autograd: ``with dist_autograd.context() as ctx`` in each iteration
+      (``dist_autograd.backward(ctx, ...)``, ``DistributedOptimizer.step(ctx)``): the
+      gradients live in the per-iteration context;
+    - Pyro: ``svi.step()`` is not a torch optimizer step, and ``pyro.optim`` optimizers
+      are not torch optimizers;
     - gradient accumulation: ``step()`` and ``zero_grad()`` both run every N
       iterations;
     - ``optimizer.step(closure)`` where the closure clears the gradients;
@@ -34,7 +44,16 @@ How to fix
       the step;
     - the optimizer steps twice in one iteration: right after the first step;
     - another backward pass runs earlier in the iteration (a GAN's other loss, an
-      adversarial attack): right before the backward pass that feeds the step.
+      adversarial attack): right before the backward pass that feeds the step;
+    - the optimizer is built in the iteration: right after it is built (no fix when
+      it is only rebuilt on some iterations).
+
+    The fix is safe only when the optimizer is known to be a torch optimizer (built
+    by ``torch.optim``, a torch optimizer class of apex, bitsandbytes, transformers,
+    timm, DeepSpeed or torch_optimizer, timm's ``create_optimizer_v2``, annotated
+    ``torch.optim.Optimizer``, or handed one by every caller); for an optimizer of
+    unknown type it is unsafe (``--unsafe-fixes``), and there is none for one known to
+    lack ``zero_grad()`` (``DistributedOptimizer``).
 """
 
 from __future__ import annotations
@@ -48,10 +67,12 @@ from mllint.semantics.model import (
     ANY,
     BACKWARD,
     CLEAR,
+    FRESH,
     STEP,
     FileModel,
     Loop,
     LoopEffect,
+    conds_within,
     counts_iterations,
     covers,
 )
@@ -88,7 +109,7 @@ def _covering(model: FileModel, loop: Loop, clears: List[LoopEffect], step: Loop
 def _uncleared(model: FileModel, loop: Loop, effects: List[LoopEffect]):
     """(step, previous step or None) for each optimizer step whose gradients are not
     cleared since that optimizer's previous step (None: not on every iteration that steps)."""
-    clears = [e for e in effects if e.kind == CLEAR]
+    clears = [e for e in effects if e.kind in (CLEAR, FRESH)]
     groups = {}
     for step in effects:
         if step.kind == STEP and step.depth == 0 and not step.covered:
@@ -206,38 +227,46 @@ def _fixable_name(model: FileModel, step: LoopEffect) -> Optional[str]:
     return optimizer
 
 
-def _insert_at_top(model: FileModel, block, names: List[str], calls: str, where: str) -> Optional[Fix]:
+def _insert_at_top(model: FileModel, block, names: List[str], calls: str, where: str, applicability: Applicability) -> Optional[Fix]:
     if not isinstance(block, cst.IndentedBlock):
         return None
     body = list(block.body)
     start = after_docstring(body)  # keep a docstring first
     body[start:start] = [_zero_grad_statement(n) for n in names]
-    return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} {where}")
+    return model.fix_replacing(block, block.with_changes(body=body), applicability, f"Insert {calls} {where}")
 
 
-def _insert_near(model: FileModel, effect: LoopEffect, names: List[str], calls: str, after: bool) -> Optional[Fix]:
+def _insert_near(model: FileModel, effect: LoopEffect, names: List[str], calls: str, after: bool, applicability: Applicability) -> Optional[Fix]:
     """Insert the clearing statements right after (or before) the statement of ``effect``."""
     origin = effect.origin
-    if origin is None or not isinstance(origin.ctx.statement, cst.SimpleStatementLine):
+    if origin is None:
         return None
-    block = origin.ctx.block
+    return _insert_by(model, origin.ctx, names, calls, after, applicability)
+
+
+def _insert_by(model: FileModel, ctx, names: List[str], calls: str, after: bool, applicability: Applicability, where: str = "") -> Optional[Fix]:
+    """Insert the clearing statements right after (or before) the simple statement of ``ctx``."""
+    if not isinstance(ctx.statement, cst.SimpleStatementLine):
+        return None
+    origin = ctx
+    block = origin.block
     if not isinstance(block, cst.IndentedBlock):
         return None
     body = list(block.body)
-    index = next((i for i, stmt in enumerate(body) if stmt is origin.ctx.statement), None)
+    index = next((i for i, stmt in enumerate(body) if stmt is origin.statement), None)
     if index is None:
         return None
     statements = [_zero_grad_statement(name) for name in names]
     if after:
         body[index + 1:index + 1] = statements
-        where = "after the step"
+        where = where or "after the step"
     else:
         # Keep the comments and blank lines above the backward statement above the clear.
         first = statements[0].with_changes(leading_lines=body[index].leading_lines)
         body[index:index] = [first, *statements[1:]]
         body[index + len(statements)] = body[index + len(statements)].with_changes(leading_lines=())
         where = "before the backward pass"
-    return model.fix_replacing(block, block.with_changes(body=body), Applicability.SAFE, f"Insert {calls} {where}")
+    return model.fix_replacing(block, block.with_changes(body=body), applicability, f"Insert {calls} {where}")
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -292,10 +321,11 @@ def _helper_fix(model: FileModel, steps: List[LoopEffect], site: LoopEffect) -> 
     if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"):
         return None
     name = model.module.code_for_node(call.func.value)
-    if _zero_grad_statement(name) is None:
+    applicability = _applicability(model, [name], helper.key)
+    if _zero_grad_statement(name) is None or applicability is None or _bindings(model, helper.key, None, name):
         return None
     short = helper.key.rsplit(".", 1)[-1]
-    return _insert_at_top(model, helper.node.body, [name], f"`{name}.zero_grad()`", f"at the start of `{short}()`")
+    return _insert_at_top(model, helper.node.body, [name], f"`{name}.zero_grad()`", f"at the start of `{short}()`", applicability)
 
 
 def _closure_of(model: FileModel, site: LoopEffect):
@@ -325,24 +355,61 @@ def _fix(
     names = [_fixable_name(model, step) for step in steps]
     if None in names or None in [_zero_grad_statement(n) for n in names]:
         return None
+    applicability = _applicability(model, names, loop.scope)
+    if applicability is None:
+        return None
     calls = ", ".join(f"`{name}.zero_grad()`" for name in names)
+    # An optimizer (re)bound in the iteration can only be cleared after that binding.
+    binding = None
+    for name in names:
+        found = _bindings(model, loop.scope, loop, name)
+        if not found:
+            continue
+        if len(found) > 1 or binding is not None:
+            return None
+        ctx, order = found[0]
+        if ctx.loop is not loop or conds_within(ctx.conds, loop) or ctx.block is not loop.body or order > site.order:
+            return None
+        binding = found[0]
     if after is not None:
-        return _insert_near(model, after, names, calls, after=True)
+        return _insert_near(model, after, names, calls, True, applicability)
     closure = _closure_of(model, site)
     if closure is not None:
         if any(n.split(".")[0] not in ("self",) and model.assigns_locally(closure.key, n.split(".")[0]) for n in names):
             return None
-        return _insert_at_top(model, closure.node.body, names, calls, "at the start of the closure")
+        return _insert_at_top(model, closure.node.body, names, calls, "at the start of the closure", applicability)
     if any(_in_comprehension(e) for e in [site, *steps]):
-        return _helper_fix(model, steps, site)
+        return _helper_fix(model, steps, site) if binding is None else None
     accumulating = [s for s in steps if s.conditional and (s.origin is None or any(counts_iterations(c, loop.targets) for c in s.conds))]
     if accumulating:
-        return _insert_near(model, steps[0], names, calls, after=True) if len(steps) == 1 else None
+        return _insert_near(model, steps[0], names, calls, True, applicability) if len(steps) == 1 else None
     if any(b.order < site.order and b.node is not site.node for b in backwards):
         if site.depth != 0 or site.conditional:
             return None
-        return _insert_near(model, site, names, calls, after=False)
-    return _insert_at_top(model, loop.body, names, calls, "at the start of the loop body")
+        return _insert_near(model, site, names, calls, False, applicability)
+    if binding is not None:
+        return _insert_by(model, binding[0], names, calls, True, applicability, "after the optimizer is built")
+    return _insert_at_top(model, loop.body, names, calls, "at the start of the loop body", applicability)
+
+
+def _applicability(model: FileModel, names: List[str], scope: str) -> Optional[Applicability]:
+    """SAFE when every optimizer is known to be a torch optimizer (so it has ``zero_grad()``),
+    None when one is known to lack it (``DistributedOptimizer``), else UNSAFE."""
+    if any(model.lacks_zero_grad(name, scope) for name in names):
+        return None
+    if all(model.is_torch_optimizer(name, scope) for name in names):
+        return Applicability.SAFE
+    return Applicability.UNSAFE
+
+
+def _bindings(model: FileModel, scope: str, loop: Optional[Loop], name: str):
+    """(context, position) of each assignment to ``name`` in ``loop`` (or anywhere in ``scope``'s
+    own body for None)."""
+    return [
+        (ctx, model.assignment_order[value])
+        for targets, value, ctx in model.assignments
+        if ctx.scope == scope and name in targets and (loop is None or loop.encloses(ctx.loop))
+    ]
 
 
 def check(model: FileModel) -> Iterable[Finding]:
@@ -608,6 +675,193 @@ VALID = [
         loss.backward()
         optimizer.step()
     """,
+    # distributed autograd: each iteration's gradients live in its own context, which
+    # DistributedOptimizer.step(context_id) reads (pytorch/examples distributed/rpc)
+    """
+    import torch.distributed.autograd as dist_autograd
+    from torch.distributed.optim import DistributedOptimizer
+    opt = DistributedOptimizer(torch.optim.SGD, model.parameter_rrefs(), lr=0.05)
+    for epoch in range(10):
+        for data, target in loader:
+            with dist_autograd.context() as context_id:
+                loss = criterion(model(data), target)
+                dist_autograd.backward(context_id, [loss])
+                opt.step(context_id)
+    """,
+    # the same through another alias, in a helper run once per batch
+    """
+    from torch.distributed import autograd
+    def train_batch(net, opt, batch):
+        with autograd.context() as ctx:
+            loss = net(batch).sum()
+            autograd.backward(ctx, [loss])
+            opt.step(ctx)
+
+    for batch in loader:
+        train_batch(net, dist_opt, batch)
+    """,
+    # a fresh model and optimizer per fold: nothing carries over between iterations
+    """
+    import torch
+    for fold, (train_idx, val_idx) in enumerate(kfold.split(X)):
+        model = Net()
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        loss = criterion(model(X[train_idx]), y[train_idx])
+        loss.backward()
+        optimizer.step()
+    """,
+    # a fresh tensor optimized by a fresh optimizer in each iteration (guidance on a latent)
+    """
+    import torch
+    for t in timesteps:
+        x_in = latents.detach().clone()
+        x_in.requires_grad = True
+        opt = torch.optim.SGD([x_in], lr=guidance_scale)
+        loss = guidance_loss(unet(x_in, t))
+        loss.backward()
+        opt.step()
+        latents = x_in.detach()
+    """,
+    # a helper that builds its model and optimizer and takes one step, called for each seed
+    """
+    def make_checkpoint(path, config, seed, with_optimizer):
+        model = config.build()
+        if with_optimizer:
+            optim = optim_config.build(model)
+            loss = model(inputs).sum()
+            loss.backward()
+            optim.step()
+        save(path, model, optim)
+
+    for path, seed in [("a", 1), ("b", 2), ("c", 3)]:
+        make_checkpoint(path, config, seed, True)
+    """,
+    # gradients cleared by hand over the list of tensors the optimizer holds
+    """
+    import torch
+    w = torch.zeros(3, requires_grad=True)
+    b = torch.zeros(1, requires_grad=True)
+    tensors = [w, b]
+    opt = torch.optim.SGD(tensors, lr=0.1)
+    for step in range(100):
+        loss = ((x @ w + b - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        for t in tensors:
+            t.grad.zero_()
+    """,
+    # detach_() + zero_() over the parameters, skipping those without a gradient yet
+    """
+    import torch
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        for p in model.parameters():
+            if p.grad is not None:
+                p.grad.detach_()
+                p.grad.zero_()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+    """,
+    # a tensor optimized directly, its gradient reset by assignment
+    """
+    import torch
+    x = torch.zeros(3, requires_grad=True)
+    opt = torch.optim.Adam([x], lr=0.1)
+    for i in range(100):
+        loss = f(x)
+        loss.backward()
+        opt.step()
+        x.grad = None
+    """,
+    # clearing through a bound method stored in a variable
+    """
+    import torch
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    zero_fn = opt.zero_grad
+    for x, y in loader:
+        zero_fn()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+    """,
+    # clearing through a lambda, and through a list of hooks run every iteration
+    """
+    import torch
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    clear = lambda: opt.zero_grad(set_to_none=True)
+    hooks = [log_batch]
+    hooks.append(clear)
+    for x, y in loader:
+        for hook in hooks:
+            hook()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+    """,
+    # clearing through a callable every caller hands over
+    """
+    import torch
+    def fit(model, opt, loader, reset):
+        for x, y in loader:
+            reset()
+            loss = crit(model(x), y)
+            loss.backward()
+            opt.step()
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    fit(model, opt, loader, opt.zero_grad)
+    """,
+    # a wrapper class of the file whose zero_grad() clears the optimizer it wraps (Noam schedule)
+    """
+    class NoamOpt:
+        def __init__(self, optimizer):
+            self.optimizer = optimizer
+        def step(self):
+            self.optimizer.step()
+        def zero_grad(self):
+            self.optimizer.zero_grad()
+
+    def train(model, optimizer: NoamOpt, loader):
+        for batch in loader:
+            optimizer.zero_grad()
+            loss = model(batch).mean()
+            loss.backward()
+            optimizer.step()
+    """,
+    # one optimizer per model, zipped, each cleared through the loop variable
+    """
+    import torch
+    models = [Net() for _ in range(3)]
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in models]
+    for x, y in loader:
+        for model, opt in zip(models, optimizers):
+            opt.zero_grad()
+            loss = crit(model(x), y)
+            loss.backward()
+            opt.step()
+    """,
+    # Pyro: SVI.step() runs the backward pass, steps and clears the gradients itself, and
+    # Pyro's optimizers are not torch optimizers
+    """
+    import pyro
+    from pyro.infer import SVI, Trace_ELBO
+    optimizer = pyro.optim.Adam({"lr": 0.01})
+    svi = SVI(model, guide, optimizer, loss=Trace_ELBO())
+    for step in range(1000):
+        loss = svi.step(data)
+    """,
+    # accelerate: accelerator.backward, step and zero_grad on the prepared optimizer
+    """
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for batch in loader:
+        outputs = model(**batch)
+        accelerator.backward(outputs.loss)
+        optimizer.step()
+        optimizer.zero_grad()
+    """,
 ]
 
 INVALID = [
@@ -644,7 +898,7 @@ for step, batch in enumerate(train_loader):
     loss.backward()
     optimizer.step()
 """,
-        fixed="""
+        unsafe_fixed="""
 optimizer.zero_grad()
 for step, batch in enumerate(train_loader):
     optimizer.zero_grad()
@@ -666,7 +920,7 @@ def train(model, loader, opt, epochs):
             loss.backward()
             opt.step()
 """,
-        fixed="""
+        unsafe_fixed="""
 def train(model, loader, opt, epochs):
     for epoch in range(epochs):
         opt.zero_grad()
@@ -692,7 +946,7 @@ while global_step < max_steps:
         optimizer.step()
     global_step += 1
 """,
-        fixed="""
+        unsafe_fixed="""
 import torch
 while global_step < max_steps:
     optimizer.zero_grad()
@@ -717,7 +971,7 @@ for images, labels in loader:
     scaler.step(optimizer)
     scaler.update()
 """,
-        fixed="""
+        unsafe_fixed="""
 import torch
 scaler = torch.cuda.amp.GradScaler()
 for images, labels in loader:
@@ -776,7 +1030,7 @@ for epoch in range(num_epochs):
     for x, y in train_loader:
         update(model, opt, x, y)
 """,
-        fixed="""
+        unsafe_fixed="""
 def update(model, optimizer, x, y):
     loss = F.mse_loss(model(x), y)
     loss.backward()
@@ -798,7 +1052,7 @@ for i, (x, y) in enumerate(loader):
     if (i + 1) % accumulation_steps == 0:
         optimizer.step()
 """,
-        fixed="""
+        unsafe_fixed="""
 for i, (x, y) in enumerate(loader):
     loss = criterion(model(x), y) / accumulation_steps
     loss.backward()
@@ -853,7 +1107,7 @@ for batch in loader:
     optimizer.step()
     lr_scheduler.step()
 """,
-        fixed="""
+        unsafe_fixed="""
 from accelerate import Accelerator
 accelerator = Accelerator()
 model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
@@ -903,7 +1157,7 @@ for real, fake in loader:
     loss_real.backward()
     opt_d.step()
 """,
-        fixed="""
+        unsafe_fixed="""
 for real, fake in loader:
     opt_d.zero_grad()
     loss_fake = bce(disc(fake), zeros)
@@ -929,7 +1183,7 @@ for x, y in loader:
     loss.backward()
     optimizer.step()
 """,
-        fixed="""
+        unsafe_fixed="""
 for x, y in loader:
     delta = torch.zeros_like(x, requires_grad=True)
     for _ in range(attack_steps):
@@ -954,7 +1208,7 @@ for it, (x, y) in enumerate(loader):
         print(f"iter {it}: {loss.item():.4f}")
         optimizer.zero_grad()
 """,
-        fixed="""
+        unsafe_fixed="""
 for it, (x, y) in enumerate(loader):
     optimizer.zero_grad()
     loss = criterion(model(x), y)
@@ -998,7 +1252,7 @@ for batch in loader:
     enc_optimizer.step()
     dec_optimizer.step()
 """,
-        fixed="""
+        unsafe_fixed="""
 for batch in loader:
     enc_optimizer.zero_grad()
     dec_optimizer.zero_grad()
@@ -1017,7 +1271,7 @@ for step in range(1000):
     torch.autograd.backward(losses)
     optimizer.step()
 """,
-        fixed="""
+        unsafe_fixed="""
 import torch
 for step in range(1000):
     optimizer.zero_grad()
@@ -1083,5 +1337,185 @@ def fit(model, optimizer, batches, epochs):
     for epoch in range(epochs):
         [train_step(model, optimizer, b, i) for i, b in enumerate(batches)]
 """
+    ),
+    # a fresh optimizer per trial over a model that lives on: the model's .grad carries over
+    # from trial to trial; the clear must come after the optimizer is built (before it, the
+    # first iteration would raise NameError)
+    Example(
+        """
+import torch
+model = Net()
+for trial in range(n_trials):
+    optimizer = torch.optim.SGD(model.parameters(), lr=lrs[trial])
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
+        fixed="""
+import torch
+model = Net()
+for trial in range(n_trials):
+    optimizer = torch.optim.SGD(model.parameters(), lr=lrs[trial])
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
+    ),
+    # an optimizer rebound only on some iterations: no place in the body is after every
+    # binding, so no fix
+    Example(
+        """
+import torch
+for epoch in range(epochs):
+    if epoch == warmup_epochs:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+"""
+    ),
+    # a fresh model and optimizer, but stepped twice without a clear in between
+    Example(
+        """
+import torch
+for fold in folds:
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_a = criterion(model(xa), ya)
+    loss_a.backward()
+    opt.step()
+    loss_b = criterion(model(xb), yb)
+    loss_b.backward()
+    opt.step()
+""",
+        fixed="""
+import torch
+for fold in folds:
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_a = criterion(model(xa), ya)
+    loss_a.backward()
+    opt.step()
+    opt.zero_grad()
+    loss_b = criterion(model(xb), yb)
+    loss_b.backward()
+    opt.step()
+""",
+    ),
+    # one distributed autograd context for the whole loop: its gradients accumulate; a
+    # DistributedOptimizer has no zero_grad(), so no fix
+    Example(
+        """
+import torch.distributed.autograd as dist_autograd
+from torch.distributed.optim import DistributedOptimizer
+opt = DistributedOptimizer(torch.optim.SGD, rrefs, lr=0.05)
+with dist_autograd.context() as context_id:
+    for data, target in loader:
+        loss = criterion(model(data), target)
+        dist_autograd.backward(context_id, [loss])
+        opt.step(context_id)
+"""
+    ),
+    # the hand clearing resets the inputs' gradients, not the model's the optimizer holds
+    Example(
+        """
+import torch
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+for x, y in loader:
+    for t in perturbations:
+        t.grad.zero_()
+    loss = criterion(model(x + sum(perturbations)), y)
+    loss.backward()
+    optimizer.step()
+""",
+        fixed="""
+import torch
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+for x, y in loader:
+    optimizer.zero_grad()
+    for t in perturbations:
+        t.grad.zero_()
+    loss = criterion(model(x + sum(perturbations)), y)
+    loss.backward()
+    optimizer.step()
+""",
+    ),
+    # a callback that clears for one caller only: the other call never clears
+    Example(
+        """
+import torch
+def fit(model, opt, loader, on_batch):
+    for x, y in loader:
+        on_batch()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+fit(model, opt, loader, opt.zero_grad)
+fit(model, opt, loader, print)
+""",
+        fixed="""
+import torch
+def fit(model, opt, loader, on_batch):
+    for x, y in loader:
+        opt.zero_grad()
+        on_batch()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+fit(model, opt, loader, opt.zero_grad)
+fit(model, opt, loader, print)
+""",
+    ),
+    # well-known torch optimizers from other packages get the safe fix (timm's factory, apex)
+    Example(
+        """
+import timm.optim
+from apex.optimizers import FusedAdam
+optimizer = timm.optim.create_optimizer_v2(model, "adamw", lr=1e-3)
+head_opt = FusedAdam(head.parameters())
+for x, y in loader:
+    loss = criterion(head(model(x)), y)
+    loss.backward()
+    optimizer.step()
+    head_opt.step()
+""",
+        fixed="""
+import timm.optim
+from apex.optimizers import FusedAdam
+optimizer = timm.optim.create_optimizer_v2(model, "adamw", lr=1e-3)
+head_opt = FusedAdam(head.parameters())
+for x, y in loader:
+    optimizer.zero_grad()
+    head_opt.zero_grad()
+    loss = criterion(head(model(x)), y)
+    loss.backward()
+    optimizer.step()
+    head_opt.step()
+""",
+    ),
+    # an optimizer returned by a helper we cannot see may lack zero_grad(): the fix is unsafe
+    Example(
+        """
+from myproject.training import build_optimizer
+optimizer = build_optimizer(cfg, model)
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
+        unsafe_fixed="""
+from myproject.training import build_optimizer
+optimizer = build_optimizer(cfg, model)
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
     ),
 ]

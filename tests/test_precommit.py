@@ -38,7 +38,7 @@ BAD = """\
 import torch
 
 
-def train(model, loader, optimizer, loss_fn):
+def train(model, loader, optimizer: torch.optim.Optimizer, loss_fn):
     for x, y in loader:
         loss = loss_fn(model(x), y)
         loss.backward()
@@ -50,7 +50,7 @@ GOOD = """\
 import torch
 
 
-def train(model, loader, optimizer, loss_fn):
+def train(model, loader, optimizer: torch.optim.Optimizer, loss_fn):
     for x, y in loader:
         optimizer.zero_grad()
         loss = loss_fn(model(x), y)

@@ -379,3 +379,150 @@ def test_condition_text_is_normalised_and_conjunctions_cover():
     (clear,) = kinds(m, CLEAR)
     (step,) = kinds(m, STEP)
     assert covers(conds_within(clear.ctx.conds, loop), "optimizer", conds_within(step.ctx.conds, loop))
+
+
+# --- what clears gradients, and what a fix may call (ML001) -----------------------------------
+
+
+def test_torch_optimizers_are_known_by_constructor_annotation_and_call_sites():
+    m = model_of(
+        """
+        import torch
+        import pyro
+        from apex.optimizers import FusedAdam
+        from torch.distributed.optim import DistributedOptimizer
+        from helpers import make_opt
+        sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+        fused = FusedAdam(model.parameters())
+        dist = DistributedOptimizer(torch.optim.SGD, rrefs)
+        unseen = make_opt(model)
+        pyro_opt = pyro.optim.Adam({"lr": 0.1})
+        svi = pyro.infer.SVI(model, guide, pyro_opt, loss)
+        rebound = torch.optim.Adam(model.parameters())
+        rebound = Wrapper(rebound)
+
+        def annotated(opt: torch.optim.Optimizer):
+            opt.step()
+
+        def handed(opt):
+            opt.step()
+
+        def mixed(opt):
+            opt.step()
+
+        handed(sgd)
+        handed(fused)
+        mixed(sgd)
+        mixed(unseen)
+        """
+    )
+    assert m.is_torch_optimizer("sgd", "<module>") and m.is_torch_optimizer("fused", "<module>")
+    assert not m.is_torch_optimizer("dist", "<module>") and m.lacks_zero_grad("dist", "<module>")
+    assert not m.is_torch_optimizer("unseen", "<module>") and not m.lacks_zero_grad("unseen", "<module>")
+    assert not m.is_torch_optimizer("rebound", "<module>")  # also bound to something else
+    assert m.is_torch_optimizer("opt", "annotated") and m.is_torch_optimizer("opt", "handed")
+    assert not m.is_torch_optimizer("opt", "mixed")
+    assert not m.has_role("pyro_opt", R.OPTIMIZER, "<module>") and not m.has_role("svi", R.OPTIMIZER, "<module>")
+    assert R.is_torch_optimizer("timm.optim.create_optimizer_v2") and R.is_torch_optimizer("bitsandbytes.optim.AdamW8bit")
+    assert not R.is_torch_optimizer("torch.optim.lr_scheduler.StepLR") and not R.is_torch_optimizer("pyro.optim.Adam")
+
+
+def test_fresh_optimizers_over_fresh_parameters_and_distributed_contexts():
+    from mllint.semantics.model import FRESH
+
+    m = model_of(
+        """
+        import torch
+        import torch.distributed.autograd as dist_autograd
+        model = Net()
+        for fold in folds:
+            net = Net()
+            fresh = torch.optim.SGD(net.parameters(), lr=0.1)
+            stale = torch.optim.SGD(model.parameters(), lr=0.1)
+            x = seed.clone()
+            tensor_opt = torch.optim.Adam([x])
+            alias = model.to(device)
+            via_alias = torch.optim.SGD(alias.parameters())
+            if warm:
+                late = Net()
+            late_opt = torch.optim.SGD(late.parameters())
+            with dist_autograd.context() as ctx:
+                dist_autograd.backward(ctx, [loss])
+
+        def build_and_step(cfg):
+            m = cfg.build()
+            optim = cfg.optimizer(m)
+            optim.step()
+
+        outside = torch.optim.SGD(Net().parameters())
+        """
+    )
+    fresh = {e.ref for e in kinds(m, FRESH)}
+    assert fresh == {"fresh", "tensor_opt", ANY, "optim"}
+    assert m.summaries["build_and_step"].fresh and all(s.covered for s in m.summaries["build_and_step"].top_steps)
+
+
+def test_hand_clearing_over_a_collection_clears_the_optimizer_holding_it():
+    m = model_of(
+        """
+        import torch
+        tensors = [w, b]
+        opt = torch.optim.SGD(tensors, lr=0.1)
+        model_opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            for t in tensors:
+                t.grad.zero_()
+            for q in others:
+                q.grad.zero_()
+            for x, y in loader:
+                x.grad.zero_()
+        """
+    )
+    refs = {e.ref for e in kinds(m, CLEAR)}
+    assert refs == {"tensors[*].grad", "others[*].grad", "x.grad"}
+    assert m.clears("tensors[*].grad", "opt", "<module>") and m.clears("w.grad", "opt", "<module>")
+    assert not m.clears("tensors[*].grad", "model_opt", "<module>")
+    assert not m.clears("others[*].grad", "opt", "<module>")
+    assert m.clears("others[*].grad", "unknown_opt", "<module>")  # we cannot tell what it holds
+    assert not m.clears("x.grad", "unknown_opt", "<module>")  # a batch is not what it holds
+    assert not m.clears("loader[*].grad", "unknown_opt", "<module>")
+
+
+def test_callables_that_clear_count_where_they_are_called():
+    m = model_of(
+        """
+        import torch
+        opt = torch.optim.SGD(model.parameters())
+        zero = opt.zero_grad
+        clear = lambda: opt.zero_grad()
+        hooks = [log]
+        hooks.append(clear)
+
+        def reset_all():
+            model.zero_grad()
+
+        reset = reset_all
+
+        def fit(callback, logger):
+            for batch in loader:
+                callback()
+                logger()
+
+        for batch in loader:
+            zero()
+            for hook in hooks:
+                hook()
+            reset()
+            log()
+
+        fit(opt.zero_grad, print)
+        fit(lambda: opt.zero_grad(), print)
+        """
+    )
+    loop = next(l for l in m.loops if l.scope == "<module>" and l.parent is None)
+    effects = m.loop_effects(loop)
+    cleared = [m.code_of(e.node) for e in effects if e.kind == CLEAR]
+    assert cleared.count("zero()") == 1 and cleared.count("hook()") == 1 and "log()" not in cleared
+    assert any(e.kind == CALL and e.callee == "reset_all" for e in m.effects_in("<module>"))
+    fit_clears = [e for e in m.effects_in("fit") if e.kind == CLEAR]
+    assert {m.code_of(e.node) for e in fit_clears} == {"callback()"} and {e.ref for e in fit_clears} == {ANY}

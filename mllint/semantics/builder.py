@@ -13,6 +13,8 @@ from mllint.semantics import roles as R
 from mllint.semantics.model import (
     ANY,
     BACKWARD,
+    EACH_GRAD,
+    FRESH,
     CALL,
     CLEAR,
     EVAL,
@@ -31,6 +33,8 @@ from mllint.semantics.model import (
 )
 from mllint.semantics.names import dotted, ref_of, target_names
 
+# Entering one starts an empty store of gradients (torch.distributed.autograd).
+DIST_AUTOGRAD_CONTEXTS = {"torch.distributed.autograd.context"}
 GRAD_OFF_CONTEXTS = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 GRAD_ON_CONTEXTS = {"torch.enable_grad", "torch.autograd.enable_grad"}
 SET_GRAD_ENABLED = {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"}
@@ -90,6 +94,8 @@ class _Builder(cst.CSTVisitor):
         self.guard: Optional[cst.BaseExpression] = None
         self.conds: Tuple[Cond, ...] = ()
         self.pending_calls: List[Tuple[cst.Call, Context, int]] = []
+        self.lambdas: List[cst.Lambda] = []  # the lambdas being walked, innermost last
+        self._following: set = set()  # callables whose calls are being followed (no recursion)
 
     # --- the walk ----------------------------------------------------------------------
     def walk(self, node: cst.CSTNode) -> None:
@@ -210,14 +216,21 @@ class _Builder(cst.CSTVisitor):
                 local_names.add(star.name.value)
         for param in list(node.params.params) + list(node.params.kwonly_params) + list(node.params.posonly_params):
             if param.annotation is not None:
-                role = R.role_of_annotation(self.m.imports.qualname(param.annotation.annotation))
+                annotation = self.m.imports.qualname(param.annotation.annotation)
+                role = R.role_of_annotation(annotation)
                 if role:
                     self.m.roles.setdefault(key, param.name.value, set()).add(role)
+                if role == R.OPTIMIZER:
+                    self.m.optimizer_kinds.put(key, param.name.value, frozenset({annotation or ""}))
         self._visit_in(node.body, scope=key, loop=None, conditional=False, grad=grad, statement=None, withs=(), guard=None, conds=())
         return False
 
     def visit_Lambda(self, node: cst.Lambda) -> Optional[bool]:
+        self.lambdas.append(node)
         return True  # a lambda's calls are treated as happening where it is written
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self.lambdas.pop()
 
     # --- control flow ------------------------------------------------------------------
     def _loop_targets(self, target: cst.BaseExpression) -> Tuple[str, ...]:
@@ -327,25 +340,46 @@ class _Builder(cst.CSTVisitor):
             return ANY
         while loop is not None:
             if head in loop.targets:
-                return ANY if "param" in f"{loop.iter_ref} {loop.iter_call}".lower() else f"{tensor}.grad"
+                if "param" in f"{loop.iter_ref} {loop.iter_call}".lower():
+                    return ANY
+                if tensor == head and loop.iter_ref is not None and len(loop.targets) == 1:
+                    return f"{loop.iter_ref}{EACH_GRAD}"  # for t in tensors: t.grad.zero_()
+                return f"{tensor}.grad"
             loop = loop.parent
         return f"{tensor}.grad"
 
     def _record_assignment(self, targets: Tuple[str, ...], value: cst.BaseExpression) -> None:
         ctx = self.ctx()
         self.m.assignments.append((targets, value, ctx))
+        self.m.assignment_order[value] = self._next()
+        role, source = self._value_role(value) if len(targets) == 1 else (None, None)
+        kind = ""
+        if role == R.OPTIMIZER and isinstance(value, cst.Call):
+            kind = self.m.imports.qualname(value.func) or dotted(value.func) or ""
+        elif source is not None:
+            kind = None  # an alias: what it holds is what the source holds (FileModel.canonical)
+        for name in targets:
+            if kind is not None:
+                known = self.m.optimizer_kinds.data.get((self.m.optimizer_kinds.home(self.scope, name), name), frozenset())
+                self.m.optimizer_kinds.put(self.scope, name, known | {kind})
         if len(targets) != 1:
             return
         target = targets[0]
-        role, source = self._value_role(value)
         if role is not None:
             self.m.roles.setdefault(self.scope, target, set()).add(role)
             if role == R.OPTIMIZER and isinstance(value, cst.Call):
-                self.m.optimizer_params.put(self.scope, target, _parameter_owners(value))
+                self.m.optimizer_params.put(self.scope, target, _parameter_owners(value, self._assigned_value))
         if isinstance(value, cst.Call) and dotted(value.func) in self.m.classes:
             self.m.instance_of.setdefault(self.scope, target, dotted(value.func))
         if source is not None and source != target:
             self.m.aliases.setdefault(self.scope, target, source)
+
+    def _assigned_value(self, ref: str) -> Optional[cst.BaseExpression]:
+        """The value last assigned (so far in the walk) to ``ref`` alone, in this scope or the module."""
+        for targets, value, ctx in reversed(self.m.assignments):
+            if targets == (ref,) and ctx.scope in (self.scope, MODULE_SCOPE):
+                return value
+        return None
 
     def _value_role(self, value: cst.BaseExpression) -> Tuple[Optional[str], Optional[str]]:
         """(role, aliased ref) of an assigned value."""
@@ -382,6 +416,8 @@ class _Builder(cst.CSTVisitor):
 
     # --- calls -------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        for lam in self.lambdas:
+            self.m.lambda_calls.setdefault(lam, []).append(node)
         ctx = self.ctx()
         self.m.calls.append((node, ctx))
         self.pending_calls.append((node, ctx, self._next()))
@@ -398,8 +434,10 @@ class _Builder(cst.CSTVisitor):
         # and after roles have flowed from arguments into the parameters of local helpers.
         self._roles_from_use()
         self._propagate_roles_to_parameters()
+        self._collect_callables()
         for call, ctx, order in self.pending_calls:
             self._classify_call(call, ctx, order)
+        self._fresh_optimizers()
         self.m.effects.sort(key=lambda e: e.order)
 
     def _classify_call(self, call: cst.Call, ctx: Context, order: int) -> None:
@@ -413,9 +451,16 @@ class _Builder(cst.CSTVisitor):
         if qual in ("torch.autograd.backward",):
             emit(BACKWARD, ANY)
             return
+        if qual in DIST_AUTOGRAD_CONTEXTS:
+            emit(FRESH, ANY)  # a new distributed autograd context: the gradients of its backward passes live in it
+            return
         local = self._resolve_local(func, ctx)
         if local is not None:
             emit(CALL, local, callee=local, args=self._bind_arguments(local, call, func))
+            if isinstance(func, cst.Attribute) and func.attr.value == "zero_grad":
+                emit(CLEAR, self._clear_ref(ref_of(func.value) or ANY))  # wrapper.zero_grad() of a class in the file
+            return
+        if self._call_of_callable(call, ctx, order):
             return
         if isinstance(func, cst.Attribute):
             method = func.attr.value
@@ -476,6 +521,144 @@ class _Builder(cst.CSTVisitor):
         elif ref == "self" and self._self_is_model(ctx.scope):
             emit(FORWARD, ref)  # self(x) in a model's own method (predict, infer)
 
+    # --- optimizers built afresh -------------------------------------------------------------
+    def _fresh_optimizers(self) -> None:
+        """``opt = SGD(model.parameters())`` inside a loop (or a function, run per call) where
+        ``model`` (or the tensors handed over) were also just built in that same pass: the
+        optimizer's gradients start empty there, as if cleared (FRESH). An optimizer rebuilt over
+        a model that lives on is not fresh: the model's ``.grad`` carries over."""
+        for targets, value, ctx in self.m.assignments:
+            if len(targets) != 1 or not isinstance(value, cst.Call) or (ctx.loop is None and ctx.scope == MODULE_SCOPE):
+                continue
+            target = targets[0]
+            if "[" in target or not self.m.has_role(target, R.OPTIMIZER, ctx.scope):
+                continue
+            role, source = self._value_role(value)
+            if source is not None:
+                continue  # opt = accelerator.prepare(opt): the same optimizer
+            if role == R.OPTIMIZER:
+                owners = self.m.optimizer_params.get(ctx.scope, target)
+            else:  # a factory: build_optimizer(model, cfg)
+                refs = [ref_of(a.value) for a in value.args]
+                owners = frozenset(r for r in refs if r and self.m.has_role(r, R.MODEL, ctx.scope)) or None
+            order = self.m.assignment_order[value]
+            if owners is None or all(self._built_before(owner, ctx, order) for owner in owners):
+                self.m.effects.append(Effect(FRESH, target, value, ctx, order))
+
+    def _built_before(self, ref: str, ctx: Context, order: int) -> bool:
+        """Whether ``ref`` is (re)built from a new object in the same pass as ``ctx`` (same scope and
+        innermost loop, under no extra condition), before ``order``."""
+        for targets, value, other in self.m.assignments:
+            if ref not in targets or other.scope != ctx.scope or other.loop is not ctx.loop:
+                continue
+            if self.m.assignment_order[value] >= order or not set(other.conds) <= set(ctx.conds):
+                continue
+            if len(targets) == 1 and self._value_role(value)[1] is not None:
+                continue  # an alias of an object that lives on (model = base.to(device))
+            return True
+        return False
+
+    # --- callables held in variables -------------------------------------------------------
+    def _collect_callables(self) -> None:
+        """What names hold callables we can follow: ``zero = opt.zero_grad``, ``clear = lambda:
+        opt.zero_grad()``, ``reset = reset_grads`` (a function of the file), ``hooks = [opt.zero_grad,
+        log]`` or ``hooks.append(...)``, loop variables over such lists, and a parameter every
+        call site of its function hands such a callable."""
+        table = self.m.callables
+
+        def add(scope: str, name: str, values) -> None:
+            values = tuple(v for v in values if isinstance(v, (cst.Attribute, cst.Name, cst.Lambda)))
+            if values:
+                table.put(scope, name, tuple(table.data.get((table.home(scope, name), name), ())) + values)
+
+        def elements(value):
+            if isinstance(value, (cst.List, cst.Tuple)):
+                return [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+            return [value]
+
+        for targets, value, ctx in self.m.assignments:
+            if len(targets) == 1 and not isinstance(value, cst.Call):
+                add(ctx.scope, targets[0], elements(value))
+        for call, ctx, _order in self.pending_calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend") and len(call.args) == 1:
+                receiver = ref_of(func.value)
+                if receiver is not None:
+                    value = call.args[0].value
+                    add(ctx.scope, receiver, [value] if func.attr.value == "append" else elements(value))
+        for loop in self.m.loops:
+            if loop.iter_ref and len(loop.targets) == 1 and loop.iter_call is None:
+                held = table.get(loop.scope, loop.iter_ref)
+                if held:
+                    add(loop.scope, loop.targets[0], held)
+        # Parameters: only when every call site in the file hands over a callable.
+        handed: Dict[Tuple[str, str], List] = {}
+        for call, ctx, _order in self.pending_calls:
+            local = self._resolve_local(call.func, ctx)
+            if local is None:
+                continue
+            fn = self.m.functions[local]
+            params = list(fn.params)
+            if fn.cls and params and params[0] in ("self", "cls"):
+                params = params[1:]
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            for param in fn.params:
+                arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param), None)
+                if arg is None and param in params and params.index(param) < len(positional):
+                    arg = positional[params.index(param)].value
+                handed.setdefault((local, param), []).append(arg)
+        function_names = {key.rsplit(".", 1)[-1] for key in self.m.functions}
+        for (key, param), args in handed.items():
+            if args and all(isinstance(a, (cst.Attribute, cst.Lambda)) or (isinstance(a, cst.Name) and a.value in function_names) for a in args):
+                add(key, param, args)
+
+    def _call_of_callable(self, call: cst.Call, ctx: Context, order: int) -> bool:
+        """``zero()`` where ``zero`` holds callables we can follow: emit what calling them does
+        (the clearing, for bound methods and lambdas; a call of the local function). False when
+        ``call`` is not such a call."""
+        if not isinstance(call.func, cst.Name):
+            return False
+        name = call.func.value
+        held = self.m.callables.get(ctx.scope, name)
+        if not held or (ctx.scope, name) in self._following:
+            return False
+        fn = self.m.functions.get(ctx.scope)
+        handed_in = fn is not None and name in fn.params  # the caller's names mean nothing here
+        self._following.add((ctx.scope, name))
+        emitted = False
+        values, seen = list(held), {name}
+        for value in values:  # hooks = [clear] with clear = lambda: ...: follow names to what they hold
+            if isinstance(value, cst.Name) and value.value not in seen and self._resolve_local(value, ctx) is None:
+                seen.add(value.value)
+                values.extend(self.m.callables.get(ctx.scope, value.value) or ())
+        for value in values:
+            if isinstance(value, cst.Lambda):
+                for inner in self.m.lambda_calls.get(value, ()):
+                    emitted |= self._emit_clearing(inner, ctx, order, call, handed_in)
+                continue
+            local = self._resolve_local(value, ctx)
+            if local is not None:
+                self.m.effects.append(Effect(CALL, local, call, ctx, order, callee=local, args={p: ANY for p in self.m.functions[local].params}))
+                emitted = True
+            elif isinstance(value, cst.Attribute):
+                emitted |= self._emit_clearing(cst.Call(func=value), ctx, order, call, handed_in)
+        self._following.discard((ctx.scope, name))
+        return emitted
+
+    def _emit_clearing(self, call: cst.Call, ctx: Context, order: int, node: cst.CSTNode, anonymous: bool) -> bool:
+        """Emit at ``node`` the gradient clearing that ``call`` does, if it is one (nothing else);
+        ``anonymous``: the cleared object is named in another scope, so it becomes ANY."""
+        before = len(self.m.effects)
+        self._classify_call(call, ctx, order)
+        clears = [e for e in self.m.effects[before:] if e.kind == CLEAR]
+        del self.m.effects[before:]
+        for effect in clears:
+            effect.node = node
+            if anonymous:
+                effect.ref = ANY
+        self.m.effects.extend(clears)
+        return bool(clears)
+
     _PROPAGATED_ROLES = (R.OPTIMIZER, R.MODEL, R.SCALER, R.SCHEDULER, R.LOADER)
     # Methods only torch models have (``.eval()``/``.train()`` without arguments or with a
     # literal flag, ``.parameters()``): an object they are called on is a model. Not
@@ -532,6 +715,16 @@ class _Builder(cst.CSTVisitor):
                     self.m.optimizer_params.put(callee, param, owners)
             if not changed:
                 break
+        # A parameter holds a torch optimizer when every call site in the file hands one over.
+        handed: Dict[Tuple[str, str], List[Tuple[str, Optional[str]]]] = {}
+        for callee, param, caller_scope, arg in bindings:
+            handed.setdefault((callee, param), []).append((caller_scope, arg))
+        for _ in range(3):
+            for (callee, param), args in handed.items():
+                if (callee, param) not in self.m.optimizer_kinds.data and all(
+                    arg and self.m.is_torch_optimizer(arg, scope) for scope, arg in args
+                ):
+                    self.m.optimizer_kinds.put(callee, param, frozenset({"torch.optim.Optimizer"}))
 
     def _clear_ref(self, receiver: str) -> str:
         head = receiver.split(".")[0].split("[")[0]
@@ -648,8 +841,10 @@ def _trip_count(iterable: cst.BaseExpression) -> Optional[int]:
     return None
 
 
-def _parameter_owners(call: cst.Call):
-    """Models whose ``.parameters()`` an optimizer constructor receives (None: unknown)."""
+def _parameter_owners(call: cst.Call, assigned=None):
+    """Models whose ``.parameters()`` an optimizer constructor receives, or the plain tensors
+    (and the list holding them) it is given (None: unknown). ``assigned(ref)`` looks up the
+    value of a name handed over (``params = [w, b]; SGD(params)``)."""
     params = None
     for arg in call.args:
         if arg.keyword is None or arg.keyword.value == "params":
@@ -657,8 +852,15 @@ def _parameter_owners(call: cst.Call):
             break
     if params is None:
         return None
+    collection = ref_of(params) if isinstance(params, (cst.Name, cst.Attribute)) else None
+    if collection is not None and assigned is not None:
+        value = assigned(collection)
+        if value is None:
+            return None
+        params = value
     if isinstance(params, (cst.List, cst.Tuple)) and all(isinstance(e.value, (cst.Name, cst.Attribute)) for e in params.elements):
-        return frozenset(ref_of(e.value) for e in params.elements)  # SGD([delta], lr=...): plain tensors
+        tensors = frozenset(ref_of(e.value) for e in params.elements)  # SGD([delta], lr=...): plain tensors
+        return tensors | {collection} if collection else tensors
     owners = set()
 
     class Finder(cst.CSTVisitor):

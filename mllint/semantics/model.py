@@ -22,11 +22,16 @@ from mllint.semantics.names import ImportTable
 
 MODULE_SCOPE = "<module>"
 ANY = "*"  # a reference that may be anything (unknown argument, loop variable over many)
+EACH_GRAD = "[*].grad"  # CLEAR ref suffix: the gradient of every tensor in a collection (``tensors[*].grad``)
 
 # Effect kinds
 BACKWARD = "backward"
 STEP = "step"
 CLEAR = "clear"
+# The gradients an optimizer holds start out empty here: the optimizer (and the tensors it
+# holds) were just built, or a distributed autograd context was entered. Clears like CLEAR
+# for the steps that follow, but is not a clearing call (nothing to report "runs only ...").
+FRESH = "fresh"
 FORWARD = "forward"
 EVAL = "eval"
 TRAIN = "train"
@@ -141,6 +146,7 @@ class Summary:
 
     backward_sites: FrozenSet[cst.CSTNode] = frozenset()  # backward() calls it runs
     clears: FrozenSet[ClearSite] = frozenset()  # gradient clearings (ref ANY: any optimizer)
+    fresh: FrozenSet[ClearSite] = frozenset()  # optimizers (or gradient contexts) it builds anew on each call
     top_steps: FrozenSet[StepSite] = frozenset()  # steps not inside a loop of its own
     loop_steps: FrozenSet[str] = frozenset()  # optimizers it steps inside loops of its own
     forwards: FrozenSet[str] = frozenset()  # models it runs forward
@@ -187,6 +193,12 @@ class FileModel:
         self.roles = ScopedTable(self)  # ref -> roles from assignment/annotation/usage
         self.instance_of = ScopedTable(self)  # ref -> class defined in the file
         self.optimizer_params = ScopedTable(self)  # optimizer ref -> frozenset of model refs (None: unknown)
+        # ref -> frozenset of what it was bound to: the qualified constructor when an optimizer
+        # was built, "" for anything else (see is_torch_optimizer)
+        self.optimizer_kinds = ScopedTable(self)
+        self.assignment_order: Dict[cst.CSTNode, int] = {}  # assigned value -> position among effects
+        self.callables = ScopedTable(self)  # ref -> expressions of the callables it may hold (see builder)
+        self.lambda_calls: Dict[cst.CSTNode, List[cst.Call]] = {}  # lambda -> the calls in its body
         self.aliases = ScopedTable(self)  # ref -> the ref it was assigned from (model = net; net.to(dev))
         self.iteration_vars: Set[str] = set()  # names bound by loops/comprehensions
         self.summaries: Dict[str, Summary] = {}
@@ -266,6 +278,42 @@ class FileModel:
             return role == R.MODEL and cls is not None and cls.is_module
         return by_name and R.role_of_name(ref) == role
 
+    def is_torch_optimizer(self, ref: str, scope: str) -> bool:
+        """Whether ``ref`` is known to hold a ``torch.optim.Optimizer`` (so it has ``zero_grad()``):
+        every binding of it seen is a known torch optimizer constructor or annotation."""
+        from mllint.semantics import roles as R
+
+        if not ref or ref == ANY:
+            return False
+        for candidate in dict.fromkeys((ref, self.canonical(ref, scope))):
+            kinds = self.optimizer_kinds.get(scope, candidate)
+            if kinds:
+                return all(R.is_torch_optimizer(k) or self._local_torch_optimizer(k) for k in kinds)
+        return False
+
+    def lacks_zero_grad(self, ref: str, scope: str) -> bool:
+        """Whether ``ref`` is known to hold an optimizer without ``zero_grad()`` (``DistributedOptimizer``)."""
+        from mllint.semantics import roles as R
+
+        if not ref or ref == ANY:
+            return False
+        for candidate in dict.fromkeys((ref, self.canonical(ref, scope))):
+            kinds = self.optimizer_kinds.get(scope, candidate)
+            if kinds:
+                return any(R.lacks_zero_grad(k) for k in kinds)
+        return False
+
+    def _local_torch_optimizer(self, name: str, seen: Optional[Set[str]] = None) -> bool:
+        """A class defined in the file that subclasses a torch optimizer."""
+        from mllint.semantics import roles as R
+
+        seen = seen if seen is not None else set()
+        cls = self.classes.get(name)
+        if cls is None or name in seen:
+            return False
+        seen.add(name)
+        return any(R.is_torch_optimizer(b) or self._local_torch_optimizer(b, seen) for b in cls.bases)
+
     def optimizer_owners(self, ref: str, scope: str) -> Optional[FrozenSet[str]]:
         """Models whose ``.parameters()`` the optimizer ``ref`` was built from (None: unknown)."""
         return self.optimizer_params.get(scope, ref) or self.optimizer_params.get(scope, self.canonical(ref, scope))
@@ -307,9 +355,10 @@ class FileModel:
             via = (effect,)
             for node in summary.backward_sites:
                 out.append(LoopEffect(BACKWARD, ANY, node, depth, True, effect.order, via, None, conds))
-            for clear in summary.clears:
-                ref = translate(clear.ref, mapping)
-                out.append(LoopEffect(CLEAR, ref, effect.node, depth, True, effect.order, via, None, conds + clear.conds))
+            for kind, sites in ((CLEAR, summary.clears), (FRESH, summary.fresh)):
+                for clear in sites:
+                    ref = translate(clear.ref, mapping)
+                    out.append(LoopEffect(kind, ref, effect.node, depth, True, effect.order, via, None, conds + clear.conds))
             for step in summary.top_steps:
                 ref = translate(step.ref, mapping)
                 cond = conditional or bool(step.conds)
@@ -325,6 +374,16 @@ class FileModel:
 
         if target == ANY or optimizer == ANY:
             return True
+        if target.endswith(EACH_GRAD):
+            # Every tensor of a collection (``for t in tensors: t.grad.zero_()``): clears this
+            # optimizer if it was given that collection, or the collection belongs to a model it
+            # holds; when we cannot tell which tensors it holds, a loop over tensors clearing
+            # each one's gradient in a training loop is taken to be over them.
+            collection = target[: -len(EACH_GRAD)]
+            owners = self.optimizer_owners(optimizer, scope)
+            if owners:
+                return any(_related(collection, owner) or _related(collection, self.canonical(owner, scope)) for owner in owners)
+            return not any(self.has_role(collection, role, scope) for role in (R.LOADER, R.OPTIMIZER))
         if target.endswith(".grad"):
             # One tensor's gradient (``delta.grad.zero_()``): clears this optimizer only if it
             # holds that tensor, or the tensor is a parameter of a model it holds.

@@ -51,9 +51,11 @@ _SKLEARN_ESTIMATOR_Q = re.compile(
 _ACCELERATOR_Q = re.compile(r"(accelerate\.Accelerator|lightning\.(fabric\.)?Fabric|Accelerator)$")
 
 
-# Probabilistic-programming handlers and inference objects (their models are plain functions);
-# ``pyro.nn`` (PyroModule is an nn.Module) and ``pyro.optim`` are left to the other patterns.
-_PPL_Q = re.compile(r"^(pyro\.(poutine|infer|contrib|distributions|sample|param|plate|condition|do)\b|numpyro\.|funsor\.)")
+# Probabilistic-programming and JAX libraries whose objects look like torch's; ``pyro.nn`` is
+# left out (PyroModule is an nn.Module).
+_NOT_TORCH_Q = re.compile(
+    r"^(pyro\.(poutine|infer|contrib|distributions|optim|sample|param|plate|condition|do)\b|numpyro\.|funsor\.|optax\.)"
+)
 
 
 def role_of_constructor(qualname: Optional[str]) -> Optional[str]:
@@ -61,13 +63,15 @@ def role_of_constructor(qualname: Optional[str]) -> Optional[str]:
     if not qualname:
         return None
     last = qualname.rsplit(".", 1)[-1]
-    if _PPL_Q.match(qualname):
-        return OTHER  # a Pyro model or guide wrapped by poutine/infer: a function, not an nn.Module
+    if _NOT_TORCH_Q.match(qualname):
+        # Pyro's optimizers and SVI (their step() is not a torch optimizer step), models and
+        # guides wrapped by poutine/infer (functions, not nn.Modules); numpyro, funsor, optax.
+        return OTHER
     if _SCALER_Q.search(qualname):
         return SCALER
     if _SCHEDULER_Q.search(qualname):
         return SCHEDULER
-    if _OPTIMIZER_Q.search(qualname):
+    if _OPTIMIZER_Q.search(qualname) or is_torch_optimizer(qualname):
         return OPTIMIZER
     if _TORCH_LOSSES.match(qualname) or (qualname.startswith("torch.nn.") and last.endswith("Loss")):
         return CRITERION
@@ -82,6 +86,47 @@ def role_of_constructor(qualname: Optional[str]) -> Optional[str]:
     if last == "DataLoader" or _LOADER_Q.search(last):
         return LOADER
     return None
+
+
+# --- torch optimizers (what a safe fix may call zero_grad() on) -----------------------
+
+# Packages whose "optimizers" are not torch optimizers: Pyro's wrap torch ones and clear
+# gradients themselves (SVI.step), the others belong to other frameworks.
+_NOT_TORCH_ROOTS = frozenset({"pyro", "numpyro", "tensorflow", "keras", "jax", "optax", "flax", "mxnet", "paddle"})
+_TORCH_OPTIMIZER_NAMES = (
+    "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD", "LBFGS", "NAdam", "RAdam", "RMSprop",
+    "Rprop", "SparseAdam", "Adafactor", "Lamb", "LAMB", "Lion", "Adan", "Muon",
+)
+# Third-party packages whose optimizer classes subclass torch.optim.Optimizer.
+_TORCH_OPTIMIZER_PACKAGES = frozenset({"transformers", "apex", "bitsandbytes", "timm", "torch_optimizer", "deepspeed"})
+_TORCH_OPTIMIZER_FACTORIES = frozenset({
+    "timm.optim.create_optimizer_v2", "timm.optim.create_optimizer",
+    "timm.optim.optim_factory.create_optimizer_v2", "timm.optim.optim_factory.create_optimizer",
+})
+_NOT_ZERO_GRAD_OPTIMIZERS = frozenset({"torch.distributed.optim.DistributedOptimizer"})
+
+
+def is_torch_optimizer(qualname: Optional[str]) -> bool:
+    """Whether calling ``qualname`` (a qualified constructor or factory, or an annotation)
+    returns a ``torch.optim.Optimizer``: a class of ``torch.optim``, a class of a known
+    torch-ecosystem package whose name ends with a torch optimizer's name (``FusedAdam``,
+    ``AdamW8bit`` of bitsandbytes), or a known factory (timm's ``create_optimizer_v2``)."""
+    if not qualname or qualname in _NOT_ZERO_GRAD_OPTIMIZERS:
+        return False
+    if qualname in _TORCH_OPTIMIZER_FACTORIES:
+        return True
+    root, _, rest = qualname.partition(".")
+    last = qualname.rsplit(".", 1)[-1]
+    if root == "torch" and rest.startswith(("optim.", "distributed.optim.")):
+        return last[:1].isupper() and ("lr_scheduler" not in qualname and "swa_utils" not in qualname)
+    if root in _TORCH_OPTIMIZER_PACKAGES and last[:1].isupper():
+        return last.endswith(_TORCH_OPTIMIZER_NAMES) or (root == "bitsandbytes" and ".optim." in qualname)
+    return False
+
+
+def lacks_zero_grad(qualname: Optional[str]) -> bool:
+    """Whether calling ``qualname`` returns an optimizer known to have no ``zero_grad()``."""
+    return qualname in _NOT_ZERO_GRAD_OPTIMIZERS or (qualname or "").split(".", 1)[0] in _NOT_TORCH_ROOTS
 
 
 # --- spelling ------------------------------------------------------------------------

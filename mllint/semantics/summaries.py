@@ -10,6 +10,7 @@ from mllint.semantics.model import (
     CALL,
     CLEAR,
     EVAL,
+    FRESH,
     FORWARD,
     STEP,
     TRAIN,
@@ -27,7 +28,7 @@ MAX_ROUNDS = 50
 
 def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary:
     fn = model.functions[key]
-    backward, clears, loop_steps = set(), set(), set()
+    backward, clears, fresh, loop_steps = set(), set(), set(), set()
     forwards, evals, trains = set(), set(), set()
     steps: List[Tuple[int, StepSite]] = []  # (order, step) before coverage is known
     backward_orders: List[Tuple[int, object]] = []
@@ -39,6 +40,8 @@ def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary
             backward_orders.append((effect.order, effect.node))
         elif effect.kind == CLEAR:
             clears.add(ClearSite(effect.ref, conds))
+        elif effect.kind == FRESH and not in_loop:
+            fresh.add(ClearSite(effect.ref, conds))
         elif effect.kind == STEP:
             if in_loop:
                 loop_steps.add(effect.ref)
@@ -57,6 +60,8 @@ def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary
             mapping = effect.args or {}
             backward |= callee.backward_sites
             clears |= {ClearSite(translate(c.ref, mapping), conds + c.conds) for c in callee.clears}
+            if not in_loop:
+                fresh |= {ClearSite(translate(c.ref, mapping), conds + c.conds) for c in callee.fresh}
             for step in callee.top_steps:
                 ref = translate(step.ref, mapping)
                 if in_loop:
@@ -74,12 +79,13 @@ def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary
             before = [node for o, node in backward_orders if o < order]
             feeder = before[-1] if before else None
         covered = step.covered or any(
-            covers(c.conds, c.ref, step.conds) and model.clears(c.ref, step.ref, key) for c in clears
+            covers(c.conds, c.ref, step.conds) and model.clears(c.ref, step.ref, key) for c in clears | fresh
         )
         top_steps.add(StepSite(step.ref, step.node, step.conds, feeder, covered))
     return Summary(
         frozenset(backward),
         frozenset(clears),
+        frozenset(fresh),
         frozenset(top_steps),
         frozenset(loop_steps),
         frozenset(forwards),
