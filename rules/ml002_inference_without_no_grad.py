@@ -574,6 +574,7 @@ class FilterState:
         F = self._dynamic_model.jacobian(dt)
         return FilterState(self._dynamic_model, pred_mean, F @ self._cov @ F.T)
 """,
+
 ]
 
 INVALID = [
@@ -1156,4 +1157,34 @@ class Learner:
 """,
     ),
 
+    # a script's main() that trains through Pyro's SVI and then evaluates: the loop is wrapped, never main() as a whole
+    Example(
+        """
+import torch
+from pyro.infer import SVI
+
+def main(vae, svi, train_loader, test_loader, epochs):
+    for epoch in range(epochs):
+        for x, _ in train_loader:
+            svi.step(x)
+        vae.eval()
+        for i, (x, _) in enumerate(test_loader):
+            reco = vae.decoder(vae.encoder(x))
+            print(epoch, i, reco.mean().item())
+""",
+        fixed="""
+import torch
+from pyro.infer import SVI
+
+def main(vae, svi, train_loader, test_loader, epochs):
+    for epoch in range(epochs):
+        for x, _ in train_loader:
+            svi.step(x)
+        vae.eval()
+        with torch.no_grad():
+            for i, (x, _) in enumerate(test_loader):
+                reco = vae.decoder(vae.encoder(x))
+                print(epoch, i, reco.mean().item())
+""",
+    ),
 ]

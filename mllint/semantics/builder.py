@@ -459,6 +459,11 @@ class _Builder(cst.CSTVisitor):
             emit(CALL, local, callee=local, args=self._bind_arguments(local, call, func))
             if isinstance(func, cst.Attribute) and func.attr.value == "zero_grad":
                 emit(CLEAR, self._clear_ref(ref_of(func.value) or ANY))  # wrapper.zero_grad() of a class in the file
+            if (
+                isinstance(func, cst.Attribute) and func.attr.value == "forward" and ref_of(func.value) == "self"
+                and self._self_is_model(ctx.scope) and not ctx.scope.endswith((".forward", "._forward"))
+            ):
+                emit(FORWARD, "self")  # self.forward(batch) in a model's own predict(): a forward pass too
             return
         if self._call_of_callable(call, ctx, order):
             return

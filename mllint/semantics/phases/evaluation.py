@@ -13,6 +13,7 @@ from mllint.semantics.model import (
     BACKWARD,
     CALL,
     EVAL,
+    FORWARD,
     STEP,
     Context,
     Effect,
@@ -21,7 +22,7 @@ from mllint.semantics.model import (
     Loop,
 )
 from mllint.semantics.names import dotted, ref_of
-from mllint.semantics.phases.flow import _reads
+from mllint.semantics.phases.flow import _hits, _reads
 from mllint.semantics.phases.words import (
     _BUILTINS,
     _FRAMEWORK_BASES,
@@ -55,6 +56,11 @@ def _iterates(node: cst.FunctionDef) -> bool:
 
     node.body.visit(Finder())
     return bool(found)
+
+
+# Calls that may train out of sight (Pyro's SVI, a framework's fit): a function making them
+# never takes @torch.no_grad() as a whole.
+_HIDDEN_TRAINING = frozenset("step fit train_step training_step backward optimize update".split())
 
 
 # Tensors made up for a check, not data.
@@ -122,9 +128,12 @@ class EvaluationFacts:
         """A model's own inference method (``def predict(self, x): return self(x).argmax(1)``):
         named for evaluation (predict, infer, evaluate; not generate/sample, which may feed a
         loss) and not reached from ``forward``."""
-        if fn.cls is None or eval_name_strength(fn.node.name.value) != "strong":
+        strength = eval_name_strength(fn.node.name.value) if fn.cls is not None else None
+        if strength is None or fn.key in self._forward_reach(fn.cls or ""):
             return False
-        return fn.key not in self._forward_reach(fn.cls)
+        # generate/sample: only when nothing it returns can carry a gradient (a policy's
+        # sample() returning log-probabilities is a training building block)
+        return strength == "strong" or self.gradient_free_result(fn)
 
     def gradient_free_result(self, fn: Function) -> bool:
         """Whether nothing a caller gets back from ``fn`` can carry a gradient, so no caller
@@ -135,7 +144,39 @@ class EvaluationFacts:
                 if dotted(call.func.value) == "self":
                     return True
         returns = _returned_values(fn.node)
-        return bool(returns) and all(self._no_gradient(value, fn.key, 2) for value in returns)
+        if not returns:
+            return False
+        tainted = self._forward_outputs(fn.key)
+        forwards = {e.node for e in self.m.effects_in(fn.key) if e.kind in (FORWARD, CALL)}
+
+        def free(value: cst.BaseExpression) -> bool:
+            if self._no_gradient(value, fn.key, 2):
+                return True
+            reads = _reads(value)
+            return not _hits(reads.refs, tainted) and not (set(reads.calls) & forwards)
+
+        return all(free(value) for value in returns)
+
+    def _forward_outputs(self, scope: str) -> Set[str]:
+        """Names in ``scope`` that may hold a value computed by a forward pass (what a
+        forward's statement assigns or appends to, and what is computed from those), less
+        values no gradient flows through (``pred = out.argmax(1)``)."""
+        forwards = {e.node for e in self.m.effects_in(scope) if e.kind in (FORWARD, CALL)}
+        tainted: Set[str] = set()
+        for _ in range(6):
+            before = len(tainted)
+            for stmt in self.flow(scope):
+                targets = list(stmt.writes) + list(stmt.mutates)
+                if not targets:
+                    continue
+                value = getattr(stmt.node, "value", None)
+                if isinstance(value, cst.BaseExpression) and self._no_gradient(value, scope, 0):
+                    continue
+                if stmt.calls & forwards or _hits(stmt.reads, tainted):
+                    tainted.update(targets)
+            if len(tainted) == before:
+                break
+        return tainted
 
     def _building_block(self, fn: Function, sites: List[Effect]) -> bool:
         """A method named for prediction that other code builds on, not an evaluation
@@ -143,8 +184,8 @@ class EvaluationFacts:
         and training differentiates through). It returns what may carry a gradient, and
         nothing in it says evaluation: no loop or comprehension over data, no eval(), no
         grad-off region, no evaluation data, and no call of it in evaluation code."""
-        if fn.cls is None or self.gradient_free_result(fn):
-            return False
+        if fn.cls is None or self.gradient_free_result(fn) or self.module_like(fn.cls, by_forward=False):
+            return False  # a model's own predict() is its inference method (forward and what it calls aside)
         if not set(name_tokens(fn.node.name.value)) & {"predict", "prediction", "infer", "inference"}:
             return False  # ``validate``/``evaluate``/``test`` are never a filter's step
         if fn.grad == "off" or any(e.kind == EVAL for e in self.m.effects_in(fn.key)):
@@ -579,6 +620,8 @@ class EvaluationFacts:
             return False
         if any(self._autograd_call(c) for c, _ in self.calls_in(key)):
             return False
+        if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _HIDDEN_TRAINING for c, _ in self.calls_in(key)):
+            return False  # ``svi.step(x)``: Pyro (or a framework) trains in there, out of sight
         for effect in self.m.effects_in(key):
             if effect.ctx.grad == "on":
                 return False
