@@ -44,6 +44,13 @@ When the code is fine
     - the call is not a model's forward (``criterion(out, y)``, metrics,
       tokenizers, transforms).
 
+    Also reported: evaluation that reaches the model through a helper the training
+    step shares (``y_pred = self.infer(x)`` in ``validation_step``), at the call; and
+    one epoch function for training and evaluation whose backward pass runs only
+    under its flag (``if is_train:``) while the forward always runs with autograd on,
+    when the file calls it with the flag off (no fix: ``torch.set_grad_enabled(flag)``
+    around the forward is the change to make).
+
 How to fix
     Run evaluation without autograd. ``--fix`` adds ``@torch.no_grad()`` to a
     function that only evaluates, or wraps the evaluation loop (or the statement)
@@ -54,12 +61,13 @@ How to fix
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional
+import re
+from typing import Iterable, List, Optional, Sequence
 
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics.model import CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
+from mllint.semantics.model import BACKWARD, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.names import after_docstring
 from mllint.semantics.phases import Evidence, Phases
 
@@ -88,6 +96,61 @@ def check(model: FileModel) -> Iterable[Finding]:
         )
         yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence))
     yield from _helper_forwards(model, phases)
+    yield from _flag_shared_forwards(model, phases)
+
+
+def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
+    """One epoch function for training and evaluation (``run_epoch(model, loader,
+    is_train)``): its backward pass runs only under ``if is_train:``, its forward always with
+    autograd on, and the file calls it with the flag off. Reported without a fix (the right
+    one is ``with torch.set_grad_enabled(is_train):`` around the forward)."""
+    for effect in phases.forwards():
+        fn = model.functions.get(effect.ctx.scope)
+        if fn is None or phases.protected(effect) or phases.frozen(effect.ref, effect.ctx.scope):
+            continue
+        if phases.managed(fn) or phases.unit_test(fn):
+            continue
+        flag = _training_flag(model, fn.key, fn.params)
+        if flag is None or any(flag in phases_cond_words(c.text) for c in effect.ctx.conds):
+            continue
+        off_sites = [site for site in phases.call_sites(fn.key) if _flag_off_at(phases, fn.key, site, flag)]
+        if not off_sites:
+            continue
+        message = (
+            f"forward pass of `{effect.ref}` in `{fn.node.name.value}()` runs with autograd on also when `{flag}` is off "
+            f"(evaluation, as at line {model.position(off_sites[0].node).start.line}): its activations are kept for a "
+            f"backward pass that never comes; run it under `torch.set_grad_enabled({flag})`"
+        )
+        yield model.finding(effect.node, CODE, NAME, message, None)
+
+
+def phases_cond_words(text: str) -> List[str]:
+    return [w for w in re.split(r"\W+", text or "") if w]
+
+
+def _training_flag(model: FileModel, scope: str, params: Sequence[str]) -> Optional[str]:
+    """The parameter every backward pass of the function is conditioned on (``if is_train:``)."""
+    backwards = [e for e in model.effects_in(scope) if e.kind == BACKWARD]
+    if not backwards:
+        return None
+    for param in params:
+        if param in ("self", "cls"):
+            continue
+        if all(any(param in phases_cond_words(c.text) and c.branch == "if" for c in e.ctx.conds) for e in backwards):
+            return param
+    return None
+
+
+def _flag_off_at(phases: Phases, key: str, site: Effect, flag: str) -> bool:
+    """A call that passes ``False`` (or an evaluation phase name) for the flag."""
+    if not isinstance(site.node, cst.Call):
+        return False
+    expr = phases._bind_exprs(key, site.node).get(flag)
+    if isinstance(expr, cst.Name):
+        return expr.value == "False"
+    if isinstance(expr, cst.SimpleString):
+        return any(w in expr.value.lower() for w in ("val", "eval", "test"))
+    return False
 
 
 def _shared_with_training(model: FileModel, phases: Phases, callee: str) -> bool:
@@ -575,6 +638,40 @@ class FilterState:
         return FilterState(self._dynamic_model, pred_mean, F @ self._cov @ F.T)
 """,
 
+    # the shared epoch function turns grad off with the flag
+    """
+import torch
+
+def run_epoch(model, loader, optimizer, is_train):
+    model.train(is_train)
+    for x, y in loader:
+        with torch.set_grad_enabled(is_train):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        if is_train:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+def fit(model, train_loader, val_loader, optimizer):
+    run_epoch(model, train_loader, optimizer, True)
+    run_epoch(model, val_loader, optimizer, False)
+""",
+    # a step function with a flag that this file only ever calls for training
+    """
+import torch
+
+def step(model, batch, optimizer, update):
+    loss = model(batch).mean()
+    if update:
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+
+def fit(model, loader, optimizer):
+    for batch in loader:
+        step(model, batch, optimizer, update=True)
+""",
 ]
 
 INVALID = [
@@ -1185,6 +1282,30 @@ def main(vae, svi, train_loader, test_loader, epochs):
             for i, (x, _) in enumerate(test_loader):
                 reco = vae.decoder(vae.encoder(x))
                 print(epoch, i, reco.mean().item())
+""",
+    ),
+    # one epoch function for training and validation: backward only under the flag, the forward always with grad on
+    Example(
+        """
+import torch
+
+def run_epoch(model, loader, optimizer, is_train):
+    model.train(is_train)
+    total = 0.0
+    for x, y in loader:
+        out = model(x)
+        loss = torch.nn.functional.cross_entropy(out, y)
+        if is_train:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        total += loss.item()
+    return total
+
+def fit(model, train_loader, val_loader, optimizer, epochs):
+    for epoch in range(epochs):
+        run_epoch(model, train_loader, optimizer, is_train=True)
+        run_epoch(model, val_loader, optimizer, is_train=False)
 """,
     ),
 ]

@@ -112,7 +112,7 @@ class GradFacts:
         return False
 
     def _grad_off_statement_orders(self) -> List[Tuple[str, int]]:
-        """``torch.set_grad_enabled(False)`` used as a statement: (scope, order) from where grad is off."""
+        """``torch.set_grad_enabled(False)`` (or of a flag) used as a statement: (scope, order) from where grad is (or may be) off."""
         if self._grad_off_statements is None:
             from mllint.semantics.builder import SET_GRAD_ENABLED
 
@@ -120,7 +120,8 @@ class GradFacts:
             for call, ctx in self.m.calls:
                 qual = self.qual(call.func)
                 if qual in SET_GRAD_ENABLED or qual == "torch._C._set_grad_enabled":
-                    if call.args and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "False":
+                    # False, or a flag (``torch.set_grad_enabled(train_model)``: off in evaluation)
+                    if call.args and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value != "True":
                         stmt = ctx.statement
                         if isinstance(stmt, cst.SimpleStatementLine) and any(
                             isinstance(s, cst.Expr) and s.value is call for s in stmt.body

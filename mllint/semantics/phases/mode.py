@@ -580,6 +580,15 @@ class ModeFacts:
             name = self.qual(expr.func)
             if _EVAL_INITIAL.search(name):
                 return "eval_initial"
+            if (
+                isinstance(expr.func, cst.Attribute)
+                and expr.func.attr.value in ("load_model", "load", "from_checkpoint", "from_file")
+                and (dotted(expr.func.value) or "").rsplit(".", 1)[-1][:1].isupper()
+                and not name.startswith("torch.")
+            ):
+                # ``DeepSpeech.load_model(path)``: the class builds a fresh model (training mode)
+                # and loads weights into it, which does not change the mode
+                return "train"
             if _MAYBE_INITIAL.search(name):
                 return "maybe"
             if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "eval" and not expr.args:
