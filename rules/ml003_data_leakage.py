@@ -99,7 +99,7 @@ def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Op
         return _paired_names_leak(flow, fit, model)
     if kind == "full":
         uses = [u for u in uses if flow.relevant(u)]
-    if not uses:
+    if not uses and not (kind in (D.TEST, D.VAL) and _refit_after_training_fit(flow, fit)):
         return None
     if fit.cls in D.LABEL_ENCODERS and kind in ("full", "concat"):
         if not any(u.x_position for u in uses) or _targetish(model, fit):
@@ -109,6 +109,18 @@ def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Op
     if kind == "concat" and _held_out_as_validation(flow, fit.rows):
         return None  # train + validation: the code keeps its test data elsewhere
     return Leak(fit, kind, split, via=via)
+
+
+def _refit_after_training_fit(flow: D.DataFlow, fit: D.FitEvent) -> bool:
+    """Whether the object's previous fit was on the training part of the split whose held-out
+    part this fit sees: ``fit_transform(X_test)`` written where ``transform`` was meant. The
+    refit is the bug whatever becomes of its output (printed, saved, or used later)."""
+    previous = fit.previous
+    if previous is None or not previous.is_transformer or previous.kind != fit.kind:
+        return False
+    held_out = {info.sid for row in fit.rows for info, part in flow.steps(row)[:1] if part in (D.TEST, D.VAL)}
+    trained = {info.sid for row in previous.rows for info, part in flow.steps(row)[:1] if part == D.TRAIN}
+    return bool(held_out & trained) and flow.classify(previous.rows)[0] is None
 
 
 def _paired_names_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
@@ -959,6 +971,18 @@ VALID = [
     search.fit(X_train, y_train)
     print(search.best_params_, search.score(X_test, y_test))
     """,
+    # a second, separate scaler fitted on the test split only to draw it: no score depends on it
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import MinMaxScaler
+    import matplotlib.pyplot as plt
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2)
+    scaler = MinMaxScaler().fit(X_train)
+    model.fit(scaler.transform(X_train), y_train)
+    print(model.score(scaler.transform(X_test), y_test))
+    shown = MinMaxScaler().fit_transform(X_test)
+    plt.imshow(shown)
+    """,
 ]
 
 INVALID = [
@@ -1302,6 +1326,38 @@ INVALID = [
         scaler = preprocessing.MinMaxScaler()
         X_train = scaler.fit_transform(X_train.values)
         X_test = scaler.transform(X_test.values)
+        """,
+    ),
+    # the old imbalanced-learn spelling fit_sample: all rows oversampled although the test split was set aside
+    """
+    from imblearn.over_sampling import RandomOverSampler
+    from sklearn.model_selection import train_test_split
+
+    def make_sets(X, y):
+        _, X_held, _, y_held = train_test_split(X, y, test_size=0.25, random_state=3)
+        X_up, y_up = RandomOverSampler().fit_sample(X, y)
+        X_fit, _, y_fit, _ = train_test_split(X_up, y_up, test_size=0.25, random_state=3)
+        return X_fit, y_fit, X_held, y_held
+    """,
+    # refitted on the validation part after the fit on the training part, even if the result is only shown
+    Example(
+        """
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import RobustScaler
+        feats_tr, feats_va, t_tr, t_va = train_test_split(feats, t, test_size=0.1)
+        rs = RobustScaler()
+        feats_tr = rs.fit_transform(feats_tr)
+        feats_va = rs.fit_transform(feats_va)
+        print(feats_va.mean(axis=0))
+        """,
+        unsafe_fixed="""
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import RobustScaler
+        feats_tr, feats_va, t_tr, t_va = train_test_split(feats, t, test_size=0.1)
+        rs = RobustScaler()
+        feats_tr = rs.fit_transform(feats_tr)
+        feats_va = rs.transform(feats_va)
+        print(feats_va.mean(axis=0))
         """,
     ),
 ]

@@ -409,3 +409,33 @@ def test_assigned_names_decide_which_slice_is_held_out():
     assert kind_of(model, flow, "b.fit") == D.TEST
     (split,) = [s for s in flow.splits.values() if s.confirmed]
     assert split.names_of(D.TRAIN) == ["X_train"] and split.names_of(D.TEST) == ["X_valid"]
+
+
+# --- real-code shapes: old spellings, refits, keyed and named splits ---------------------------------
+
+
+def test_fit_sample_is_the_old_name_of_fit_resample():
+    model, flow = flow_of(
+        """
+        from imblearn.under_sampling import RandomUnderSampler
+        X_train, X_test, y_train, y_test = train_test_split(X, y)
+        Xr, yr = RandomUnderSampler().fit_sample(X, y)
+        """
+    )
+    fit = fit_at(model, flow, "fit_sample")
+    assert fit.kind == D.RESAMPLER and kind_of(model, flow, "fit_sample") == "full"
+
+
+def test_a_refit_knows_its_previous_fit_on_the_training_part():
+    model, flow = flow_of(
+        """
+        from sklearn.preprocessing import StandardScaler
+        X_train, X_test = train_test_split(X)
+        sc = StandardScaler()
+        a = sc.fit_transform(X_train)
+        b = sc.fit_transform(X_test)
+        """
+    )
+    refit = fit_at(model, flow, "sc.fit_transform(X_test)")
+    assert refit.previous is fit_at(model, flow, "sc.fit_transform(X_train)")
+    assert kind_of(model, flow, "X_test)") == D.TEST and kind_of(model, flow, "X_train)") is None

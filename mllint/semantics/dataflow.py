@@ -66,7 +66,7 @@ _TRANSFORMER_CLASSES = {
     "SelectKBest", "SelectPercentile", "SelectFpr", "SelectFdr", "SelectFwe", "GenericUnivariateSelect", "RFE",
     "RFECV", "VarianceThreshold", "SelectFromModel", "SequentialFeatureSelector", "BorutaPy",
     # text
-    "CountVectorizer", "TfidfVectorizer", "TfidfTransformer", "DictVectorizer",
+    "CountVectorizer", "TfidfVectorizer", "TfidfTransformer", "DictVectorizer", "VocabularyProcessor",
     # category_encoders and feature_engine
     "CatBoostEncoder", "WOEEncoder", "BinaryEncoder", "LeaveOneOutEncoder", "JamesSteinEncoder", "MEstimateEncoder",
     "CountEncoder", "GLMMEncoder", "BaseNEncoder", "HelmertEncoder", "SumEncoder", "PolynomialEncoder",
@@ -1360,18 +1360,18 @@ class _Analysis:
             if marker is not None:
                 fits |= marker.taint
             return Val(data_of(x).rows, flat(x).taint | fits, frozenset(), data_of(x).index)
-        if method in ("fit", "fit_transform", "fit_resample", "partial_fit") and x is not None:
+        if method in ("fit", "fit_transform", "fit_resample", "fit_sample", "partial_fit") and x is not None:
             if kinds & {TRANSFORMER, RESAMPLER} or (method == "fit_transform" and kinds & {PIPELINE, ESTIMATOR}):
                 kind = RESAMPLER if RESAMPLER in kinds else TRANSFORMER
                 fit = self._fit(call, kind, method, obj.cls if obj else "", obj, receiver_text, x, y, x_node)
-                if method == "fit_resample":
+                if method in ("fit_resample", "fit_sample"):  # fit_sample: imbalanced-learn before 0.4
                     xs = Val(data_of(x).rows, flat(x).taint | {fit.fid}, frozenset(), frozenset())
                     ys = Val(data_of(y).rows, flat(y).taint | {fit.fid}, frozenset(), frozenset()) if y is not None else EMPTY
                     return Val(items=(xs, ys))
                 if method == "fit_transform":
                     return Val(data_of(x).rows, flat(x).taint | {fit.fid}, frozenset(), data_of(x).index)
                 return Val(objs=objs)
-            if method == "fit_resample":
+            if method in ("fit_resample", "fit_sample"):
                 return Val(items=(flat(x), flat(y) if y is not None else EMPTY))
             if method == "fit_transform":
                 return Val(data_of(x).rows, flat(x).taint, frozenset(), data_of(x).index)
@@ -1562,7 +1562,7 @@ class _Analysis:
 # --- helpers -----------------------------------------------------------------------------------------
 
 
-_FIT_METHODS = {"fit", "fit_transform", "fit_resample", "partial_fit", "fit_on_texts"}
+_FIT_METHODS = {"fit", "fit_transform", "fit_resample", "fit_sample", "partial_fit", "fit_on_texts"}
 
 
 def _is_fit_call(call: cst.Call) -> bool:
