@@ -16,10 +16,15 @@ Why it matters
     The analysis follows the data: names through assignments, the outputs of
     ``train_test_split``/``random_split``, the folds of ``KFold`` and kin, Keras
     ``validation_split``, column selection, ``.values``/``.to_numpy()``, concatenation,
-    complementary slices (``X[:n]``/``X[n:]``), masks and ``sample``/``drop``, and calls of
-    the file's own helper functions and methods. It reports only when the fitted
-    transformer's output reaches a split, cross-validation or a model together with
-    split data (a PCA fitted for a plot is not a leak).
+    complementary slices (``X[:n]``/``X[n:]``, bounds read through the definitions that reach
+    them), masks (also held in a name, and negated: ``X[m]``/``X[~m]``), ``sample``/``drop``, the
+    keys of a dict of splits (``idx["train"]``/``idx["test"]``), index arrays named for their part
+    (``X.iloc[train_idx]``/``X.iloc[test_idx]``), and calls of the file's own helper functions
+    and methods. It reports only when the fitted transformer's output reaches a split,
+    cross-validation or a model together with split data, or when the parts of the split are
+    named as training and held-out data (a PCA fitted for a plot is not a leak); a transformer
+    refitted on the held-out part after its fit on the training part is reported whatever
+    becomes of its output.
 
     Transformers: scalers, encoders (one-hot, ordinal, target, label encoding of feature
     columns), imputers, PCA and other decompositions, feature selectors (``SelectKBest``,
@@ -983,6 +988,30 @@ VALID = [
     shown = MinMaxScaler().fit_transform(X_test)
     plt.imshow(shown)
     """,
+    # only one key of a dict that happens to be called "train": nothing is held out in sight
+    """
+    from sklearn.preprocessing import StandardScaler
+    cfg = load_config()
+    block = frames["train"]
+    scaled = StandardScaler().fit_transform(block)
+    model.fit(scaled, labels)
+    """,
+    # index arrays named for their parts, the scaler fitted on the training rows only
+    """
+    from sklearn.preprocessing import StandardScaler
+    train_idx, test_idx = load_indices()
+    sc = StandardScaler().fit(X[train_idx])
+    clf.fit(sc.transform(X[train_idx]), y[train_idx])
+    print(clf.score(sc.transform(X[test_idx]), y[test_idx]))
+    """,
+    # a mask in a name that is not a split (outlier removal): fitting on the kept rows is fine
+    """
+    from sklearn.preprocessing import StandardScaler
+    keep = df.amount < 10000
+    clean = df[keep]
+    sc = StandardScaler().fit(clean[cols])
+    clf.fit(sc.transform(clean[cols]), clean.y)
+    """,
 ]
 
 INVALID = [
@@ -1360,4 +1389,67 @@ INVALID = [
         print(feats_va.mean(axis=0))
         """,
     ),
+    # a graph benchmark's split dictionary: the scaler is refitted on the validation rows
+    Example(
+        """
+        import numpy as np
+        from sklearn.preprocessing import StandardScaler
+        split = ds.get_idx_split()
+        tr_ids, va_ids = np.asarray(split["train"]), np.asarray(split["valid"])
+        Z_tr, Z_va = feats[tr_ids], feats[va_ids]
+        norm = StandardScaler()
+        Z_tr = norm.fit_transform(Z_tr)
+        Z_va = norm.fit_transform(Z_va)
+        reg.fit(Z_tr, target[tr_ids])
+        print(reg.score(Z_va, target[va_ids]))
+        """,
+        unsafe_fixed="""
+        import numpy as np
+        from sklearn.preprocessing import StandardScaler
+        split = ds.get_idx_split()
+        tr_ids, va_ids = np.asarray(split["train"]), np.asarray(split["valid"])
+        Z_tr, Z_va = feats[tr_ids], feats[va_ids]
+        norm = StandardScaler()
+        Z_tr = norm.fit_transform(Z_tr)
+        Z_va = norm.transform(Z_va)
+        reg.fit(Z_tr, target[tr_ids])
+        print(reg.score(Z_va, target[va_ids]))
+        """,
+    ),
+    # a boolean mask kept in a name; its negation is the test part
+    """
+    import numpy as np
+    from sklearn.preprocessing import QuantileTransformer
+    table[num] = QuantileTransformer().fit_transform(table[num])
+    in_train = np.random.rand(len(table)) < 0.75
+    gbm.fit(table[in_train][num], table[in_train]["price"])
+    print(gbm.score(table[~in_train][num], table[~in_train]["price"]))
+    """,
+    # index arrays from a file, named for their part, select the rows of an already scaled frame
+    """
+    import json
+    from sklearn.preprocessing import MinMaxScaler
+    folds = json.load(open("folds.json"))
+    trn_index, tst_index = folds["a"], folds["b"]
+    frame[cols] = MinMaxScaler().fit_transform(frame[cols])
+    svm.fit(frame.iloc[trn_index][cols], frame.iloc[trn_index]["y"])
+    print(svm.score(frame.iloc[tst_index][cols], frame.iloc[tst_index]["y"]))
+    """,
+    # a dataset class scales the whole series, then keeps the slice its flag asks for
+    """
+    import numpy as np
+    from sklearn.preprocessing import MinMaxScaler
+    from torch.utils.data import Dataset
+
+    class Windows(Dataset):
+        def __init__(self, path, flag, ratio):
+            raw = np.load(path)
+            raw = MinMaxScaler().fit_transform(raw)
+            if flag == "train":
+                start, stop = 0, int(len(raw) * ratio)
+                self.train_part = raw[start:stop]
+            else:
+                start, stop = int(len(raw) * ratio), len(raw)
+                self.test_part = raw[start:stop]
+    """,
 ]

@@ -439,3 +439,104 @@ def test_a_refit_knows_its_previous_fit_on_the_training_part():
     refit = fit_at(model, flow, "sc.fit_transform(X_test)")
     assert refit.previous is fit_at(model, flow, "sc.fit_transform(X_train)")
     assert kind_of(model, flow, "X_test)") == D.TEST and kind_of(model, flow, "X_train)") is None
+
+
+def test_a_dict_of_splits_read_by_its_keys_is_a_split():
+    model, flow = flow_of(
+        """
+        parts = dataset.get_idx_split()
+        tr, va, te = np.array(parts["train"]), np.array(parts["valid"]), np.array(parts["test"])
+        a.fit(X)
+        b.fit(X[tr])
+        c.fit(X[va])
+        d.fit(X[te])
+        e.fit(data["train"])
+        """
+    )
+    assert kind_of(model, flow, "a.fit") == "full"
+    assert kind_of(model, flow, "b.fit") is None
+    assert kind_of(model, flow, "c.fit") == D.VAL
+    assert kind_of(model, flow, "d.fit") == D.TEST
+    assert kind_of(model, flow, "e.fit") is None  # only one key of `data` is read: not known as a split
+
+
+def test_masks_held_in_names_and_their_negation_split_the_rows():
+    model, flow = flow_of(
+        """
+        in_train = df.split == "train"
+        a.fit(X)
+        b.fit(X[in_train])
+        c.fit(X[~in_train])
+        keep = np.random.rand(len(Z)) < 0.8
+        d.fit(Z[keep])
+        """
+    )
+    assert kind_of(model, flow, "a.fit") == "full"
+    assert kind_of(model, flow, "b.fit") is None
+    assert kind_of(model, flow, "c.fit") == D.TEST
+    assert kind_of(model, flow, "d.fit") is None  # one part only: not (yet) a split
+
+
+def test_index_arrays_named_for_a_part_split_the_rows_they_select():
+    model, flow = flow_of(
+        """
+        train_idx, test_idx = load_indices()
+        a.fit(X)
+        b.fit(X.iloc[train_idx])
+        c.fit(X.iloc[test_idx])
+        d.fit(W[train_idx])
+        """
+    )
+    assert kind_of(model, flow, "a.fit") == "full"
+    assert kind_of(model, flow, "b.fit") is None
+    assert kind_of(model, flow, "c.fit") == D.TEST
+    assert kind_of(model, flow, "d.fit") is None  # W's held-out rows are never taken
+
+
+def test_slice_bounds_are_read_through_the_definitions_that_reach_them():
+    model, flow = flow_of(
+        """
+        a.fit(series)
+        if flag == "train":
+            lo = 0
+            hi = int(len(series) * ratio)
+            part_a = series[lo:hi]
+        else:
+            lo = int(len(series) * ratio)
+            hi = len(series)
+            part_b = series[lo:hi]
+        b.fit(part_a)
+        c.fit(part_b)
+        """
+    )
+    assert kind_of(model, flow, "a.fit") == "full"
+    assert kind_of(model, flow, "b.fit") is None and kind_of(model, flow, "c.fit") == D.TEST
+
+
+def test_a_definition_on_one_path_only_is_not_read_as_the_bound():
+    model, flow = flow_of(
+        """
+        hi = 100
+        if cond:
+            hi = 200
+        a.fit(series)
+        first = series[:hi]
+        """
+    )
+    (split,) = flow.splits.values()
+    uppers, _lowers = split.bounds
+    assert "hi" in uppers and "100" not in uppers and "200" not in uppers
+
+
+def test_the_outputs_of_a_loader_unpacked_into_names_are_different_data():
+    model, flow = flow_of(
+        """
+        X, X_kaggle_test, y, ids = load_data_sparse()
+        a.fit(X_kaggle_test)
+        b.fit(X)
+        for tr, te in StratifiedKFold(5).split(X, y):
+            clf.fit(X[tr], y[tr])
+        """
+    )
+    assert kind_of(model, flow, "a.fit") is None  # was "full": X_kaggle_test shared X's rows
+    assert kind_of(model, flow, "b.fit") == "full"

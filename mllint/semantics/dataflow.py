@@ -293,6 +293,15 @@ class SplitInfo:
     names: Dict[str, List[str]] = field(default_factory=dict)  # part -> names it was assigned to, in order
     label: str = ""  # how to call it in a message
 
+    def named_as_split(self) -> bool:
+        """Whether the names the parts were assigned to say training and held-out data."""
+        train = [n for n in self.names_of(TRAIN) if is_train_name(n) and not (is_test_name(n) or is_val_name(n))]
+        held = [
+            n for part in (TEST, VAL) for n in self.names_of(part)
+            if (is_test_name(n) or is_val_name(n)) and not is_train_name(n)
+        ]
+        return bool(train and held)
+
     def names_of(self, part: str) -> List[str]:
         """Names the (swap-corrected) part was assigned to."""
         if self.swap and part in (TRAIN, TEST):
@@ -452,7 +461,12 @@ class DataFlow:
         if use.what == "split":
             info = self.split_of(use.sid) if use.sid is not None else None
             # slices, masks and samples are splits by inference: their parts must reach a model
-            return use.sid is None or (info is not None and info.kind not in ("slice", "mask", "sample"))
+            if use.sid is None or (info is not None and info.kind not in _INFERRED_SPLITS):
+                return True
+            # the parts of an inferred split are named as training and held-out data (X_train = X[:n],
+            # self.testData = data[b:e]): the code says it is a split even where its use is out of sight
+            return info is not None and info.named_as_split()
+
         return any(self.steps(row) for row in use.rows)
 
     def opaque(self, rows: Iterable[Row]) -> bool:
@@ -475,12 +489,20 @@ def dataflow_of(model: FileModel) -> DataFlow:
 
 
 class _Env:
-    def __init__(self, names: Optional[Dict[str, Val]] = None, fits: Optional[Dict[int, FrozenSet[int]]] = None) -> None:
+    def __init__(
+        self,
+        names: Optional[Dict[str, Val]] = None,
+        fits: Optional[Dict[int, FrozenSet[int]]] = None,
+        exprs: Optional[Dict[str, cst.BaseExpression]] = None,
+    ) -> None:
         self.names: Dict[str, Val] = dict(names or {})
         self.fits: Dict[int, FrozenSet[int]] = dict(fits or {})  # object id -> fits it currently holds
+        # name -> the expression its reaching definition assigned (only where every path agrees):
+        # slice bounds (``end = int(len(d) * r)``) and masks (``m = df.split == "train"``) by name
+        self.exprs: Dict[str, cst.BaseExpression] = dict(exprs or {})
 
     def copy(self) -> "_Env":
-        return _Env(self.names, self.fits)
+        return _Env(self.names, self.fits, self.exprs)
 
     def merge(self, other: "_Env") -> None:
         for name, val in other.names.items():
@@ -488,6 +510,9 @@ class _Env:
             self.names[name] = val if mine is None else join(mine, val)
         for oid, fits in other.fits.items():
             self.fits[oid] = self.fits.get(oid, frozenset()) | fits
+        for name in list(self.exprs):
+            if other.exprs.get(name) is not self.exprs[name]:
+                del self.exprs[name]
 
 
 class _Analysis:
@@ -508,6 +533,9 @@ class _Analysis:
         self.slice_keys: Dict[Tuple[str, object], int] = {}  # (scope, rows of the sliced data) -> slice split id
         self.mask_keys: Dict[Tuple[str, object, str], int] = {}
         self.sample_keys: Dict[Tuple[str, FrozenSet[Row]], int] = {}
+        self.loaded: Set[Row] = set()  # roots of data loaded by calls that were handed none of ours
+        self.keyed_keys: Dict[Tuple[str, object], int] = {}  # data["train"] / data["test"]
+        self.index_keys: Dict[Tuple[str, object], int] = {}  # X[train_idx] / X[test_idx] (indices of unseen origin)
         # imported names, and the conventional module aliases of snippets that skip the imports
         self.module_names: Set[str] = set(model.imports.aliases) | {"np", "pd", "torch", "tf", "sp", "plt", "sns"}
         self.returns: List[Val] = []
@@ -522,6 +550,12 @@ class _Analysis:
 
     def root(self) -> Val:
         return Val(rows=frozenset({(self.next(), ())}))
+
+    def _loaded(self) -> Val:
+        """A fresh root for data a call brings from elsewhere (no data of ours handed in)."""
+        val = self.root()
+        self.loaded.update(val.rows)
+        return val
 
     # --- driver ------------------------------------------------------------------------------
     def run(self) -> DataFlow:
@@ -709,8 +743,10 @@ class _Analysis:
                     vals.append(self.ev(value_el.value))
                 self.direct_value = None
                 self.targets, self.n_targets = saved
-                for target_el, val in zip(first.elements, vals):
+                for target_el, value_el, val in zip(first.elements, small.value.elements, vals):
                     self._bind(target_el.value, val)
+                    if isinstance(target_el.value, cst.Name):
+                        self.env.exprs[target_el.value.value] = value_el.value
                 return
             self.direct_value = _principal(small.value)
             val = self.ev(small.value)
@@ -724,6 +760,8 @@ class _Analysis:
             self.targets, self.n_targets = saved
             for target in small.targets:
                 self._bind(target.target, val)
+            if len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                self.env.exprs[small.targets[0].target.value] = small.value
             return
         if isinstance(small, cst.AnnAssign):
             if small.value is not None:
@@ -752,6 +790,7 @@ class _Analysis:
     def _bind(self, target: cst.BaseExpression, val: Val) -> None:
         if isinstance(target, cst.Name):
             self.env.names[target.value] = val
+            self.env.exprs.pop(target.value, None)
             self._bound(target.value)
             self._name_parts(target.value, val)
             return
@@ -764,6 +803,11 @@ class _Analysis:
             if val.items is not None and len(val.items) == len(elements):
                 for element, item in zip(elements, val.items):
                     self._bind(element, item)
+                return
+            if val.items is None and len(val.rows) == 1 and next(iter(val.rows)) in self.loaded and not val.taint:
+                # X, X_test, y, ids = load_data(): the loader's outputs are different data, not one
+                for element in elements:
+                    self._bind(element, self._loaded())
                 return
             for element in elements:
                 self._bind(element, self._element(val))
@@ -779,6 +823,7 @@ class _Analysis:
             if name is not None:
                 self.env.names[name] = val
                 self._bound(name)
+                self._name_parts(name, val)
                 base = dotted(target.value)
                 if base is not None and base in self.env.names and not self.env.names[base].objs:
                     self._set_column(base, target.attr.value, val)
@@ -1047,6 +1092,10 @@ class _Analysis:
         # rows taken by fold indices / split outputs
         if index_vals and index_vals[0].index:
             return self._restrict(data, index_vals[0].index, node)
+        if isinstance(first, cst.Index):
+            part = self._named_part(data, base_node, first.value, via, index_vals[0], node)
+            if part is not None:
+                return part
         # complementary slices: X[:n], X[n:]
         if isinstance(first, cst.Slice) and (first.lower is not None or first.upper is not None) and via != "loc":
             if first.step is None:
@@ -1075,7 +1124,7 @@ class _Analysis:
         return Val(frozenset(rows), data.taint, data.coltaint, markers)
 
     def _split_rows(self, info: SplitInfo, data: Val, part: str) -> Val:
-        if info.kind in ("slice", "mask", "sample"):
+        if info.kind in _INFERRED_SPLITS or info.kind == "keyed":
             self._sink(data, info.node, "split", True, info.sid)
         rows = set()
         for row in data.rows:
@@ -1100,8 +1149,8 @@ class _Analysis:
 
     def _slice_part(self, data: Val, base_node: cst.BaseExpression, sl: cst.Slice, node: cst.CSTNode) -> Val:
         base_text = _text(self.m, base_node)
-        lower = _bound_text(self.m, sl.lower, base_text)
-        upper = _bound_text(self.m, sl.upper, base_text)
+        lower = _bound_text(self.m, self._definition(sl.lower), base_text)
+        upper = _bound_text(self.m, self._definition(sl.upper), base_text)
         if lower is None and upper is None:
             return data
         # one split per data (by its rows): series[:n] and scaled[n:] split the same rows
@@ -1129,7 +1178,58 @@ class _Analysis:
                 info.swap = True
         return self._split_rows(info, data, part)
 
-    def _mask_part(self, data: Val, base_node: cst.BaseExpression, comparison: cst.Comparison) -> Optional[Val]:
+    def _definition(self, node: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
+        """A bound written as a name, read through the definition that reaches it: with ``begin = 0``
+        and ``end = int(len(d) * r)``, ``d[begin:end]`` is ``d[:int(len(d) * r)]``."""
+        for _ in range(3):
+            if isinstance(node, cst.Name) and node.value in self.env.exprs:
+                node = self.env.exprs[node.value]
+            else:
+                break
+        return node
+
+    def _named_part(
+        self, data: Val, base_node: cst.BaseExpression, value: cst.BaseExpression, via: Optional[str], index: Val, node: cst.CSTNode
+    ) -> Optional[Val]:
+        """Rows taken by a selector whose name or definition says which part they are:
+        ``data["train"]``/``data["test"]`` (a dict of splits), a mask held in a name (``X[m]``,
+        ``X[~m]`` with ``m = df.split == "train"``), a negated mask (``df[~(df.year < 2020)]``),
+        and index arrays of unseen origin named for a part (``X[train_idx]``, ``X.iloc[val_idx]``).
+        Each is one split per data, confirmed once a training and a held-out part are taken."""
+        if not data.rows:
+            return None
+        base_text = _text(self.m, base_node)
+        if isinstance(value, cst.SimpleString) and via is None:
+            key = value.evaluated_value if isinstance(value.evaluated_value, str) else ""
+            part = _key_part(key)
+            if part is None:
+                return None
+            info = self._shared_split(self.keyed_keys, (self.scope, data.rows), node, "keyed", f"the keys of `{base_text}`")
+            return self._confirm_part(info, data, part)
+        negated = False
+        expr = value
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+            negated, expr = True, expr.expression
+        if isinstance(expr, cst.Name) and isinstance(self.env.exprs.get(expr.value), cst.Comparison):
+            return self._mask_part(data, base_node, self.env.exprs[expr.value], negated)
+        if negated and isinstance(expr, cst.Comparison):
+            return self._mask_part(data, base_node, expr, negated)
+        name = dotted(expr)
+        if name is None or negated or index.index or isinstance(self.env.exprs.get(name), cst.Comparison):
+            return None
+        part = _named_index_part(name)
+        if part is None:
+            return None
+        info = self._shared_split(self.index_keys, (self.scope, data.rows), node, "index", f"the indices `{name}`")
+        return self._confirm_part(info, data, part)
+
+    def _confirm_part(self, info: SplitInfo, data: Val, part: str) -> Val:
+        info.seen_parts.add(part)
+        if TRAIN in info.seen_parts and (TEST in info.seen_parts or VAL in info.seen_parts):
+            info.confirmed = True
+        return self._split_rows(info, data, part)
+
+    def _mask_part(self, data: Val, base_node: cst.BaseExpression, comparison: cst.Comparison, negate: bool = False) -> Optional[Val]:
         if len(comparison.comparisons) != 1:
             return None
         op = comparison.comparisons[0].operator
@@ -1157,12 +1257,13 @@ class _Analysis:
             key = f"{left}|split-column"
         else:
             return None
+        if negate:
+            if part == VAL:
+                return None  # everything but the validation rows: training and test together
+            part = TEST if part == TRAIN else TRAIN
         mask_key = (self.scope, data.rows or base_text, key)
         info = self._shared_split(self.mask_keys, mask_key, comparison, "mask", f"the masks on `{left}`")
-        info.seen_parts.add(part)
-        if TRAIN in info.seen_parts and (TEST in info.seen_parts or VAL in info.seen_parts):
-            info.confirmed = True
-        return self._split_rows(info, data, part)
+        return self._confirm_part(info, data, part)
 
     # --- calls ---------------------------------------------------------------------------------------
     def _args(self, call: cst.Call) -> Tuple[List[Val], Dict[str, Val], List[cst.BaseExpression]]:
@@ -1269,6 +1370,8 @@ class _Analysis:
             return Val(items=tuple(Val(index=frozenset((sid, part) for sid in positional[0].gen)) for part in (TRAIN, TEST)))
         if last == "Subset" and len(positional) >= 2 and positional[1].index:
             return self._restrict(data_of(positional[0]), positional[1].index, call)  # torch Subset(ds, train_idx)
+        if last in _KEEP_INDEX and head in self.module_names and positional and positional[0].index and not positional[0].items:
+            return positional[0]  # np.array(split["train"]), torch.tensor(train_idx): still those indices
         if last == "zip" and positional:
             return Val(items=tuple(self._element(v) for v in positional))
         # local functions: their summaries
@@ -1288,7 +1391,7 @@ class _Analysis:
         data_args = [v for v in positional + list(keywords.values()) if data_of(v).rows]
         if data_args:
             return replace(self._union(data_args), index=frozenset())
-        return self.root()
+        return self._loaded()
 
     def _union(self, vals: Iterable[Val]) -> Val:
         out = EMPTY
@@ -1459,7 +1562,7 @@ class _Analysis:
             self._sink_all(positional + list(keywords.values()), call, "call", True)
             return EMPTY
         if method.startswith(("load", "read", "get", "fetch")) or method in ("toPandas", "collect", "to_pandas"):
-            return self.root()  # data from elsewhere: mnist.load_data(), spark.read.csv(...)
+            return self._loaded()  # data from elsewhere: mnist.load_data(), spark.read.csv(...)
         return EMPTY
 
     def _key(self, obj: Optional[Obj], receiver_text: str) -> str:
@@ -1560,6 +1663,41 @@ class _Analysis:
 
 
 # --- helpers -----------------------------------------------------------------------------------------
+
+
+_INFERRED_SPLITS = ("slice", "mask", "sample", "index")  # splits read from the code's shape, not from a split call
+_KEEP_INDEX = {"array", "asarray", "tensor", "as_tensor", "LongTensor", "from_numpy", "sort", "ravel", "squeeze", "flatten"}
+_SPLIT_KEY = re.compile(
+    r"(train|training|trn|valid|validation|val|dev|test|testing|tst|holdout)([_ -]?(idx|index|indices|ids|set|data|df|split|mask))?",
+    re.IGNORECASE,
+)
+_INDEX_WORDS = {"idx", "index", "indices", "indexes", "ids", "ind", "inds", "ix", "mask", "msk", "rows"}
+
+
+def _key_part(key: str) -> Optional[str]:
+    """The part a dict key names: "train" -> train, "valid" -> val, "test_idx" -> test."""
+    if not _SPLIT_KEY.fullmatch(key):
+        return None
+    if is_train_name(key):
+        return TRAIN
+    if is_val_name(key):
+        return VAL
+    return TEST
+
+
+def _named_index_part(name: str) -> Optional[str]:
+    """The part an index array's name names: train_idx -> train, val_mask -> val, test_index -> test."""
+    ws = words(name)
+    if not any(w in _INDEX_WORDS for w in ws):
+        return None
+    train, test, val = is_train_name(name), is_test_name(name), is_val_name(name)
+    if train and not (test or val):
+        return TRAIN
+    if test and not (train or val):
+        return TEST
+    if val and not (train or test):
+        return VAL
+    return None
 
 
 _FIT_METHODS = {"fit", "fit_transform", "fit_resample", "fit_sample", "partial_fit", "fit_on_texts"}
