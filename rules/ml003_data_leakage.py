@@ -20,7 +20,7 @@ Why it matters
     them), masks (also held in a name, and negated: ``X[m]``/``X[~m]``), ``sample``/``drop``, the
     keys of a dict of splits (``idx["train"]``/``idx["test"]``), index arrays named for their part
     (``X.iloc[train_idx]``/``X.iloc[test_idx]``), and calls of the file's own helper functions
-    and methods. It reports only when the fitted transformer's output reaches a split,
+    and methods (also when handed to ``DataFrame.apply``/``map``/``transform``, as are lambdas). It reports only when the fitted transformer's output reaches a split,
     cross-validation or a model together with split data, or when the parts of the split are
     named as training and held-out data (a PCA fitted for a plot is not a leak); a transformer
     refitted on the held-out part after its fit on the training part is reported whatever
@@ -1012,6 +1012,18 @@ VALID = [
     sc = StandardScaler().fit(clean[cols])
     clf.fit(sc.transform(clean[cols]), clean.y)
     """,
+    # a helper applied to each training fold only
+    """
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.model_selection import train_test_split
+
+    def standardize(column):
+        return StandardScaler().fit_transform(column.to_frame()).ravel()
+
+    tr, te = train_test_split(frame, test_size=0.2)
+    tr_scaled = tr[cols].apply(standardize)
+    model.fit(tr_scaled, tr.y)
+    """,
 ]
 
 INVALID = [
@@ -1451,5 +1463,27 @@ INVALID = [
             else:
                 start, stop = int(len(raw) * ratio), len(raw)
                 self.test_part = raw[start:stop]
+    """,
+    # a helper handed to DataFrame.apply fits an imputer on each whole column, before the split
+    """
+    from sklearn.impute import SimpleImputer
+    from sklearn.model_selection import train_test_split
+
+    def fill(column):
+        return SimpleImputer(strategy="median").fit_transform(column.to_frame()).ravel()
+
+    data[numeric] = data[numeric].apply(fill)
+    a_tr, a_te, b_tr, b_te = train_test_split(data[numeric], data["label"], test_size=0.3)
+    forest.fit(a_tr, b_tr)
+    print(forest.score(a_te, b_te))
+    """,
+    # the same through a lambda and Series.map-style application
+    """
+    from sklearn.preprocessing import OrdinalEncoder
+    from sklearn.model_selection import train_test_split
+    coded = raw[cat_cols].apply(lambda s: OrdinalEncoder().fit_transform(s.to_frame()).ravel())
+    p_tr, p_te, q_tr, q_te = train_test_split(coded, raw.target)
+    tree.fit(p_tr, q_tr)
+    print(tree.score(p_te, q_te))
     """,
 ]

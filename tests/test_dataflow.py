@@ -540,3 +540,20 @@ def test_the_outputs_of_a_loader_unpacked_into_names_are_different_data():
     )
     assert kind_of(model, flow, "a.fit") is None  # was "full": X_kaggle_test shared X's rows
     assert kind_of(model, flow, "b.fit") == "full"
+
+
+def test_a_function_applied_to_a_frame_fits_the_frame_it_is_applied_to():
+    model, flow = flow_of(
+        """
+        def enc(col):
+            return LabelEncoder().fit_transform(col)
+
+        df[cats] = df[cats].apply(enc)
+        out = df[nums].transform(lambda c: StandardScaler().fit_transform(c))
+        a, b = train_test_split(df)
+        """
+    )
+    helper = fit_at(model, flow, "LabelEncoder().fit_transform(col)")
+    assert flow.classify_fit(helper)[0] == "full"
+    assert kind_of(model, flow, "StandardScaler().fit_transform(c)") == "full"
+    assert flow.sinks.get(helper.fid)  # the encoded columns are split

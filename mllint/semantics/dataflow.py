@@ -1498,6 +1498,10 @@ class _Analysis:
                 self._sink(y, call, "fit", False)
             self._sink_all(list(keywords.values()), call, "fit", False)
             return Val(objs=objs) if objs else EMPTY
+        if method in _APPLY_METHODS and call.args and not objs and data_of(receiver).rows:
+            applied = self._apply_function(call, call.args[0].value, data_of(receiver))
+            if applied is not None:
+                return applied
         if method in ("transform", "inverse_transform") and (kinds & {TRANSFORMER, PIPELINE, ESTIMATOR} or not objs) and x is not None:
             fits = frozenset()
             for o in objs:
@@ -1564,6 +1568,30 @@ class _Analysis:
         if method.startswith(("load", "read", "get", "fetch")) or method in ("toPandas", "collect", "to_pandas"):
             return self._loaded()  # data from elsewhere: mnist.load_data(), spark.read.csv(...)
         return EMPTY
+
+    def _apply_function(self, call: cst.Call, func: cst.BaseExpression, data: Val) -> Optional[Val]:
+        """``df[cols].apply(helper)`` / ``s.map(lambda c: ...)`` / ``df.transform(f)``: the function
+        runs on the receiver's data, so a fit inside it fits that data (as a call would)."""
+        if isinstance(func, cst.Lambda):
+            params = [p.name.value for p in func.params.params]
+            if not params:
+                return None
+            saved = {name: self.env.names.get(name) for name in params}
+            self.env.names[params[0]] = data
+            for name in params[1:]:
+                self.env.names[name] = EMPTY
+            out = self.ev(func.body)
+            for name, val in saved.items():
+                if val is None:
+                    self.env.names.pop(name, None)
+                else:
+                    self.env.names[name] = val
+            return Val(data.rows, data.taint | flat(out).taint, data.coltaint, frozenset())
+        name = dotted(func)
+        if name is None or name not in self.m.functions or name not in self.df.summaries:
+            return None
+        out = self._apply_summary(name, call, [data], {})
+        return Val(data.rows, data.taint | flat(out).taint, data.coltaint, frozenset())
 
     def _key(self, obj: Optional[Obj], receiver_text: str) -> str:
         if obj is not None:
@@ -1665,6 +1693,7 @@ class _Analysis:
 # --- helpers -----------------------------------------------------------------------------------------
 
 
+_APPLY_METHODS = {"apply", "map", "applymap", "transform", "agg", "aggregate", "pipe"}
 _INFERRED_SPLITS = ("slice", "mask", "sample", "index")  # splits read from the code's shape, not from a split call
 _KEEP_INDEX = {"array", "asarray", "tensor", "as_tensor", "LongTensor", "from_numpy", "sort", "ravel", "squeeze", "flatten"}
 _SPLIT_KEY = re.compile(
