@@ -20,8 +20,9 @@ Why it matters
     them), masks (also held in a name, and negated: ``X[m]``/``X[~m]``), ``sample``/``drop``, the
     keys of a dict of splits (``idx["train"]``/``idx["test"]``), index arrays named for their part
     (``X.iloc[train_idx]``/``X.iloc[test_idx]``), and calls of the file's own helper functions
-    and methods (also when handed to ``DataFrame.apply``/``map``/``transform``, as are lambdas). It reports only when the fitted transformer's output reaches a split,
-    cross-validation or a model together with split data, or when the parts of the split are
+    and methods (also when handed to ``DataFrame.apply``/``map``/``transform``, as are lambdas).
+    It reports only when the fitted transformer's output reaches a split, cross-validation or a
+    model together with split data, or when the parts of the split are
     named as training and held-out data (a PCA fitted for a plot is not a leak); a transformer
     refitted on the held-out part after its fit on the training part is reported whatever
     becomes of its output.
