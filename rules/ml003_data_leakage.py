@@ -103,6 +103,10 @@ def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Op
     uses = flow.sinks.get(fit.fid, [])
     if kind is None:
         return _paired_names_leak(flow, fit, model)
+    if kind == "full" and not any(flow.relevant(u) for u in uses):
+        stored = flow.stored_then_split(fit, model)
+        if stored is not None:  # a dataset class: fitted in one method, split in the next
+            return None if fit.cls in D.LABEL_ENCODERS else Leak(fit, kind, stored, via=via)
     if kind == "full":
         uses = [u for u in uses if flow.relevant(u)]
     if not uses and not (kind in (D.TEST, D.VAL) and _refit_after_training_fit(flow, fit)):
@@ -1025,6 +1029,26 @@ VALID = [
     tr_scaled = tr[cols].apply(standardize)
     model.fit(tr_scaled, tr.y)
     """,
+    # the same class, but the split is taken before the scaling (which then only the caller sees)
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    class Tabular:
+        def __init__(self, frame):
+            self.features = frame.drop(columns="y").values
+            self.labels = frame["y"].values
+
+        def normalise(self):
+            self.features = StandardScaler().fit_transform(self.features)
+
+        def make_splits(self):
+            self.f_train, self.f_test, self.l_train, self.l_test = train_test_split(self.features, self.labels)
+
+    ds = Tabular(frame)
+    ds.make_splits()
+    ds.normalise()
+    """,
 ]
 
 INVALID = [
@@ -1486,5 +1510,25 @@ INVALID = [
     p_tr, p_te, q_tr, q_te = train_test_split(coded, raw.target)
     tree.fit(p_tr, q_tr)
     print(tree.score(p_te, q_te))
+    """,
+    # a dataset class: one method scales everything it holds, the next one splits it
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    class Tabular:
+        def __init__(self, frame):
+            self.features = frame.drop(columns="y").values
+            self.labels = frame["y"].values
+
+        def normalise(self):
+            self.features = StandardScaler().fit_transform(self.features)
+
+        def make_splits(self):
+            self.f_train, self.f_test, self.l_train, self.l_test = train_test_split(self.features, self.labels)
+
+    ds = Tabular(frame)
+    ds.normalise()
+    ds.make_splits()
     """,
 ]

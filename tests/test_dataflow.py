@@ -557,3 +557,24 @@ def test_a_function_applied_to_a_frame_fits_the_frame_it_is_applied_to():
     assert flow.classify_fit(helper)[0] == "full"
     assert kind_of(model, flow, "StandardScaler().fit_transform(c)") == "full"
     assert flow.sinks.get(helper.fid)  # the encoded columns are split
+
+
+def test_a_dataset_class_that_stores_fitted_output_and_splits_it_in_another_method():
+    source = """
+        class Data:
+            def prep(self):
+                self.X = StandardScaler().fit_transform(self.X)
+
+            def cut(self):
+                self.X_train, self.X_test = train_test_split(self.X)
+
+        d = Data()
+        d.prep()
+        d.cut()
+        """
+    model, flow = flow_of(source)
+    fit = fit_at(model, flow, "fit_transform")
+    assert flow.self_stores[fit.fid] == {("Data", "X")}
+    assert flow.stored_then_split(fit, model) is not None
+    model, flow = flow_of(source.replace("d.prep()\n        d.cut()", "d.cut()\n        d.prep()"))
+    assert flow.stored_then_split(fit_at(model, flow, "fit_transform"), model) is None

@@ -350,6 +350,10 @@ class DataFlow:
         self.opaque_roots: Set[int] = set()  # parameters and names bound elsewhere
         self.resets: List[Tuple[str, int, str]] = []  # (object key, order, scope): fitted attributes assigned
         self.summaries: Dict[str, Summary] = {}
+        # dataset classes: fitted output stored on self (fit id -> {(class, attribute)}), and the
+        # attributes of self handed to an explicit split ((class, attribute) -> [(method, split)])
+        self.self_stores: Dict[int, Set[Tuple[str, str]]] = {}
+        self.self_splits: Dict[Tuple[str, str], List[Tuple[str, SplitInfo]]] = {}
         self.bound_at: Dict[Tuple[str, str], List[int]] = {}  # (scope, name) -> orders of its bindings
         self.references: Dict[Tuple[str, str], List[Tuple[int, cst.Name]]] = {}  # (scope, name) -> (order, node)
 
@@ -468,6 +472,16 @@ class DataFlow:
             return info is not None and info.named_as_split()
 
         return any(self.steps(row) for row in use.rows)
+
+    def stored_then_split(self, fit: "FitEvent", model: FileModel) -> Optional[SplitInfo]:
+        """A dataset class whose method stores the fitted output on ``self.attr`` and whose other
+        method splits ``self.attr`` (``self.X_train, self.X_test, ... = train_test_split(self.X,
+        ...)``), with the fitting method called before the splitting one somewhere in the file."""
+        for cls, attr in sorted(self.self_stores.get(fit.fid, ())):
+            for scope, info in self.self_splits.get((cls, attr), []):
+                if scope != fit.scope and _called_before(model, fit.scope, scope):
+                    return info
+        return None
 
     def opaque(self, rows: Iterable[Row]) -> bool:
         """Rows of data whose origin we cannot see (parameters, names from elsewhere)."""
@@ -824,6 +838,9 @@ class _Analysis:
                 self.env.names[name] = val
                 self._bound(name)
                 self._name_parts(name, val)
+                self._self_attribute(name, lambda cls, attr: [
+                    self.df.self_stores.setdefault(fid, set()).add((cls, attr)) for fid in flat(val).taint
+                ])
                 base = dotted(target.value)
                 if base is not None and base in self.env.names and not self.env.names[base].objs:
                     self._set_column(base, target.attr.value, val)
@@ -1641,8 +1658,22 @@ class _Analysis:
         for val in vals:
             self._sink(val, node, what, x_position)
 
+    def _self_attribute(self, name: str, record) -> None:
+        """Calls ``record(class, attribute)`` when ``name`` is ``self.attribute`` in a method."""
+        if not name.startswith("self.") or name.count(".") != 1 or self.scope == MODULE_SCOPE:
+            return
+        cls = self.m.class_scope_of(self.scope)
+        if cls is not None:
+            record(cls, name[5:])
+
     def _train_test_split(self, call: cst.Call, arrays: List[Val], last: str) -> Val:
         info = self._new_split(call, "train_test_split", f"`{last}`")
+        for arg in call.args:
+            if arg.keyword is None and not arg.star:
+                self._self_attribute(
+                    dotted(arg.value) or "",
+                    lambda cls, attr: self.df.self_splits.setdefault((cls, attr), []).append((self.scope, info)),
+                )
         items = []
         for index, array in enumerate(arrays):
             data = data_of(array)
@@ -1737,6 +1768,22 @@ def _is_fit_call(call: cst.Call) -> bool:
     if isinstance(func, cst.Attribute):
         return func.attr.value in _FIT_METHODS or func.attr.value in _FIT_TRANSFORM_FUNCTIONS
     return isinstance(func, cst.Name) and func.value in _FIT_TRANSFORM_FUNCTIONS
+
+
+def _called_before(model: FileModel, first: str, second: str) -> bool:
+    """Whether some scope calls the function ``first`` on an earlier line than ``second``."""
+    lines: Dict[Tuple[str, str], List[int]] = {}
+    for effect in model.effects:
+        if effect.kind == "call" and effect.callee in (first, second):
+            try:
+                line = model.position(effect.node).start.line
+            except Exception:  # pragma: no cover - defensive
+                continue
+            lines.setdefault((effect.ctx.scope, effect.callee), []).append(line)
+    for (scope, callee), found in lines.items():
+        if callee == first and any(line > min(found) for line in lines.get((scope, second), [])):
+            return True
+    return False
 
 
 def _substitute(rows: FrozenSet[Row], mapping: Dict[int, Val]) -> Set[Row]:
