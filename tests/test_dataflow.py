@@ -578,3 +578,17 @@ def test_a_dataset_class_that_stores_fitted_output_and_splits_it_in_another_meth
     assert flow.stored_then_split(fit, model) is not None
     model, flow = flow_of(source.replace("d.prep()\n        d.cut()", "d.cut()\n        d.prep()"))
     assert flow.stored_then_split(fit_at(model, flow, "fit_transform"), model) is None
+
+
+def test_a_side_table_merged_into_two_frames_does_not_join_their_rows():
+    model, flow = flow_of(
+        """
+        import pandas as pd
+        train = pd.merge(pd.read_csv("train.csv"), extra, how="left", on="id")
+        test = pd.merge(pd.read_csv("test.csv"), extra, how="left", on="id")
+        a.fit(test[cols])
+        for tr_idx, va_idx in KFold(5).split(train):
+            clf.fit(train.iloc[tr_idx], y[tr_idx])
+        """
+    )
+    assert kind_of(model, flow, "a.fit") is None  # was "full" through `extra`'s rows

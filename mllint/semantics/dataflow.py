@@ -1387,6 +1387,13 @@ class _Analysis:
             return Val(items=tuple(Val(index=frozenset((sid, part) for sid in positional[0].gen)) for part in (TRAIN, TEST)))
         if last == "Subset" and len(positional) >= 2 and positional[1].index:
             return self._restrict(data_of(positional[0]), positional[1].index, call)  # torch Subset(ds, train_idx)
+        if last in ("merge", "merge_asof", "merge_ordered") and head in self.module_names and positional:
+            # pd.merge(left, lookup): the left frame's rows, with the looked-up columns added; a side
+            # table merged into both the training and the test frame does not make them one data
+            out = replace(data_of(positional[0]), index=frozenset())
+            for val in positional[1:] + list(keywords.values()):
+                out = join(out, Val(taint=flat(val).taint))
+            return out
         if last in _KEEP_INDEX and head in self.module_names and positional and positional[0].index and not positional[0].items:
             return positional[0]  # np.array(split["train"]), torch.tensor(train_idx): still those indices
         if last == "zip" and positional:
