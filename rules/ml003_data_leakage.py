@@ -1049,6 +1049,18 @@ VALID = [
     ds.make_splits()
     ds.normalise()
     """,
+    # a name reused for test data much later does not reach back: the earlier fit saw other data
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+    X, y = load_training_table()
+    scaler = StandardScaler().fit(X)
+    final = model.fit(scaler.transform(X), y)
+    P_train, P_test, q_train, q_test = train_test_split(other, q)
+    probe.fit(P_train, q_train)
+    X = P_test
+    print(probe.score(X, q_test))
+    """,
 ]
 
 INVALID = [
