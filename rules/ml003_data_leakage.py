@@ -16,10 +16,16 @@ Why it matters
     The analysis follows the data: names through assignments, the outputs of
     ``train_test_split``/``random_split``, the folds of ``KFold`` and kin, Keras
     ``validation_split``, column selection, ``.values``/``.to_numpy()``, concatenation,
-    complementary slices (``X[:n]``/``X[n:]``), masks and ``sample``/``drop``, and calls of
-    the file's own helper functions and methods. It reports only when the fitted
-    transformer's output reaches a split, cross-validation or a model together with
-    split data (a PCA fitted for a plot is not a leak).
+    complementary slices (``X[:n]``/``X[n:]``, bounds read through the definitions that reach
+    them), masks (also held in a name, and negated: ``X[m]``/``X[~m]``), ``sample``/``drop``, the
+    keys of a dict of splits (``idx["train"]``/``idx["test"]``), index arrays named for their part
+    (``X.iloc[train_idx]``/``X.iloc[test_idx]``), and calls of the file's own helper functions
+    and methods (also when handed to ``DataFrame.apply``/``map``/``transform``, as are lambdas).
+    It reports only when the fitted transformer's output reaches a split, cross-validation or a
+    model together with split data, or when the parts of the split are
+    named as training and held-out data (a PCA fitted for a plot is not a leak); a transformer
+    refitted on the held-out part after its fit on the training part is reported whatever
+    becomes of its output.
 
     Transformers: scalers, encoders (one-hot, ordinal, target, label encoding of feature
     columns), imputers, PCA and other decompositions, feature selectors (``SelectKBest``,
@@ -97,9 +103,13 @@ def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Op
     uses = flow.sinks.get(fit.fid, [])
     if kind is None:
         return _paired_names_leak(flow, fit, model)
+    if kind == "full" and not any(flow.relevant(u) for u in uses):
+        stored = flow.stored_then_split(fit, model)
+        if stored is not None:  # a dataset class: fitted in one method, split in the next
+            return None if fit.cls in D.LABEL_ENCODERS else Leak(fit, kind, stored, via=via)
     if kind == "full":
         uses = [u for u in uses if flow.relevant(u)]
-    if not uses:
+    if not uses and not (kind in (D.TEST, D.VAL) and _refit_after_training_fit(flow, fit)):
         return None
     if fit.cls in D.LABEL_ENCODERS and kind in ("full", "concat"):
         if not any(u.x_position for u in uses) or _targetish(model, fit):
@@ -109,6 +119,18 @@ def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Op
     if kind == "concat" and _held_out_as_validation(flow, fit.rows):
         return None  # train + validation: the code keeps its test data elsewhere
     return Leak(fit, kind, split, via=via)
+
+
+def _refit_after_training_fit(flow: D.DataFlow, fit: D.FitEvent) -> bool:
+    """Whether the object's previous fit was on the training part of the split whose held-out
+    part this fit sees: ``fit_transform(X_test)`` written where ``transform`` was meant. The
+    refit is the bug whatever becomes of its output (printed, saved, or used later)."""
+    previous = fit.previous
+    if previous is None or not previous.is_transformer or previous.kind != fit.kind:
+        return False
+    held_out = {info.sid for row in fit.rows for info, part in flow.steps(row)[:1] if part in (D.TEST, D.VAL)}
+    trained = {info.sid for row in previous.rows for info, part in flow.steps(row)[:1] if part == D.TRAIN}
+    return bool(held_out & trained) and flow.classify(previous.rows)[0] is None
 
 
 def _paired_names_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
@@ -959,6 +981,86 @@ VALID = [
     search.fit(X_train, y_train)
     print(search.best_params_, search.score(X_test, y_test))
     """,
+    # a second, separate scaler fitted on the test split only to draw it: no score depends on it
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import MinMaxScaler
+    import matplotlib.pyplot as plt
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2)
+    scaler = MinMaxScaler().fit(X_train)
+    model.fit(scaler.transform(X_train), y_train)
+    print(model.score(scaler.transform(X_test), y_test))
+    shown = MinMaxScaler().fit_transform(X_test)
+    plt.imshow(shown)
+    """,
+    # only one key of a dict that happens to be called "train": nothing is held out in sight
+    """
+    from sklearn.preprocessing import StandardScaler
+    cfg = load_config()
+    block = frames["train"]
+    scaled = StandardScaler().fit_transform(block)
+    model.fit(scaled, labels)
+    """,
+    # index arrays named for their parts, the scaler fitted on the training rows only
+    """
+    from sklearn.preprocessing import StandardScaler
+    train_idx, test_idx = load_indices()
+    sc = StandardScaler().fit(X[train_idx])
+    clf.fit(sc.transform(X[train_idx]), y[train_idx])
+    print(clf.score(sc.transform(X[test_idx]), y[test_idx]))
+    """,
+    # a mask in a name that is not a split (outlier removal): fitting on the kept rows is fine
+    """
+    from sklearn.preprocessing import StandardScaler
+    keep = df.amount < 10000
+    clean = df[keep]
+    sc = StandardScaler().fit(clean[cols])
+    clf.fit(sc.transform(clean[cols]), clean.y)
+    """,
+    # a helper applied to each training fold only
+    """
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.model_selection import train_test_split
+
+    def standardize(column):
+        return StandardScaler().fit_transform(column.to_frame()).ravel()
+
+    tr, te = train_test_split(frame, test_size=0.2)
+    tr_scaled = tr[cols].apply(standardize)
+    model.fit(tr_scaled, tr.y)
+    """,
+    # the same class, but the split is taken before the scaling (which then only the caller sees)
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    class Tabular:
+        def __init__(self, frame):
+            self.features = frame.drop(columns="y").values
+            self.labels = frame["y"].values
+
+        def normalise(self):
+            self.features = StandardScaler().fit_transform(self.features)
+
+        def make_splits(self):
+            self.f_train, self.f_test, self.l_train, self.l_test = train_test_split(self.features, self.labels)
+
+    ds = Tabular(frame)
+    ds.make_splits()
+    ds.normalise()
+    """,
+    # a name reused for test data much later does not reach back: the earlier fit saw other data
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+    X, y = load_training_table()
+    scaler = StandardScaler().fit(X)
+    final = model.fit(scaler.transform(X), y)
+    P_train, P_test, q_train, q_test = train_test_split(other, q)
+    probe.fit(P_train, q_train)
+    X = P_test
+    print(probe.score(X, q_test))
+    """,
 ]
 
 INVALID = [
@@ -1304,4 +1406,141 @@ INVALID = [
         X_test = scaler.transform(X_test.values)
         """,
     ),
+    # the old imbalanced-learn spelling fit_sample: all rows oversampled although the test split was set aside
+    """
+    from imblearn.over_sampling import RandomOverSampler
+    from sklearn.model_selection import train_test_split
+
+    def make_sets(X, y):
+        _, X_held, _, y_held = train_test_split(X, y, test_size=0.25, random_state=3)
+        X_up, y_up = RandomOverSampler().fit_sample(X, y)
+        X_fit, _, y_fit, _ = train_test_split(X_up, y_up, test_size=0.25, random_state=3)
+        return X_fit, y_fit, X_held, y_held
+    """,
+    # refitted on the validation part after the fit on the training part, even if the result is only shown
+    Example(
+        """
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import RobustScaler
+        feats_tr, feats_va, t_tr, t_va = train_test_split(feats, t, test_size=0.1)
+        rs = RobustScaler()
+        feats_tr = rs.fit_transform(feats_tr)
+        feats_va = rs.fit_transform(feats_va)
+        print(feats_va.mean(axis=0))
+        """,
+        unsafe_fixed="""
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import RobustScaler
+        feats_tr, feats_va, t_tr, t_va = train_test_split(feats, t, test_size=0.1)
+        rs = RobustScaler()
+        feats_tr = rs.fit_transform(feats_tr)
+        feats_va = rs.transform(feats_va)
+        print(feats_va.mean(axis=0))
+        """,
+    ),
+    # a graph benchmark's split dictionary: the scaler is refitted on the validation rows
+    Example(
+        """
+        import numpy as np
+        from sklearn.preprocessing import StandardScaler
+        split = ds.get_idx_split()
+        tr_ids, va_ids = np.asarray(split["train"]), np.asarray(split["valid"])
+        Z_tr, Z_va = feats[tr_ids], feats[va_ids]
+        norm = StandardScaler()
+        Z_tr = norm.fit_transform(Z_tr)
+        Z_va = norm.fit_transform(Z_va)
+        reg.fit(Z_tr, target[tr_ids])
+        print(reg.score(Z_va, target[va_ids]))
+        """,
+        unsafe_fixed="""
+        import numpy as np
+        from sklearn.preprocessing import StandardScaler
+        split = ds.get_idx_split()
+        tr_ids, va_ids = np.asarray(split["train"]), np.asarray(split["valid"])
+        Z_tr, Z_va = feats[tr_ids], feats[va_ids]
+        norm = StandardScaler()
+        Z_tr = norm.fit_transform(Z_tr)
+        Z_va = norm.transform(Z_va)
+        reg.fit(Z_tr, target[tr_ids])
+        print(reg.score(Z_va, target[va_ids]))
+        """,
+    ),
+    # a boolean mask kept in a name; its negation is the test part
+    """
+    import numpy as np
+    from sklearn.preprocessing import QuantileTransformer
+    table[num] = QuantileTransformer().fit_transform(table[num])
+    in_train = np.random.rand(len(table)) < 0.75
+    gbm.fit(table[in_train][num], table[in_train]["price"])
+    print(gbm.score(table[~in_train][num], table[~in_train]["price"]))
+    """,
+    # index arrays from a file, named for their part, select the rows of an already scaled frame
+    """
+    import json
+    from sklearn.preprocessing import MinMaxScaler
+    folds = json.load(open("folds.json"))
+    trn_index, tst_index = folds["a"], folds["b"]
+    frame[cols] = MinMaxScaler().fit_transform(frame[cols])
+    svm.fit(frame.iloc[trn_index][cols], frame.iloc[trn_index]["y"])
+    print(svm.score(frame.iloc[tst_index][cols], frame.iloc[tst_index]["y"]))
+    """,
+    # a dataset class scales the whole series, then keeps the slice its flag asks for
+    """
+    import numpy as np
+    from sklearn.preprocessing import MinMaxScaler
+    from torch.utils.data import Dataset
+
+    class Windows(Dataset):
+        def __init__(self, path, flag, ratio):
+            raw = np.load(path)
+            raw = MinMaxScaler().fit_transform(raw)
+            if flag == "train":
+                start, stop = 0, int(len(raw) * ratio)
+                self.train_part = raw[start:stop]
+            else:
+                start, stop = int(len(raw) * ratio), len(raw)
+                self.test_part = raw[start:stop]
+    """,
+    # a helper handed to DataFrame.apply fits an imputer on each whole column, before the split
+    """
+    from sklearn.impute import SimpleImputer
+    from sklearn.model_selection import train_test_split
+
+    def fill(column):
+        return SimpleImputer(strategy="median").fit_transform(column.to_frame()).ravel()
+
+    data[numeric] = data[numeric].apply(fill)
+    a_tr, a_te, b_tr, b_te = train_test_split(data[numeric], data["label"], test_size=0.3)
+    forest.fit(a_tr, b_tr)
+    print(forest.score(a_te, b_te))
+    """,
+    # the same through a lambda and Series.map-style application
+    """
+    from sklearn.preprocessing import OrdinalEncoder
+    from sklearn.model_selection import train_test_split
+    coded = raw[cat_cols].apply(lambda s: OrdinalEncoder().fit_transform(s.to_frame()).ravel())
+    p_tr, p_te, q_tr, q_te = train_test_split(coded, raw.target)
+    tree.fit(p_tr, q_tr)
+    print(tree.score(p_te, q_te))
+    """,
+    # a dataset class: one method scales everything it holds, the next one splits it
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    class Tabular:
+        def __init__(self, frame):
+            self.features = frame.drop(columns="y").values
+            self.labels = frame["y"].values
+
+        def normalise(self):
+            self.features = StandardScaler().fit_transform(self.features)
+
+        def make_splits(self):
+            self.f_train, self.f_test, self.l_train, self.l_test = train_test_split(self.features, self.labels)
+
+    ds = Tabular(frame)
+    ds.normalise()
+    ds.make_splits()
+    """,
 ]

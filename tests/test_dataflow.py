@@ -409,3 +409,186 @@ def test_assigned_names_decide_which_slice_is_held_out():
     assert kind_of(model, flow, "b.fit") == D.TEST
     (split,) = [s for s in flow.splits.values() if s.confirmed]
     assert split.names_of(D.TRAIN) == ["X_train"] and split.names_of(D.TEST) == ["X_valid"]
+
+
+# --- real-code shapes: old spellings, refits, keyed and named splits ---------------------------------
+
+
+def test_fit_sample_is_the_old_name_of_fit_resample():
+    model, flow = flow_of(
+        """
+        from imblearn.under_sampling import RandomUnderSampler
+        X_train, X_test, y_train, y_test = train_test_split(X, y)
+        Xr, yr = RandomUnderSampler().fit_sample(X, y)
+        """
+    )
+    fit = fit_at(model, flow, "fit_sample")
+    assert fit.kind == D.RESAMPLER and kind_of(model, flow, "fit_sample") == "full"
+
+
+def test_a_refit_knows_its_previous_fit_on_the_training_part():
+    model, flow = flow_of(
+        """
+        from sklearn.preprocessing import StandardScaler
+        X_train, X_test = train_test_split(X)
+        sc = StandardScaler()
+        a = sc.fit_transform(X_train)
+        b = sc.fit_transform(X_test)
+        """
+    )
+    refit = fit_at(model, flow, "sc.fit_transform(X_test)")
+    assert refit.previous is fit_at(model, flow, "sc.fit_transform(X_train)")
+    assert kind_of(model, flow, "X_test)") == D.TEST and kind_of(model, flow, "X_train)") is None
+
+
+def test_a_dict_of_splits_read_by_its_keys_is_a_split():
+    model, flow = flow_of(
+        """
+        parts = dataset.get_idx_split()
+        tr, va, te = np.array(parts["train"]), np.array(parts["valid"]), np.array(parts["test"])
+        a.fit(X)
+        b.fit(X[tr])
+        c.fit(X[va])
+        d.fit(X[te])
+        e.fit(data["train"])
+        """
+    )
+    assert kind_of(model, flow, "a.fit") == "full"
+    assert kind_of(model, flow, "b.fit") is None
+    assert kind_of(model, flow, "c.fit") == D.VAL
+    assert kind_of(model, flow, "d.fit") == D.TEST
+    assert kind_of(model, flow, "e.fit") is None  # only one key of `data` is read: not known as a split
+
+
+def test_masks_held_in_names_and_their_negation_split_the_rows():
+    model, flow = flow_of(
+        """
+        in_train = df.split == "train"
+        a.fit(X)
+        b.fit(X[in_train])
+        c.fit(X[~in_train])
+        keep = np.random.rand(len(Z)) < 0.8
+        d.fit(Z[keep])
+        """
+    )
+    assert kind_of(model, flow, "a.fit") == "full"
+    assert kind_of(model, flow, "b.fit") is None
+    assert kind_of(model, flow, "c.fit") == D.TEST
+    assert kind_of(model, flow, "d.fit") is None  # one part only: not (yet) a split
+
+
+def test_index_arrays_named_for_a_part_split_the_rows_they_select():
+    model, flow = flow_of(
+        """
+        train_idx, test_idx = load_indices()
+        a.fit(X)
+        b.fit(X.iloc[train_idx])
+        c.fit(X.iloc[test_idx])
+        d.fit(W[train_idx])
+        """
+    )
+    assert kind_of(model, flow, "a.fit") == "full"
+    assert kind_of(model, flow, "b.fit") is None
+    assert kind_of(model, flow, "c.fit") == D.TEST
+    assert kind_of(model, flow, "d.fit") is None  # W's held-out rows are never taken
+
+
+def test_slice_bounds_are_read_through_the_definitions_that_reach_them():
+    model, flow = flow_of(
+        """
+        a.fit(series)
+        if flag == "train":
+            lo = 0
+            hi = int(len(series) * ratio)
+            part_a = series[lo:hi]
+        else:
+            lo = int(len(series) * ratio)
+            hi = len(series)
+            part_b = series[lo:hi]
+        b.fit(part_a)
+        c.fit(part_b)
+        """
+    )
+    assert kind_of(model, flow, "a.fit") == "full"
+    assert kind_of(model, flow, "b.fit") is None and kind_of(model, flow, "c.fit") == D.TEST
+
+
+def test_a_definition_on_one_path_only_is_not_read_as_the_bound():
+    model, flow = flow_of(
+        """
+        hi = 100
+        if cond:
+            hi = 200
+        a.fit(series)
+        first = series[:hi]
+        """
+    )
+    (split,) = flow.splits.values()
+    uppers, _lowers = split.bounds
+    assert "hi" in uppers and "100" not in uppers and "200" not in uppers
+
+
+def test_the_outputs_of_a_loader_unpacked_into_names_are_different_data():
+    model, flow = flow_of(
+        """
+        X, X_kaggle_test, y, ids = load_data_sparse()
+        a.fit(X_kaggle_test)
+        b.fit(X)
+        for tr, te in StratifiedKFold(5).split(X, y):
+            clf.fit(X[tr], y[tr])
+        """
+    )
+    assert kind_of(model, flow, "a.fit") is None  # was "full": X_kaggle_test shared X's rows
+    assert kind_of(model, flow, "b.fit") == "full"
+
+
+def test_a_function_applied_to_a_frame_fits_the_frame_it_is_applied_to():
+    model, flow = flow_of(
+        """
+        def enc(col):
+            return LabelEncoder().fit_transform(col)
+
+        df[cats] = df[cats].apply(enc)
+        out = df[nums].transform(lambda c: StandardScaler().fit_transform(c))
+        a, b = train_test_split(df)
+        """
+    )
+    helper = fit_at(model, flow, "LabelEncoder().fit_transform(col)")
+    assert flow.classify_fit(helper)[0] == "full"
+    assert kind_of(model, flow, "StandardScaler().fit_transform(c)") == "full"
+    assert flow.sinks.get(helper.fid)  # the encoded columns are split
+
+
+def test_a_dataset_class_that_stores_fitted_output_and_splits_it_in_another_method():
+    source = """
+        class Data:
+            def prep(self):
+                self.X = StandardScaler().fit_transform(self.X)
+
+            def cut(self):
+                self.X_train, self.X_test = train_test_split(self.X)
+
+        d = Data()
+        d.prep()
+        d.cut()
+        """
+    model, flow = flow_of(source)
+    fit = fit_at(model, flow, "fit_transform")
+    assert flow.self_stores[fit.fid] == {("Data", "X")}
+    assert flow.stored_then_split(fit, model) is not None
+    model, flow = flow_of(source.replace("d.prep()\n        d.cut()", "d.cut()\n        d.prep()"))
+    assert flow.stored_then_split(fit_at(model, flow, "fit_transform"), model) is None
+
+
+def test_a_side_table_merged_into_two_frames_does_not_join_their_rows():
+    model, flow = flow_of(
+        """
+        import pandas as pd
+        train = pd.merge(pd.read_csv("train.csv"), extra, how="left", on="id")
+        test = pd.merge(pd.read_csv("test.csv"), extra, how="left", on="id")
+        a.fit(test[cols])
+        for tr_idx, va_idx in KFold(5).split(train):
+            clf.fit(train.iloc[tr_idx], y[tr_idx])
+        """
+    )
+    assert kind_of(model, flow, "a.fit") is None  # was "full" through `extra`'s rows

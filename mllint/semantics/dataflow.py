@@ -66,7 +66,7 @@ _TRANSFORMER_CLASSES = {
     "SelectKBest", "SelectPercentile", "SelectFpr", "SelectFdr", "SelectFwe", "GenericUnivariateSelect", "RFE",
     "RFECV", "VarianceThreshold", "SelectFromModel", "SequentialFeatureSelector", "BorutaPy",
     # text
-    "CountVectorizer", "TfidfVectorizer", "TfidfTransformer", "DictVectorizer",
+    "CountVectorizer", "TfidfVectorizer", "TfidfTransformer", "DictVectorizer", "VocabularyProcessor",
     # category_encoders and feature_engine
     "CatBoostEncoder", "WOEEncoder", "BinaryEncoder", "LeaveOneOutEncoder", "JamesSteinEncoder", "MEstimateEncoder",
     "CountEncoder", "GLMMEncoder", "BaseNEncoder", "HelmertEncoder", "SumEncoder", "PolynomialEncoder",
@@ -293,6 +293,15 @@ class SplitInfo:
     names: Dict[str, List[str]] = field(default_factory=dict)  # part -> names it was assigned to, in order
     label: str = ""  # how to call it in a message
 
+    def named_as_split(self) -> bool:
+        """Whether the names the parts were assigned to say training and held-out data."""
+        train = [n for n in self.names_of(TRAIN) if is_train_name(n) and not (is_test_name(n) or is_val_name(n))]
+        held = [
+            n for part in (TEST, VAL) for n in self.names_of(part)
+            if (is_test_name(n) or is_val_name(n)) and not is_train_name(n)
+        ]
+        return bool(train and held)
+
     def names_of(self, part: str) -> List[str]:
         """Names the (swap-corrected) part was assigned to."""
         if self.swap and part in (TRAIN, TEST):
@@ -341,6 +350,10 @@ class DataFlow:
         self.opaque_roots: Set[int] = set()  # parameters and names bound elsewhere
         self.resets: List[Tuple[str, int, str]] = []  # (object key, order, scope): fitted attributes assigned
         self.summaries: Dict[str, Summary] = {}
+        # dataset classes: fitted output stored on self (fit id -> {(class, attribute)}), and the
+        # attributes of self handed to an explicit split ((class, attribute) -> [(method, split)])
+        self.self_stores: Dict[int, Set[Tuple[str, str]]] = {}
+        self.self_splits: Dict[Tuple[str, str], List[Tuple[str, SplitInfo]]] = {}
         self.bound_at: Dict[Tuple[str, str], List[int]] = {}  # (scope, name) -> orders of its bindings
         self.references: Dict[Tuple[str, str], List[Tuple[int, cst.Name]]] = {}  # (scope, name) -> (order, node)
 
@@ -452,8 +465,23 @@ class DataFlow:
         if use.what == "split":
             info = self.split_of(use.sid) if use.sid is not None else None
             # slices, masks and samples are splits by inference: their parts must reach a model
-            return use.sid is None or (info is not None and info.kind not in ("slice", "mask", "sample"))
+            if use.sid is None or (info is not None and info.kind not in _INFERRED_SPLITS):
+                return True
+            # the parts of an inferred split are named as training and held-out data (X_train = X[:n],
+            # self.testData = data[b:e]): the code says it is a split even where its use is out of sight
+            return info is not None and info.named_as_split()
+
         return any(self.steps(row) for row in use.rows)
+
+    def stored_then_split(self, fit: "FitEvent", model: FileModel) -> Optional[SplitInfo]:
+        """A dataset class whose method stores the fitted output on ``self.attr`` and whose other
+        method splits ``self.attr`` (``self.X_train, self.X_test, ... = train_test_split(self.X,
+        ...)``), with the fitting method called before the splitting one somewhere in the file."""
+        for cls, attr in sorted(self.self_stores.get(fit.fid, ())):
+            for scope, info in self.self_splits.get((cls, attr), []):
+                if scope != fit.scope and _called_before(model, fit.scope, scope):
+                    return info
+        return None
 
     def opaque(self, rows: Iterable[Row]) -> bool:
         """Rows of data whose origin we cannot see (parameters, names from elsewhere)."""
@@ -475,12 +503,20 @@ def dataflow_of(model: FileModel) -> DataFlow:
 
 
 class _Env:
-    def __init__(self, names: Optional[Dict[str, Val]] = None, fits: Optional[Dict[int, FrozenSet[int]]] = None) -> None:
+    def __init__(
+        self,
+        names: Optional[Dict[str, Val]] = None,
+        fits: Optional[Dict[int, FrozenSet[int]]] = None,
+        exprs: Optional[Dict[str, cst.BaseExpression]] = None,
+    ) -> None:
         self.names: Dict[str, Val] = dict(names or {})
         self.fits: Dict[int, FrozenSet[int]] = dict(fits or {})  # object id -> fits it currently holds
+        # name -> the expression its reaching definition assigned (only where every path agrees):
+        # slice bounds (``end = int(len(d) * r)``) and masks (``m = df.split == "train"``) by name
+        self.exprs: Dict[str, cst.BaseExpression] = dict(exprs or {})
 
     def copy(self) -> "_Env":
-        return _Env(self.names, self.fits)
+        return _Env(self.names, self.fits, self.exprs)
 
     def merge(self, other: "_Env") -> None:
         for name, val in other.names.items():
@@ -488,6 +524,9 @@ class _Env:
             self.names[name] = val if mine is None else join(mine, val)
         for oid, fits in other.fits.items():
             self.fits[oid] = self.fits.get(oid, frozenset()) | fits
+        for name in list(self.exprs):
+            if other.exprs.get(name) is not self.exprs[name]:
+                del self.exprs[name]
 
 
 class _Analysis:
@@ -508,6 +547,9 @@ class _Analysis:
         self.slice_keys: Dict[Tuple[str, object], int] = {}  # (scope, rows of the sliced data) -> slice split id
         self.mask_keys: Dict[Tuple[str, object, str], int] = {}
         self.sample_keys: Dict[Tuple[str, FrozenSet[Row]], int] = {}
+        self.loaded: Set[Row] = set()  # roots of data loaded by calls that were handed none of ours
+        self.keyed_keys: Dict[Tuple[str, object], int] = {}  # data["train"] / data["test"]
+        self.index_keys: Dict[Tuple[str, object], int] = {}  # X[train_idx] / X[test_idx] (indices of unseen origin)
         # imported names, and the conventional module aliases of snippets that skip the imports
         self.module_names: Set[str] = set(model.imports.aliases) | {"np", "pd", "torch", "tf", "sp", "plt", "sns"}
         self.returns: List[Val] = []
@@ -522,6 +564,12 @@ class _Analysis:
 
     def root(self) -> Val:
         return Val(rows=frozenset({(self.next(), ())}))
+
+    def _loaded(self) -> Val:
+        """A fresh root for data a call brings from elsewhere (no data of ours handed in)."""
+        val = self.root()
+        self.loaded.update(val.rows)
+        return val
 
     # --- driver ------------------------------------------------------------------------------
     def run(self) -> DataFlow:
@@ -709,8 +757,10 @@ class _Analysis:
                     vals.append(self.ev(value_el.value))
                 self.direct_value = None
                 self.targets, self.n_targets = saved
-                for target_el, val in zip(first.elements, vals):
+                for target_el, value_el, val in zip(first.elements, small.value.elements, vals):
                     self._bind(target_el.value, val)
+                    if isinstance(target_el.value, cst.Name):
+                        self.env.exprs[target_el.value.value] = value_el.value
                 return
             self.direct_value = _principal(small.value)
             val = self.ev(small.value)
@@ -724,6 +774,8 @@ class _Analysis:
             self.targets, self.n_targets = saved
             for target in small.targets:
                 self._bind(target.target, val)
+            if len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                self.env.exprs[small.targets[0].target.value] = small.value
             return
         if isinstance(small, cst.AnnAssign):
             if small.value is not None:
@@ -752,6 +804,7 @@ class _Analysis:
     def _bind(self, target: cst.BaseExpression, val: Val) -> None:
         if isinstance(target, cst.Name):
             self.env.names[target.value] = val
+            self.env.exprs.pop(target.value, None)
             self._bound(target.value)
             self._name_parts(target.value, val)
             return
@@ -764,6 +817,11 @@ class _Analysis:
             if val.items is not None and len(val.items) == len(elements):
                 for element, item in zip(elements, val.items):
                     self._bind(element, item)
+                return
+            if val.items is None and len(val.rows) == 1 and next(iter(val.rows)) in self.loaded and not val.taint:
+                # X, X_test, y, ids = load_data(): the loader's outputs are different data, not one
+                for element in elements:
+                    self._bind(element, self._loaded())
                 return
             for element in elements:
                 self._bind(element, self._element(val))
@@ -779,6 +837,10 @@ class _Analysis:
             if name is not None:
                 self.env.names[name] = val
                 self._bound(name)
+                self._name_parts(name, val)
+                self._self_attribute(name, lambda cls, attr: [
+                    self.df.self_stores.setdefault(fid, set()).add((cls, attr)) for fid in flat(val).taint
+                ])
                 base = dotted(target.value)
                 if base is not None and base in self.env.names and not self.env.names[base].objs:
                     self._set_column(base, target.attr.value, val)
@@ -1047,6 +1109,10 @@ class _Analysis:
         # rows taken by fold indices / split outputs
         if index_vals and index_vals[0].index:
             return self._restrict(data, index_vals[0].index, node)
+        if isinstance(first, cst.Index):
+            part = self._named_part(data, base_node, first.value, via, index_vals[0], node)
+            if part is not None:
+                return part
         # complementary slices: X[:n], X[n:]
         if isinstance(first, cst.Slice) and (first.lower is not None or first.upper is not None) and via != "loc":
             if first.step is None:
@@ -1075,7 +1141,7 @@ class _Analysis:
         return Val(frozenset(rows), data.taint, data.coltaint, markers)
 
     def _split_rows(self, info: SplitInfo, data: Val, part: str) -> Val:
-        if info.kind in ("slice", "mask", "sample"):
+        if info.kind in _INFERRED_SPLITS or info.kind == "keyed":
             self._sink(data, info.node, "split", True, info.sid)
         rows = set()
         for row in data.rows:
@@ -1100,8 +1166,8 @@ class _Analysis:
 
     def _slice_part(self, data: Val, base_node: cst.BaseExpression, sl: cst.Slice, node: cst.CSTNode) -> Val:
         base_text = _text(self.m, base_node)
-        lower = _bound_text(self.m, sl.lower, base_text)
-        upper = _bound_text(self.m, sl.upper, base_text)
+        lower = _bound_text(self.m, self._definition(sl.lower), base_text)
+        upper = _bound_text(self.m, self._definition(sl.upper), base_text)
         if lower is None and upper is None:
             return data
         # one split per data (by its rows): series[:n] and scaled[n:] split the same rows
@@ -1129,7 +1195,58 @@ class _Analysis:
                 info.swap = True
         return self._split_rows(info, data, part)
 
-    def _mask_part(self, data: Val, base_node: cst.BaseExpression, comparison: cst.Comparison) -> Optional[Val]:
+    def _definition(self, node: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
+        """A bound written as a name, read through the definition that reaches it: with ``begin = 0``
+        and ``end = int(len(d) * r)``, ``d[begin:end]`` is ``d[:int(len(d) * r)]``."""
+        for _ in range(3):
+            if isinstance(node, cst.Name) and node.value in self.env.exprs:
+                node = self.env.exprs[node.value]
+            else:
+                break
+        return node
+
+    def _named_part(
+        self, data: Val, base_node: cst.BaseExpression, value: cst.BaseExpression, via: Optional[str], index: Val, node: cst.CSTNode
+    ) -> Optional[Val]:
+        """Rows taken by a selector whose name or definition says which part they are:
+        ``data["train"]``/``data["test"]`` (a dict of splits), a mask held in a name (``X[m]``,
+        ``X[~m]`` with ``m = df.split == "train"``), a negated mask (``df[~(df.year < 2020)]``),
+        and index arrays of unseen origin named for a part (``X[train_idx]``, ``X.iloc[val_idx]``).
+        Each is one split per data, confirmed once a training and a held-out part are taken."""
+        if not data.rows:
+            return None
+        base_text = _text(self.m, base_node)
+        if isinstance(value, cst.SimpleString) and via is None:
+            key = value.evaluated_value if isinstance(value.evaluated_value, str) else ""
+            part = _key_part(key)
+            if part is None:
+                return None
+            info = self._shared_split(self.keyed_keys, (self.scope, data.rows), node, "keyed", f"the keys of `{base_text}`")
+            return self._confirm_part(info, data, part)
+        negated = False
+        expr = value
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+            negated, expr = True, expr.expression
+        if isinstance(expr, cst.Name) and isinstance(self.env.exprs.get(expr.value), cst.Comparison):
+            return self._mask_part(data, base_node, self.env.exprs[expr.value], negated)
+        if negated and isinstance(expr, cst.Comparison):
+            return self._mask_part(data, base_node, expr, negated)
+        name = dotted(expr)
+        if name is None or negated or index.index or isinstance(self.env.exprs.get(name), cst.Comparison):
+            return None
+        part = _named_index_part(name)
+        if part is None:
+            return None
+        info = self._shared_split(self.index_keys, (self.scope, data.rows), node, "index", f"the indices `{name}`")
+        return self._confirm_part(info, data, part)
+
+    def _confirm_part(self, info: SplitInfo, data: Val, part: str) -> Val:
+        info.seen_parts.add(part)
+        if TRAIN in info.seen_parts and (TEST in info.seen_parts or VAL in info.seen_parts):
+            info.confirmed = True
+        return self._split_rows(info, data, part)
+
+    def _mask_part(self, data: Val, base_node: cst.BaseExpression, comparison: cst.Comparison, negate: bool = False) -> Optional[Val]:
         if len(comparison.comparisons) != 1:
             return None
         op = comparison.comparisons[0].operator
@@ -1157,12 +1274,13 @@ class _Analysis:
             key = f"{left}|split-column"
         else:
             return None
+        if negate:
+            if part == VAL:
+                return None  # everything but the validation rows: training and test together
+            part = TEST if part == TRAIN else TRAIN
         mask_key = (self.scope, data.rows or base_text, key)
         info = self._shared_split(self.mask_keys, mask_key, comparison, "mask", f"the masks on `{left}`")
-        info.seen_parts.add(part)
-        if TRAIN in info.seen_parts and (TEST in info.seen_parts or VAL in info.seen_parts):
-            info.confirmed = True
-        return self._split_rows(info, data, part)
+        return self._confirm_part(info, data, part)
 
     # --- calls ---------------------------------------------------------------------------------------
     def _args(self, call: cst.Call) -> Tuple[List[Val], Dict[str, Val], List[cst.BaseExpression]]:
@@ -1269,6 +1387,15 @@ class _Analysis:
             return Val(items=tuple(Val(index=frozenset((sid, part) for sid in positional[0].gen)) for part in (TRAIN, TEST)))
         if last == "Subset" and len(positional) >= 2 and positional[1].index:
             return self._restrict(data_of(positional[0]), positional[1].index, call)  # torch Subset(ds, train_idx)
+        if last in ("merge", "merge_asof", "merge_ordered") and head in self.module_names and positional:
+            # pd.merge(left, lookup): the left frame's rows, with the looked-up columns added; a side
+            # table merged into both the training and the test frame does not make them one data
+            out = replace(data_of(positional[0]), index=frozenset())
+            for val in positional[1:] + list(keywords.values()):
+                out = join(out, Val(taint=flat(val).taint))
+            return out
+        if last in _KEEP_INDEX and head in self.module_names and positional and positional[0].index and not positional[0].items:
+            return positional[0]  # np.array(split["train"]), torch.tensor(train_idx): still those indices
         if last == "zip" and positional:
             return Val(items=tuple(self._element(v) for v in positional))
         # local functions: their summaries
@@ -1288,7 +1415,7 @@ class _Analysis:
         data_args = [v for v in positional + list(keywords.values()) if data_of(v).rows]
         if data_args:
             return replace(self._union(data_args), index=frozenset())
-        return self.root()
+        return self._loaded()
 
     def _union(self, vals: Iterable[Val]) -> Val:
         out = EMPTY
@@ -1360,18 +1487,18 @@ class _Analysis:
             if marker is not None:
                 fits |= marker.taint
             return Val(data_of(x).rows, flat(x).taint | fits, frozenset(), data_of(x).index)
-        if method in ("fit", "fit_transform", "fit_resample", "partial_fit") and x is not None:
+        if method in ("fit", "fit_transform", "fit_resample", "fit_sample", "partial_fit") and x is not None:
             if kinds & {TRANSFORMER, RESAMPLER} or (method == "fit_transform" and kinds & {PIPELINE, ESTIMATOR}):
                 kind = RESAMPLER if RESAMPLER in kinds else TRANSFORMER
                 fit = self._fit(call, kind, method, obj.cls if obj else "", obj, receiver_text, x, y, x_node)
-                if method == "fit_resample":
+                if method in ("fit_resample", "fit_sample"):  # fit_sample: imbalanced-learn before 0.4
                     xs = Val(data_of(x).rows, flat(x).taint | {fit.fid}, frozenset(), frozenset())
                     ys = Val(data_of(y).rows, flat(y).taint | {fit.fid}, frozenset(), frozenset()) if y is not None else EMPTY
                     return Val(items=(xs, ys))
                 if method == "fit_transform":
                     return Val(data_of(x).rows, flat(x).taint | {fit.fid}, frozenset(), data_of(x).index)
                 return Val(objs=objs)
-            if method == "fit_resample":
+            if method in ("fit_resample", "fit_sample"):
                 return Val(items=(flat(x), flat(y) if y is not None else EMPTY))
             if method == "fit_transform":
                 return Val(data_of(x).rows, flat(x).taint, frozenset(), data_of(x).index)
@@ -1395,6 +1522,10 @@ class _Analysis:
                 self._sink(y, call, "fit", False)
             self._sink_all(list(keywords.values()), call, "fit", False)
             return Val(objs=objs) if objs else EMPTY
+        if method in _APPLY_METHODS and call.args and not objs and data_of(receiver).rows:
+            applied = self._apply_function(call, call.args[0].value, data_of(receiver))
+            if applied is not None:
+                return applied
         if method in ("transform", "inverse_transform") and (kinds & {TRANSFORMER, PIPELINE, ESTIMATOR} or not objs) and x is not None:
             fits = frozenset()
             for o in objs:
@@ -1459,8 +1590,32 @@ class _Analysis:
             self._sink_all(positional + list(keywords.values()), call, "call", True)
             return EMPTY
         if method.startswith(("load", "read", "get", "fetch")) or method in ("toPandas", "collect", "to_pandas"):
-            return self.root()  # data from elsewhere: mnist.load_data(), spark.read.csv(...)
+            return self._loaded()  # data from elsewhere: mnist.load_data(), spark.read.csv(...)
         return EMPTY
+
+    def _apply_function(self, call: cst.Call, func: cst.BaseExpression, data: Val) -> Optional[Val]:
+        """``df[cols].apply(helper)`` / ``s.map(lambda c: ...)`` / ``df.transform(f)``: the function
+        runs on the receiver's data, so a fit inside it fits that data (as a call would)."""
+        if isinstance(func, cst.Lambda):
+            params = [p.name.value for p in func.params.params]
+            if not params:
+                return None
+            saved = {name: self.env.names.get(name) for name in params}
+            self.env.names[params[0]] = data
+            for name in params[1:]:
+                self.env.names[name] = EMPTY
+            out = self.ev(func.body)
+            for name, val in saved.items():
+                if val is None:
+                    self.env.names.pop(name, None)
+                else:
+                    self.env.names[name] = val
+            return Val(data.rows, data.taint | flat(out).taint, data.coltaint, frozenset())
+        name = dotted(func)
+        if name is None or name not in self.m.functions or name not in self.df.summaries:
+            return None
+        out = self._apply_summary(name, call, [data], {})
+        return Val(data.rows, data.taint | flat(out).taint, data.coltaint, frozenset())
 
     def _key(self, obj: Optional[Obj], receiver_text: str) -> str:
         if obj is not None:
@@ -1510,8 +1665,22 @@ class _Analysis:
         for val in vals:
             self._sink(val, node, what, x_position)
 
+    def _self_attribute(self, name: str, record) -> None:
+        """Calls ``record(class, attribute)`` when ``name`` is ``self.attribute`` in a method."""
+        if not name.startswith("self.") or name.count(".") != 1 or self.scope == MODULE_SCOPE:
+            return
+        cls = self.m.class_scope_of(self.scope)
+        if cls is not None:
+            record(cls, name[5:])
+
     def _train_test_split(self, call: cst.Call, arrays: List[Val], last: str) -> Val:
         info = self._new_split(call, "train_test_split", f"`{last}`")
+        for arg in call.args:
+            if arg.keyword is None and not arg.star:
+                self._self_attribute(
+                    dotted(arg.value) or "",
+                    lambda cls, attr: self.df.self_splits.setdefault((cls, attr), []).append((self.scope, info)),
+                )
         items = []
         for index, array in enumerate(arrays):
             data = data_of(array)
@@ -1562,7 +1731,43 @@ class _Analysis:
 # --- helpers -----------------------------------------------------------------------------------------
 
 
-_FIT_METHODS = {"fit", "fit_transform", "fit_resample", "partial_fit", "fit_on_texts"}
+_APPLY_METHODS = {"apply", "map", "applymap", "transform", "agg", "aggregate", "pipe"}
+_INFERRED_SPLITS = ("slice", "mask", "sample", "index")  # splits read from the code's shape, not from a split call
+_KEEP_INDEX = {"array", "asarray", "tensor", "as_tensor", "LongTensor", "from_numpy", "sort", "ravel", "squeeze", "flatten"}
+_SPLIT_KEY = re.compile(
+    r"(train|training|trn|valid|validation|val|dev|test|testing|tst|holdout)([_ -]?(idx|index|indices|ids|set|data|df|split|mask))?",
+    re.IGNORECASE,
+)
+_INDEX_WORDS = {"idx", "index", "indices", "indexes", "ids", "ind", "inds", "ix", "mask", "msk", "rows"}
+
+
+def _key_part(key: str) -> Optional[str]:
+    """The part a dict key names: "train" -> train, "valid" -> val, "test_idx" -> test."""
+    if not _SPLIT_KEY.fullmatch(key):
+        return None
+    if is_train_name(key):
+        return TRAIN
+    if is_val_name(key):
+        return VAL
+    return TEST
+
+
+def _named_index_part(name: str) -> Optional[str]:
+    """The part an index array's name names: train_idx -> train, val_mask -> val, test_index -> test."""
+    ws = words(name)
+    if not any(w in _INDEX_WORDS for w in ws):
+        return None
+    train, test, val = is_train_name(name), is_test_name(name), is_val_name(name)
+    if train and not (test or val):
+        return TRAIN
+    if test and not (train or val):
+        return TEST
+    if val and not (train or test):
+        return VAL
+    return None
+
+
+_FIT_METHODS = {"fit", "fit_transform", "fit_resample", "fit_sample", "partial_fit", "fit_on_texts"}
 
 
 def _is_fit_call(call: cst.Call) -> bool:
@@ -1570,6 +1775,22 @@ def _is_fit_call(call: cst.Call) -> bool:
     if isinstance(func, cst.Attribute):
         return func.attr.value in _FIT_METHODS or func.attr.value in _FIT_TRANSFORM_FUNCTIONS
     return isinstance(func, cst.Name) and func.value in _FIT_TRANSFORM_FUNCTIONS
+
+
+def _called_before(model: FileModel, first: str, second: str) -> bool:
+    """Whether some scope calls the function ``first`` on an earlier line than ``second``."""
+    lines: Dict[Tuple[str, str], List[int]] = {}
+    for effect in model.effects:
+        if effect.kind == "call" and effect.callee in (first, second):
+            try:
+                line = model.position(effect.node).start.line
+            except Exception:  # pragma: no cover - defensive
+                continue
+            lines.setdefault((effect.ctx.scope, effect.callee), []).append(line)
+    for (scope, callee), found in lines.items():
+        if callee == first and any(line > min(found) for line in lines.get((scope, second), [])):
+            return True
+    return False
 
 
 def _substitute(rows: FrozenSet[Row], mapping: Dict[int, Val]) -> Set[Row]:
