@@ -161,6 +161,16 @@ def _shared_with_training(model: FileModel, phases: Phases, callee: str) -> bool
     return any(phases.feeds_backward(site.node, site.ctx.scope) for site in phases.call_sites(callee))
 
 
+def _model_method(model: FileModel, phases: Phases, callee: str) -> bool:
+    """A method of a model class of this file that runs its layers (``vae.reconstruct_img(x)``):
+    calling it is a forward pass of the model, whatever the method is called."""
+    fn = model.functions.get(callee)
+    return (
+        fn is not None and fn.cls is not None and phases.in_model_class(callee)
+        and any(e.kind == FORWARD for e in model.effects_in(callee))
+    )
+
+
 def _result_is_gradient_free(phases: Phases, scope: str) -> bool:
     """In a model's own inference method, no_grad is right only when nothing it returns can
     carry a gradient: a caller in another file may train on a differentiable ``predict()``
@@ -182,7 +192,7 @@ def _helper_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
             continue
         if phases.function_evidence(effect.callee) is not None:
             continue  # every caller evaluates: the helper's own forward is reported
-        if not _shared_with_training(model, phases, effect.callee):
+        if not (_shared_with_training(model, phases, effect.callee) or _model_method(model, phases, effect.callee)):
             continue
         if phases.protected(effect):
             continue
@@ -672,6 +682,7 @@ def fit(model, loader, optimizer):
     for batch in loader:
         step(model, batch, optimizer, update=True)
 """,
+
 ]
 
 INVALID = [
@@ -1306,6 +1317,58 @@ def fit(model, train_loader, val_loader, optimizer, epochs):
     for epoch in range(epochs):
         run_epoch(model, train_loader, optimizer, is_train=True)
         run_epoch(model, val_loader, optimizer, is_train=False)
+""",
+    ),
+    # a model's own method that runs its layers, called in the test loop (`vae.reconstruct_img(x)`)
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+class VAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(784, 20)
+        self.decoder = nn.Linear(20, 784)
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
+
+    def reconstruct_img(self, x):
+        return torch.sigmoid(self.decoder(self.encoder(x)))
+
+def report(path, test_loader):
+    vae = VAE()
+    vae.load_state_dict(torch.load(path))
+    vae.eval()
+    for x, _ in test_loader:
+        reco = vae.reconstruct_img(x)
+        print(((reco - x) ** 2).mean().item())
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+class VAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(784, 20)
+        self.decoder = nn.Linear(20, 784)
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
+
+    def reconstruct_img(self, x):
+        return torch.sigmoid(self.decoder(self.encoder(x)))
+
+@torch.no_grad()
+def report(path, test_loader):
+    vae = VAE()
+    vae.load_state_dict(torch.load(path))
+    vae.eval()
+    for x, _ in test_loader:
+        reco = vae.reconstruct_img(x)
+        print(((reco - x) ** 2).mean().item())
 """,
     ),
 ]
