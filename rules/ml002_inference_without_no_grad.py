@@ -68,7 +68,7 @@ import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import BACKWARD, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
-from mllint.semantics.names import after_docstring
+from mllint.semantics.names import after_docstring, dotted
 from mllint.semantics.phases import Evidence, Phases
 
 CODE = "ML002"
@@ -87,6 +87,8 @@ def check(model: FileModel) -> Iterable[Finding]:
     for effect in phases.forwards():
         if phases.protected(effect) or phases.frozen(effect.ref, effect.ctx.scope):
             continue
+        if _named_method(effect):
+            continue  # model.predict(x) of a class we cannot see may run under no_grad itself
         evidence = phases.evidence(effect) or phases.mode_evidence(effect)
         if evidence is None or not _result_is_gradient_free(phases, effect.ctx.scope):
             continue
@@ -169,6 +171,13 @@ def _model_method(model: FileModel, phases: Phases, callee: str) -> bool:
         fn is not None and fn.cls is not None and phases.in_model_class(callee)
         and any(e.kind == FORWARD for e in model.effects_in(callee))
     )
+
+
+def _named_method(effect: Effect) -> bool:
+    """``model.predict_step(x)``, ``model.encode(x)``: a forward by another name (ML005 reads
+    these), not ``model(x)`` or ``model.forward(x)``."""
+    func = effect.node.func if isinstance(effect.node, cst.Call) else None
+    return isinstance(func, cst.Attribute) and func.attr.value != "forward" and dotted(func) != effect.ref
 
 
 def _result_is_gradient_free(phases: Phases, scope: str) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -13,12 +12,12 @@ from mllint.semantics import roles as R
 from mllint.semantics.model import (
     ANY,
     BACKWARD,
-    EACH_GRAD,
-    FRESH,
     CALL,
     CLEAR,
+    EACH_GRAD,
     EVAL,
     FORWARD,
+    FRESH,
     MODE_UNKNOWN,
     MODULE_SCOPE,
     STEP,
@@ -40,6 +39,11 @@ GRAD_ON_CONTEXTS = {"torch.enable_grad", "torch.autograd.enable_grad"}
 SET_GRAD_ENABLED = {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"}
 # Calls that return (a wrapper of) their first argument when iterated or used as a model.
 _ITER_WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "zip", "list", "rich.progress.track", "track"}
+# Methods of a model that run it on an input (a forward by another name).
+_INFERENCE_METHOD = re.compile(
+    r"^(predict|predict_step|infer|inference|encode|decode|translate|transcribe|embed|extract_features|classify|"
+    r"detect|segment|reconstruct|beam_search|greedy_decode|forward_\w+)$"
+)
 _MODEL_WRAPPERS = ("DistributedDataParallel", "DataParallel", "compile", "FullyShardedDataParallel", "prepare")
 _MODEL_RETURNING_METHODS = {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_", "share_memory"}
 _CONDITIONAL_NODES = (cst.If, cst.Try, cst.Match) if hasattr(cst, "Match") else (cst.If, cst.Try)
@@ -497,6 +501,9 @@ class _Builder(cst.CSTVisitor):
                 return
             if method == "eval" and not call.args:
                 emit(EVAL, receiver)
+                return
+            if _INFERENCE_METHOD.match(method) and receiver != ANY and call.args and self.m.has_role(receiver, R.MODEL, ctx.scope):
+                emit(FORWARD, receiver)  # model.predict_step(batch), model.encode(x): the model runs (ML005 reads these)
                 return
             if method == "forward" and receiver != ANY and (
                 self.m.has_role(receiver, R.MODEL, ctx.scope) or (receiver == "self" and self._self_is_model(ctx.scope))
