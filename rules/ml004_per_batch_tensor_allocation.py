@@ -26,7 +26,8 @@ When the code is fine
       (``if step % 100 == 0:``, ``if not losses:``);
     - empty placeholders (``torch.zeros(0)``, ``torch.tensor([])``);
     - loops that are not over batches (over layers, epochs, hyper-parameters, the items
-      of one batch), and loops that stop after their first batch.
+      of one batch), loops that stop after their first batch, and loops in unit tests
+      (a few fixed steps or a toy loader, run once to check behaviour).
     A start value rebound in the loop (``h = torch.zeros(...)`` then ``h = cell(x, h)``,
     ``reg = torch.tensor(0.)`` then ``reg = reg + p.norm()``) is reported: the rebinding
     builds new tensors and leaves the start value alone, so it can be built once.
@@ -591,6 +592,34 @@ VALID = [
     for batch_idx, (scores, labels) in enumerate(zip(all_scores, all_labels)):
         keep = torch.full((height, width), -1, dtype=torch.int32)
         results.append(keep)
+    """,
+    # a unit test: a few fixed optimisation steps, the batches of a toy loader, checked once
+    """
+    import pytest
+    import torch
+
+    def test_fit_reduces_loss():
+        model, opt = make_model()
+        for _ in range(20):
+            loss = (model(x) - torch.ones(4, 1)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    class TestLoader:
+        def test_batches_are_normalised(self, loader):
+            for data, target in loader:
+                assert torch.equal(target, torch.ones(2, 2))
+    """,
+    # a loop over the tensors to concatenate: `batch` is a batch-index vector unpacked with another
+    """
+    import torch
+
+    def cat(xs, num_rows, num_cols, device):
+        for x in xs:
+            batch, arange = batched_arange(x.counts)
+            start = torch.arange(0, num_rows * num_cols, num_cols, device=device)
+            scatter(x, start[batch] + arange)
     """,
     # torch.arange over a size taken from the batch
     """

@@ -63,6 +63,9 @@ def expr_in(model, text: str):
         ("for samples, targets in metric_logger.log_every(data_loader, 10, header):\n    pass\n", "for samples"),
         ("pbar = tqdm(train_loader, desc='train')\nfor x, y in pbar:\n    pass\n", "for x"),
         ("it = iter(val_dl)\nfor images, labels in it:\n    pass\n", "for images"),
+        ("for step in range(n_steps):\n    batch = buffer.sample()\n", "for step"),  # a whole-target batch
+        # a training function whose name says test-time is no unit test: no test suite, no assert
+        ("def train_and_test(model, loader):\n    for x, y in loader:\n        pass\n", "for x"),
     ],
 )
 def test_batch_loops(source, header):
@@ -90,6 +93,12 @@ def test_batch_loops(source, header):
         ("for kind, start in groups:\n    grid = next(grid_iters[kind])\n", "for kind"),  # one of several iterators
         ("for start in range(lookback, end, chunk_length):\n    pass\n", "for start"),  # streaming over time
         ("for x, y in loader:\n    print(x.shape)\n    break\n", "for x"),  # looks at one batch
+        # a batch-index vector unpacked with other things, in a loop over tensors to concatenate
+        ("for x in xs:\n    batch, arange = batched_arange(x.count)\n", "for x"),
+        # loops in unit tests: a few fixed steps or the batches of a toy loader, checked once
+        ("import pytest\ndef test_fit():\n    for _ in range(20):\n        loss = model(x)\n        loss.backward()\n", "for _"),
+        ("import unittest\nclass TestData(unittest.TestCase):\n    def test_batches(self):\n        for x, y in loader:\n            pass\n", "for x"),
+        ("def test_fit():\n    def run():\n        for x, y in train_loader:\n            pass\n    run()\n    assert ok\n", "for x"),
     ],
 )
 def test_not_batch_loops(source, header):
