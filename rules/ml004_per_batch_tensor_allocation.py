@@ -19,8 +19,8 @@ When the code is fine
     - tensors changed in place in the loop (accumulators: ``acc += ...``,
       ``acc.add_(...)``, ``acc[i] = ...``, ``out=acc``, any ``*_`` method, a helper
       that changes its argument), and tensors that require grad;
-    - tensors that outlive the iteration (appended to a list, stored on an object,
-      returned or yielded): each iteration needs its own;
+    - tensors that outlive the iteration (appended to a list, stored on an object, also
+      through a repeated list ``[t] * n``, returned or yielded): each iteration needs its own;
     - allocations in ``__init__``, inside comprehensions or lambdas, in ``except``
       handlers, or under a condition that may hold on some iterations only
       (``if step % 100 == 0:``, ``if not losses:``);
@@ -620,6 +620,15 @@ VALID = [
             batch, arange = batched_arange(x.counts)
             start = torch.arange(0, num_rows * num_cols, num_cols, device=device)
             scatter(x, start[batch] + arange)
+    """,
+    # a repeated list stores the same tensor in a dict that outlives the iteration
+    """
+    import torch
+    for start in range(0, n, batch_size):
+        preds = {"ctc": run(images[start:start + batch_size])}
+        preds["neck"] = [torch.zeros(64)] * batch_size
+        for k in range(batch_size):
+            necks[start + k] = preds["neck"][k]
     """,
     # torch.arange over a size taken from the batch
     """

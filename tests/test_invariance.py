@@ -241,6 +241,7 @@ def _private(body: str, text: str = "torch.zeros(3)") -> bool:
         "t = torch.zeros(3)\nreader(t)\n",
         "t = torch.zeros(3)\nt = t + batch\n",  # rebinding, not in place
         "y = torch.cat([batch, torch.zeros(3)])\nout.append(y)\n",  # torch.cat copies
+        "y = torch.zeros(3) * n\nout.append(y)\n",  # tensor arithmetic: a new tensor
     ],
 )
 def test_stays_private(body):
@@ -271,6 +272,9 @@ def test_stays_private(body):
         "t = torch.zeros(3)\ndist.all_reduce(t)\n",  # a collective writes into it
         "t = torch.zeros(3)\narr = t.numpy()\narr.fill(1)\n",  # numpy's in-place methods have no underscore
         "t = torch.zeros(3)\nt.frobnicate()\n",  # an unknown method may change it
+        "preds['neck'] = [torch.zeros(3)] * n\n",  # a repeated list holds the same tensor n times
+        "ts = [torch.zeros(3)] * n\nouts.append(ts)\n",
+        "ts = rest + [torch.zeros(3)]\nself.ts = ts\n",
     ],
 )
 def test_does_not_stay_private(body):

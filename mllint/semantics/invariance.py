@@ -18,9 +18,9 @@ every batch (ML004). Three questions:
   results are variant.
 - *Does the tensor an expression builds stay private to one iteration?*
   ``LoopFacts.stays_private``: follow the names that may alias it (assignments, views,
-  containers) and fail on any in-place change (``t.add_()``, ``t += 1``, ``t[i] = v``,
-  ``out=t``, a local helper that mutates its argument) and on any escape (appended to a
-  container, stored on an object, returned or yielded).
+  containers, ``[t] * n``) and fail on any in-place change (``t.add_()``, ``t += 1``,
+  ``t[i] = v``, ``out=t``, a local helper that mutates its argument) and on any escape
+  (appended to a container, stored on an object, returned or yielded).
 """
 
 from __future__ import annotations
@@ -799,6 +799,9 @@ class LoopFacts:
                     node = call
                     continue
                 return set()
+            if _container_arithmetic(parent) and isinstance(node, _CONTAINER_LITERALS):
+                node = parent  # [t] * n, [t] + rest: a new list holding the same tensor
+                continue
             if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation)):
                 return set()  # consumed: the result is a new object
             if isinstance(parent, cst.AugAssign):
@@ -868,6 +871,14 @@ def _flows_through(model: FileModel, call: cst.Call) -> bool:
     )
 
 
+_CONTAINER_LITERALS = (cst.List, cst.Tuple, cst.ListComp)
+
+
+def _container_arithmetic(node: cst.CSTNode) -> bool:
+    """``a * n`` or ``a + b``: with a list or tuple operand, the result holds the operand's items."""
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Multiply, cst.Add))
+
+
 def _is_false(value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.Name) and value.value == "False"
 
@@ -910,6 +921,10 @@ class _Aliases:
             return self.may_alias(expr.body) or self.may_alias(expr.orelse)
         if isinstance(expr, cst.BooleanOperation):
             return self.may_alias(expr.left) or self.may_alias(expr.right)
+        if _container_arithmetic(expr) and (
+            isinstance(expr.left, _CONTAINER_LITERALS) or isinstance(expr.right, _CONTAINER_LITERALS)
+        ):
+            return self.may_alias(expr.left) or self.may_alias(expr.right)  # [t] * n, xs + [t]
         if isinstance(expr, cst.NamedExpr):
             return self.may_alias(expr.value)
         if isinstance(expr, cst.Call):
