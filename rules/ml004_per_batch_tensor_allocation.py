@@ -30,6 +30,8 @@ When the code is fine
       CPU tensor joins CUDA arithmetic without a copy (one built with ``device=`` or moved
       by ``.to(device)``/``.cuda()`` in the same expression is a host-to-device copy on
       every batch, and is reported);
+    - a seed repeated at once to a size that changes in the loop
+      (``torch.tensor([h, w]).repeat(bsz, 1)``): the repeat allocates on every batch anyway;
     - loops that are not over batches (over layers, epochs, hyper-parameters, the items
       of one batch), loops that stop after their first batch, and loops in unit tests
       (a few fixed steps or a toy loader, run once to check behaviour).
@@ -203,6 +205,24 @@ def _cpu_scalar(an: Analysis, call: cst.Call, kind: str, expr: cst.BaseExpressio
         return _one_element_sizes(sizes)
     if kind == "full":
         return bool(positional) and _one_element_sizes(positional[:1])
+    return False
+
+
+_REPEATS = frozenset({"repeat", "repeat_interleave", "tile"})
+
+
+def _repeated_per_batch(an: Analysis, model: FileModel, expr: cst.BaseExpression) -> bool:
+    """The tensor is at once repeated to a size that changes in the loop
+    (``torch.tensor(scale).repeat(bsz)``, ``torch.repeat_interleave(t, counts)``): the
+    repeat allocates on every batch anyway, so building its seed once saves a fraction."""
+    parent = an.parents.get(expr)
+    if isinstance(parent, cst.Attribute) and parent.value is expr and parent.attr.value in _REPEATS:
+        return isinstance(an.parents.get(parent), cst.Call)
+    if isinstance(parent, cst.Arg):
+        call = an.parents.get(parent)
+        if isinstance(call, cst.Call) and call.args and call.args[0] is parent:
+            qual = model.imports.qualname(call.func) or ""
+            return qual in ("torch.repeat_interleave", "torch.tile")
     return False
 
 
@@ -506,7 +526,7 @@ def check(model: FileModel) -> Iterable[Finding]:
         expr = _hoistable(an, facts, call)
         if expr in reported:
             continue
-        if _cpu_scalar(an, call, kind, expr):
+        if _cpu_scalar(an, call, kind, expr) or _repeated_per_batch(an, model, expr):
             continue
         if not facts.stays_private(expr):
             continue
@@ -708,6 +728,15 @@ VALID = [
         reg = torch.tensor(0.0)
         for p in net.parameters():
             reg = reg + p.norm()
+    """,
+    # a seed repeated at once to the size of the batch: the repeat allocates on every batch anyway
+    """
+    import torch
+    for step, batch in enumerate(train_dataloader):
+        bsz = batch["pixel_values"].shape[0]
+        resolution = torch.tensor([args.resolution, args.resolution]).repeat(bsz, 1)
+        w = torch.repeat_interleave(torch.arange(4), batch["counts"])
+        loss = model(batch, resolution.to(device), w)
     """,
     # a repeated list stores the same tensor in a dict that outlives the iteration
     """

@@ -171,3 +171,14 @@ def test_a_cpu_tensor_of_more_than_one_element_is_reported():
     )
     assert len(found) == 2
 
+
+def test_a_repeat_to_a_fixed_size_is_hoisted_with_its_seed():
+    source = fixed(
+        """
+        import torch
+        for batch in loader:
+            w = torch.tensor([1.0, 2.0]).repeat(batch_size, 1)
+            loss = model(batch, w)
+        """
+    )
+    assert "w = torch.tensor([1.0, 2.0]).repeat(batch_size, 1)\nfor batch in loader:" in source
