@@ -33,7 +33,8 @@ When the code is fine
     - a seed repeated at once to a size that changes in the loop
       (``torch.tensor([h, w]).repeat(bsz, 1)``): the repeat allocates on every batch anyway;
     - loops that are not over batches (over layers, epochs, hyper-parameters, the items
-      of one batch), loops that stop after their first batch, and loops in unit tests
+      of one batch, the timesteps of a sampler or of autoregressive generation, the steps
+      of a beam search), loops that stop after their first batch, and loops in unit tests
       (a few fixed steps or a toy loader, run once to check behaviour).
     A start value rebound in the loop (``h = torch.zeros(...)`` then ``h = cell(x, h)``,
     ``reg = torch.tensor(0., device=device)`` then ``reg = reg + p.norm()``) is reported:
@@ -746,6 +747,36 @@ VALID = [
         preds["neck"] = [torch.zeros(64)] * batch_size
         for k in range(batch_size):
             necks[start + k] = preds["neck"][k]
+    """,
+    # loops over the steps of one batch, not over batches: a sampler's denoising loop over
+    # timesteps, autoregressive generation, a beam search (RULES.md: "Inside a loop over batches")
+    """
+    import torch
+
+    @torch.no_grad()
+    def sample(model, scheduler, shape, guidance_scale, device, num_steps):
+        latents = torch.randn(shape, device=device)
+        for i, t in enumerate(scheduler.timesteps):
+            scale = torch.tensor(guidance_scale, device=device)
+            eps = model(latents, torch.full((shape[0],), t, device=device))
+            latents = scheduler.step(eps * scale, t, latents).prev_sample
+        return latents
+
+    @torch.no_grad()
+    def generate(model, idx, max_new_tokens, block_size, device):
+        for _ in range(max_new_tokens):
+            idx_cond = idx[:, -block_size:]
+            pos = torch.arange(0, block_size, dtype=torch.long, device=device)
+            logits = model(idx_cond, pos)
+            idx = torch.cat((idx, logits[:, -1].argmax(-1, keepdim=True)), dim=1)
+        return idx
+
+    def beam_search(decoder, memory, beam_size, max_len, device):
+        step = 0
+        while step < max_len:
+            penalty = torch.ones(beam_size, device=device)
+            memory = decoder(memory, penalty)
+            step += 1
     """,
     # torch.arange over a size taken from the batch
     """
