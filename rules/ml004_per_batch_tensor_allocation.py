@@ -19,17 +19,27 @@ When the code is fine
     - tensors changed in place in the loop (accumulators: ``acc += ...``,
       ``acc.add_(...)``, ``acc[i] = ...``, ``out=acc``, any ``*_`` method, a helper
       that changes its argument), and tensors that require grad;
-    - tensors that outlive the iteration (appended to a list, stored on an object,
-      returned or yielded): each iteration needs its own;
+    - tensors that outlive the iteration (appended to a list, stored on an object, also
+      through a repeated list ``[t] * n``, returned or yielded): each iteration needs its own;
     - allocations in ``__init__``, inside comprehensions or lambdas, in ``except``
       handlers, or under a condition that may hold on some iterations only
       (``if step % 100 == 0:``, ``if not losses:``);
-    - empty placeholders (``torch.zeros(0)``, ``torch.tensor([])``);
+    - empty placeholders (``torch.zeros(0)``, ``torch.tensor([])``), and one-element
+      tensors built on the CPU and left there (``torch.tensor(1.0)``, ``torch.zeros(())``,
+      ``torch.LongTensor([[sos]])``): they cost what the Python number costs, and a 0-d
+      CPU tensor joins CUDA arithmetic without a copy (one built with ``device=`` or moved
+      by ``.to(device)``/``.cuda()`` in the same expression is a host-to-device copy on
+      every batch, and is reported);
+    - a seed repeated at once to a size that changes in the loop
+      (``torch.tensor([h, w]).repeat(bsz, 1)``): the repeat allocates on every batch anyway;
     - loops that are not over batches (over layers, epochs, hyper-parameters, the items
-      of one batch), and loops that stop after their first batch.
+      of one batch, the timesteps of a sampler or of autoregressive generation, the steps
+      of a beam search), loops that stop after their first batch, and loops in unit tests
+      (a few fixed steps or a toy loader, run once to check behaviour).
     A start value rebound in the loop (``h = torch.zeros(...)`` then ``h = cell(x, h)``,
-    ``reg = torch.tensor(0.)`` then ``reg = reg + p.norm()``) is reported: the rebinding
-    builds new tensors and leaves the start value alone, so it can be built once.
+    ``reg = torch.tensor(0., device=device)`` then ``reg = reg + p.norm()``) is reported:
+    the rebinding builds new tensors and leaves the start value alone, so it can be built
+    once.
 
 How to fix
     Build the tensor once, before the loop, and use it in the loop. ``--fix`` moves an
@@ -130,6 +140,91 @@ def _empty(call: cst.Call, kind: str) -> bool:
         return False
     sizes = [e.value for e in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else positional
     return any(isinstance(s, cst.Integer) and s.value == "0" for s in sizes)
+
+
+def _one_element(data: cst.BaseExpression) -> bool:
+    """Python data that makes a tensor of one element: a number (``1.0``, ``-1``, ``True``,
+    ``float(x)``), or a list or tuple holding exactly one such (``[[sos]]``: one element
+    whatever its value)."""
+    if isinstance(data, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(data, cst.UnaryOperation):
+        return isinstance(data.expression, (cst.Integer, cst.Float, cst.Imaginary))
+    if isinstance(data, cst.Name):
+        return data.value in ("True", "False")
+    if isinstance(data, cst.Call) and isinstance(data.func, cst.Name) and data.func.value in ("float", "int", "bool"):
+        return True
+    if isinstance(data, (cst.List, cst.Tuple)) and len(data.elements) == 1:
+        only = data.elements[0]
+        return not isinstance(only, cst.StarredElement) and (
+            _one_element(only.value) or isinstance(only.value, (cst.Name, cst.Attribute, cst.Subscript))
+        )
+    return False
+
+
+def _one_element_sizes(sizes: List[cst.BaseExpression]) -> bool:
+    """Sizes of a tensor with one element: none (``()``: a 0-d tensor) or all the literal 1."""
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        sizes = [e.value for e in sizes[0].elements]
+    return all(isinstance(s, cst.Integer) and s.value == "1" for s in sizes)
+
+
+def _cpu_scalar(an: Analysis, call: cst.Call, kind: str, expr: cst.BaseExpression) -> bool:
+    """A one-element tensor built on the CPU and left there (``torch.tensor(1.0)``,
+    ``torch.zeros(())``, ``torch.LongTensor([[sos]])``): it costs what the Python number it
+    wraps costs, and a 0-d CPU tensor joins CUDA arithmetic without a copy. One that
+    names a device, or that the hoisted expression moves (``.to(device)``, ``.cuda()``),
+    is a host-to-device copy on every batch and is not excused."""
+    qual = an.model.imports.qualname(call.func) or ""
+    if kind in NEW_METHODS or qual.startswith("torch.cuda."):
+        return False  # x.new_zeros(1): on x's device
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            if not (isinstance(arg.value, cst.Name) and arg.value.value == "None") and not (
+                isinstance(arg.value, cst.SimpleString) and arg.value.evaluated_value == "cpu"
+            ):
+                return False
+    node: cst.CSTNode = call
+    while node is not expr:  # the transformations hoisted with it
+        parent = an.parents.get(node)
+        if parent is None:
+            return False
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in ("to", "cuda", "pin_memory"):
+            return False
+        node = parent
+    positional = [a.value for a in call.args if a.keyword is None]
+    data = next((a.value for a in call.args if a.keyword is not None and a.keyword.value in ("data", "size")), None)
+    if kind in ("tensor", "as_tensor", "scalar_tensor"):
+        first = positional[0] if positional else data
+        return first is not None and _one_element(first)
+    if kind.endswith("Tensor"):  # torch.Tensor, torch.LongTensor: data or sizes
+        if len(positional) == 1 and isinstance(positional[0], (cst.List, cst.Tuple)):
+            return _one_element(positional[0])  # torch.LongTensor([[sos]]): data
+        return bool(positional) and _one_element_sizes(positional)  # torch.FloatTensor(1): sizes
+    if kind in ("zeros", "ones", "empty"):
+        sizes = positional or ([data] if data is not None else [])
+        return _one_element_sizes(sizes)
+    if kind == "full":
+        return bool(positional) and _one_element_sizes(positional[:1])
+    return False
+
+
+_REPEATS = frozenset({"repeat", "repeat_interleave", "tile"})
+
+
+def _repeated_per_batch(an: Analysis, model: FileModel, expr: cst.BaseExpression) -> bool:
+    """The tensor is at once repeated to a size that changes in the loop
+    (``torch.tensor(scale).repeat(bsz)``, ``torch.repeat_interleave(t, counts)``): the
+    repeat allocates on every batch anyway, so building its seed once saves a fraction."""
+    parent = an.parents.get(expr)
+    if isinstance(parent, cst.Attribute) and parent.value is expr and parent.attr.value in _REPEATS:
+        return isinstance(an.parents.get(parent), cst.Call)
+    if isinstance(parent, cst.Arg):
+        call = an.parents.get(parent)
+        if isinstance(call, cst.Call) and call.args and call.args[0] is parent:
+            qual = model.imports.qualname(call.func) or ""
+            return qual in ("torch.repeat_interleave", "torch.tile")
+    return False
 
 
 def _in_body(an: Analysis, node: cst.CSTNode, loop: Loop) -> bool:
@@ -432,6 +527,8 @@ def check(model: FileModel) -> Iterable[Finding]:
         expr = _hoistable(an, facts, call)
         if expr in reported:
             continue
+        if _cpu_scalar(an, call, kind, expr) or _repeated_per_batch(an, model, expr):
+            continue
         if not facts.stays_private(expr):
             continue
         reported.add(expr)
@@ -591,6 +688,95 @@ VALID = [
     for batch_idx, (scores, labels) in enumerate(zip(all_scores, all_labels)):
         keep = torch.full((height, width), -1, dtype=torch.int32)
         results.append(keep)
+    """,
+    # a unit test: a few fixed optimisation steps, the batches of a toy loader, checked once
+    """
+    import pytest
+    import torch
+
+    def test_fit_reduces_loss():
+        model, opt = make_model()
+        for _ in range(20):
+            loss = (model(x) - torch.ones(4, 1)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    class TestLoader:
+        def test_batches_are_normalised(self, loader):
+            for data, target in loader:
+                assert torch.equal(target, torch.ones(2, 2))
+    """,
+    # a loop over the tensors to concatenate: `batch` is a batch-index vector unpacked with another
+    """
+    import torch
+
+    def cat(xs, num_rows, num_cols, device):
+        for x in xs:
+            batch, arange = batched_arange(x.counts)
+            start = torch.arange(0, num_rows * num_cols, num_cols, device=device)
+            scatter(x, start[batch] + arange)
+    """,
+    # one-element tensors on the CPU: as cheap as the Python number they wrap
+    """
+    import torch
+    for seq_data, lengths in train_loader:
+        args = (seq_data, torch.tensor(1.0), torch.tensor(1.0))
+        guide_trace = trace(guide).get_trace(*args)
+        with poutine.do(data=dict(t=torch.zeros(()))):
+            y0 = replay(model, guide_trace)(seq_data)
+        decoder_input = torch.LongTensor([[SOS_token]])
+        reg = torch.tensor(0.0)
+        for p in net.parameters():
+            reg = reg + p.norm()
+    """,
+    # a seed repeated at once to the size of the batch: the repeat allocates on every batch anyway
+    """
+    import torch
+    for step, batch in enumerate(train_dataloader):
+        bsz = batch["pixel_values"].shape[0]
+        resolution = torch.tensor([args.resolution, args.resolution]).repeat(bsz, 1)
+        w = torch.repeat_interleave(torch.arange(4), batch["counts"])
+        loss = model(batch, resolution.to(device), w)
+    """,
+    # a repeated list stores the same tensor in a dict that outlives the iteration
+    """
+    import torch
+    for start in range(0, n, batch_size):
+        preds = {"ctc": run(images[start:start + batch_size])}
+        preds["neck"] = [torch.zeros(64)] * batch_size
+        for k in range(batch_size):
+            necks[start + k] = preds["neck"][k]
+    """,
+    # loops over the steps of one batch, not over batches: a sampler's denoising loop over
+    # timesteps, autoregressive generation, a beam search (RULES.md: "Inside a loop over batches")
+    """
+    import torch
+
+    @torch.no_grad()
+    def sample(model, scheduler, shape, guidance_scale, device, num_steps):
+        latents = torch.randn(shape, device=device)
+        for i, t in enumerate(scheduler.timesteps):
+            scale = torch.tensor(guidance_scale, device=device)
+            eps = model(latents, torch.full((shape[0],), t, device=device))
+            latents = scheduler.step(eps * scale, t, latents).prev_sample
+        return latents
+
+    @torch.no_grad()
+    def generate(model, idx, max_new_tokens, block_size, device):
+        for _ in range(max_new_tokens):
+            idx_cond = idx[:, -block_size:]
+            pos = torch.arange(0, block_size, dtype=torch.long, device=device)
+            logits = model(idx_cond, pos)
+            idx = torch.cat((idx, logits[:, -1].argmax(-1, keepdim=True)), dim=1)
+        return idx
+
+    def beam_search(decoder, memory, beam_size, max_len, device):
+        step = 0
+        while step < max_len:
+            penalty = torch.ones(beam_size, device=device)
+            memory = decoder(memory, penalty)
+            step += 1
     """,
     # torch.arange over a size taken from the batch
     """

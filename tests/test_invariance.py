@@ -63,6 +63,9 @@ def expr_in(model, text: str):
         ("for samples, targets in metric_logger.log_every(data_loader, 10, header):\n    pass\n", "for samples"),
         ("pbar = tqdm(train_loader, desc='train')\nfor x, y in pbar:\n    pass\n", "for x"),
         ("it = iter(val_dl)\nfor images, labels in it:\n    pass\n", "for images"),
+        ("for step in range(n_steps):\n    batch = buffer.sample()\n", "for step"),  # a whole-target batch
+        # a training function whose name says test-time is no unit test: no test suite, no assert
+        ("def train_and_test(model, loader):\n    for x, y in loader:\n        pass\n", "for x"),
     ],
 )
 def test_batch_loops(source, header):
@@ -90,6 +93,12 @@ def test_batch_loops(source, header):
         ("for kind, start in groups:\n    grid = next(grid_iters[kind])\n", "for kind"),  # one of several iterators
         ("for start in range(lookback, end, chunk_length):\n    pass\n", "for start"),  # streaming over time
         ("for x, y in loader:\n    print(x.shape)\n    break\n", "for x"),  # looks at one batch
+        # a batch-index vector unpacked with other things, in a loop over tensors to concatenate
+        ("for x in xs:\n    batch, arange = batched_arange(x.count)\n", "for x"),
+        # loops in unit tests: a few fixed steps or the batches of a toy loader, checked once
+        ("import pytest\ndef test_fit():\n    for _ in range(20):\n        loss = model(x)\n        loss.backward()\n", "for _"),
+        ("import unittest\nclass TestData(unittest.TestCase):\n    def test_batches(self):\n        for x, y in loader:\n            pass\n", "for x"),
+        ("def test_fit():\n    def run():\n        for x, y in train_loader:\n            pass\n    run()\n    assert ok\n", "for x"),
     ],
 )
 def test_not_batch_loops(source, header):
@@ -232,6 +241,7 @@ def _private(body: str, text: str = "torch.zeros(3)") -> bool:
         "t = torch.zeros(3)\nreader(t)\n",
         "t = torch.zeros(3)\nt = t + batch\n",  # rebinding, not in place
         "y = torch.cat([batch, torch.zeros(3)])\nout.append(y)\n",  # torch.cat copies
+        "y = torch.zeros(3) * n\nout.append(y)\n",  # tensor arithmetic: a new tensor
     ],
 )
 def test_stays_private(body):
@@ -262,6 +272,9 @@ def test_stays_private(body):
         "t = torch.zeros(3)\ndist.all_reduce(t)\n",  # a collective writes into it
         "t = torch.zeros(3)\narr = t.numpy()\narr.fill(1)\n",  # numpy's in-place methods have no underscore
         "t = torch.zeros(3)\nt.frobnicate()\n",  # an unknown method may change it
+        "preds['neck'] = [torch.zeros(3)] * n\n",  # a repeated list holds the same tensor n times
+        "ts = [torch.zeros(3)] * n\nouts.append(ts)\n",
+        "ts = rest + [torch.zeros(3)]\nself.ts = ts\n",
     ],
 )
 def test_does_not_stay_private(body):

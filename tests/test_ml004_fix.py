@@ -67,10 +67,10 @@ def test_a_keyword_that_names_a_builtin_is_not_shadowed():
         """
         import torch
         for x in loader:
-            y = torch.clamp(model(x), min=torch.tensor(0.0))
+            y = torch.clamp(model(x), min=torch.tensor(0.0, device=device))
         """
     )
-    assert "min_tensor = torch.tensor(0.0)\nfor x in loader:" in source
+    assert "min_tensor = torch.tensor(0.0, device=device)\nfor x in loader:" in source
     assert "min=min_tensor" in source
 
 
@@ -143,3 +143,42 @@ def test_message_names_the_call():
         """
     )
     assert "`torch.arange(64, device=device)`" in finding.message and finding.line == 3
+
+
+def test_a_cpu_scalar_moved_to_a_device_is_reported():
+    # one element, but copied host-to-device on every batch: not the cheap CPU scalar
+    found = findings(
+        """
+        import torch
+        for batch in loader:
+            start = torch.tensor(0.0).to(device)
+            same = torch.zeros(()).cuda()
+            loss = model(batch, start, same)
+        """
+    )
+    assert len(found) == 2
+
+
+def test_a_cpu_tensor_of_more_than_one_element_is_reported():
+    found = findings(
+        """
+        import torch
+        for batch in loader:
+            w = torch.tensor([1.0, 2.0])
+            z = torch.zeros(2)
+            loss = model(batch, w, z)
+        """
+    )
+    assert len(found) == 2
+
+
+def test_a_repeat_to_a_fixed_size_is_hoisted_with_its_seed():
+    source = fixed(
+        """
+        import torch
+        for batch in loader:
+            w = torch.tensor([1.0, 2.0]).repeat(batch_size, 1)
+            loss = model(batch, w)
+        """
+    )
+    assert "w = torch.tensor([1.0, 2.0]).repeat(batch_size, 1)\nfor batch in loader:" in source

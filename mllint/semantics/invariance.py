@@ -7,7 +7,8 @@ every batch (ML004). Three questions:
   spelling, also through ``enumerate``/``tqdm``/``zip``), batch-named things
   (``for batch in ...``, ``range(0, n, batch_size)``), or its body fetches a batch
   (``next(it)``, ``get_batch(...)``) or runs a training step (``loss.backward()``)
-  without being an epoch loop. Loops over layers, epochs or hyper-parameters are not.
+  without being an epoch loop. Loops over layers, epochs or hyper-parameters are not,
+  nor are loops in unit tests (``Phases.unit_test``): they check a few fixed steps once.
 - *Is this expression the same on every iteration?* ``LoopFacts.invariant``: built from
   constants, names the loop never binds (parameters, module names, names assigned
   before the loop), attributes of those that the loop never assigns or hands to a
@@ -17,9 +18,9 @@ every batch (ML004). Three questions:
   results are variant.
 - *Does the tensor an expression builds stay private to one iteration?*
   ``LoopFacts.stays_private``: follow the names that may alias it (assignments, views,
-  containers) and fail on any in-place change (``t.add_()``, ``t += 1``, ``t[i] = v``,
-  ``out=t``, a local helper that mutates its argument) and on any escape (appended to a
-  container, stored on an object, returned or yielded).
+  containers, ``[t] * n``) and fail on any in-place change (``t.add_()``, ``t += 1``,
+  ``t[i] = v``, ``out=t``, a local helper that mutates its argument) and on any escape
+  (appended to a container, stored on an object, returned or yielded).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import libcst as cst
 from mllint.semantics import roles as R
 from mllint.semantics.model import BACKWARD, CALL, MODULE_SCOPE, FileModel, Loop
 from mllint.semantics.names import dotted
+from mllint.semantics.phases import Phases
 
 # --- vocabularies -----------------------------------------------------------------------
 
@@ -283,6 +285,17 @@ class Analysis:
             found = self._batch[loop.node] = _is_batch_loop(self, loop)
         return found
 
+    def in_unit_test(self, scope: str) -> bool:
+        """Whether ``scope`` is a unit test or a function nested in one (``Phases.unit_test``:
+        judged by the code, not by the file's name)."""
+        phases = Phases.of(self.model)
+        parts = scope.split(".") if scope != MODULE_SCOPE else []
+        for end in range(len(parts), 0, -1):
+            fn = self.model.functions.get(".".join(parts[:end]))
+            if fn is not None and phases.unit_test(fn):
+                return True
+        return False
+
     def enclosing_batch_loop(self, loop: Optional[Loop]) -> Optional[Loop]:
         while loop is not None:
             if self.is_batch_loop(loop):
@@ -360,6 +373,8 @@ def _is_batch_loop(an: Analysis, loop: Loop) -> bool:
         return False
     if loop.scope.rsplit(".", 1)[-1] == "__init__":
         return False
+    if an.in_unit_test(loop.scope):
+        return False  # a test's loop checks a few fixed steps once; it is no hot path
     node = loop.node
     if _exits_first_time(node.body):
         return False  # for batch in loader: ...; break -- looks at one batch
@@ -380,8 +395,8 @@ def _is_batch_loop(an: Analysis, loop: Loop) -> bool:
     for targets, value, ctx in model.assignments:
         if ctx.loop is not loop or ctx.conditional:
             continue
-        if any(_BATCH_TARGET.match(t) and not _NOT_BATCH.search(t) for t in targets):
-            return True
+        if len(targets) == 1 and _BATCH_TARGET.match(targets[0]) and not _NOT_BATCH.search(targets[0]):
+            return True  # batch = ...; not ``batch, arange = f(count)`` (a batch-index vector among others)
         if isinstance(value, cst.Call):
             name = _call_name(value.func)
             if name == "next" and value.args and _data_iterator(value.args[0].value):
@@ -784,6 +799,9 @@ class LoopFacts:
                     node = call
                     continue
                 return set()
+            if _container_arithmetic(parent) and isinstance(node, _CONTAINER_LITERALS):
+                node = parent  # [t] * n, [t] + rest: a new list holding the same tensor
+                continue
             if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation)):
                 return set()  # consumed: the result is a new object
             if isinstance(parent, cst.AugAssign):
@@ -853,6 +871,14 @@ def _flows_through(model: FileModel, call: cst.Call) -> bool:
     )
 
 
+_CONTAINER_LITERALS = (cst.List, cst.Tuple, cst.ListComp)
+
+
+def _container_arithmetic(node: cst.CSTNode) -> bool:
+    """``a * n`` or ``a + b``: with a list or tuple operand, the result holds the operand's items."""
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Multiply, cst.Add))
+
+
 def _is_false(value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.Name) and value.value == "False"
 
@@ -895,6 +921,10 @@ class _Aliases:
             return self.may_alias(expr.body) or self.may_alias(expr.orelse)
         if isinstance(expr, cst.BooleanOperation):
             return self.may_alias(expr.left) or self.may_alias(expr.right)
+        if _container_arithmetic(expr) and (
+            isinstance(expr.left, _CONTAINER_LITERALS) or isinstance(expr.right, _CONTAINER_LITERALS)
+        ):
+            return self.may_alias(expr.left) or self.may_alias(expr.right)  # [t] * n, xs + [t]
         if isinstance(expr, cst.NamedExpr):
             return self.may_alias(expr.value)
         if isinstance(expr, cst.Call):
