@@ -81,7 +81,9 @@ def run_mllint(root: Path, select: Iterable[str], *extra: str) -> List[dict]:
     """Lint a tree with the installed mllint (the interpreter running this script) and return its JSON."""
     cmd = [sys.executable, "-m", "mllint", "--no-cache", "--exit-zero", "--format", "json",
            "--select", ",".join(sorted(set(select))), *extra, str(root)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # Run outside any checkout: ``python -m`` puts the working directory first on sys.path,
+    # which would measure the mllint of the current directory instead of the installed one.
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root.parent)
     if proc.returncode != 0:
         sys.exit(f"bench: mllint failed ({proc.returncode}): {proc.stderr.strip()[:500]}")
     return json.loads(proc.stdout or "[]")
@@ -286,7 +288,7 @@ def check_fixes(root: Path, select: Iterable[str]) -> List[str]:
         shutil.copytree(root, copy / "t")
         before = {p: p.read_bytes() for p in (copy / "t").rglob("*.py")}
         subprocess.run([sys.executable, "-m", "mllint", "--no-cache", "--fix", "--exit-zero", "--select",
-                        ",".join(select), str(copy / "t")], capture_output=True)
+                        ",".join(select), str(copy / "t")], capture_output=True, cwd=copy)
         broken = []
         for path, data in before.items():
             if path.read_bytes() != data:
