@@ -502,8 +502,11 @@ class _Builder(cst.CSTVisitor):
             if method == "eval" and not call.args:
                 emit(EVAL, receiver)
                 return
-            if _INFERENCE_METHOD.match(method) and receiver != ANY and call.args and self.m.has_role(receiver, R.MODEL, ctx.scope):
-                emit(FORWARD, receiver)  # model.predict_step(batch), model.encode(x): the model runs (ML005 reads these)
+            if (
+                _INFERENCE_METHOD.match(method) and receiver != ANY and not self._parameter(receiver, ctx.scope)
+                and self.m.has_role(receiver, R.MODEL, ctx.scope, by_name=False)
+            ):
+                emit(FORWARD, receiver)  # model.predict_step(batch): the model runs (ML005 reads these); known models only, not by name
                 return
             if method == "forward" and receiver != ANY and (
                 self.m.has_role(receiver, R.MODEL, ctx.scope) or (receiver == "self" and self._self_is_model(ctx.scope))
@@ -694,6 +697,11 @@ class _Builder(cst.CSTVisitor):
                 continue
             if self.m.roles.get(ctx.scope, receiver) is None and self.m.instance_of.get(ctx.scope, receiver) is None:
                 self.m.roles.setdefault(ctx.scope, receiver, set()).add(R.MODEL)
+
+    def _parameter(self, ref: str, scope: str) -> bool:
+        """A parameter of the function (its roles may have been guessed from the callers' names)."""
+        fn = self.m.functions.get(scope)
+        return fn is not None and ref.split(".", 1)[0].split("[", 1)[0] in fn.params and not ref.startswith("self.")
 
     def _self_is_model(self, scope: str) -> bool:
         cls = self._enclosing_class(scope)

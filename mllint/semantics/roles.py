@@ -52,9 +52,10 @@ _ACCELERATOR_Q = re.compile(r"(accelerate\.Accelerator|lightning\.(fabric\.)?Fab
 
 
 # Probabilistic-programming and JAX libraries whose objects look like torch's; ``pyro.nn`` is
-# left out (PyroModule is an nn.Module), and so is ``pyro.contrib`` (its GP models are PyroModules).
+# left out (PyroModule is an nn.Module), and so is most of ``pyro.contrib`` (its GP and forecasting
+# models are PyroModules; its compartmental epidemiology models are not).
 _NOT_TORCH_Q = re.compile(
-    r"^(pyro\.(poutine|infer|distributions|optim|sample|param|plate|condition|do)\b|numpyro\.|funsor\.|optax\.)"
+    r"^(pyro\.(poutine|infer|distributions|optim|sample|param|plate|condition|do|contrib\.epidemiology)\b|numpyro\.|funsor\.|optax\.)"
 )
 
 
