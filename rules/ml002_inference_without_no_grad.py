@@ -113,7 +113,7 @@ def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]
         if phases.managed(fn) or phases.unit_test(fn):
             continue
         flag = _training_flag(model, fn.key, fn.params)
-        if flag is None or any(flag in phases_cond_words(c.text) for c in effect.ctx.conds):
+        if flag is None or any(flag in _cond_words(c.text) for c in effect.ctx.conds):
             continue
         off_sites = [site for site in phases.call_sites(fn.key) if _flag_off_at(phases, fn.key, site, flag)]
         if not off_sites:
@@ -126,7 +126,7 @@ def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]
         yield model.finding(effect.node, CODE, NAME, message, None)
 
 
-def phases_cond_words(text: str) -> List[str]:
+def _cond_words(text: str) -> List[str]:
     return [w for w in re.split(r"\W+", text or "") if w]
 
 
@@ -138,7 +138,7 @@ def _training_flag(model: FileModel, scope: str, params: Sequence[str]) -> Optio
     for param in params:
         if param in ("self", "cls"):
             continue
-        if all(any(param in phases_cond_words(c.text) and c.branch == "if" for c in e.ctx.conds) for e in backwards):
+        if all(any(param in _cond_words(c.text) and c.branch == "if" for c in e.ctx.conds) for e in backwards):
             return param
     return None
 

@@ -13,6 +13,13 @@ Why it matters
     The finding stands when the model has no dropout or batch norm today: layers
     get added later, and eval mode is the contract evaluation code relies on.
 
+    Evaluation is found as for ML002: evaluation functions, loops over validation or
+    test data (``val_loader``, ``testloader``), module-level test code after training,
+    a model's own ``predict()`` (``self(x)``, ``self.forward(x)``; its fix is offered
+    as unsafe, since ``self.eval()`` stays after it returns), and models run through
+    ``model.forward(x)`` or an inference-named method (``model.predict_step(x)``).
+    An explicit ``model.train()`` before the evaluation is reported too.
+
 When the code is fine
     - ``model.eval()`` (or ``model.train(False)``) on that model runs on every path
       to the evaluation: in the function, in a helper called before it, or in every
@@ -32,9 +39,17 @@ When the code is fine
     - the model's class overrides ``train()``/``eval()`` with a meaning of its own;
     - a frozen teacher or target network used inside the training step (its
       output feeds the loss: that is training code);
-    - ``model.train()`` inside the evaluation itself (Monte Carlo dropout, detection
-      models that return losses only in training mode), and generation or sampling
-      functions (a GAN's samples are often drawn in training mode on purpose);
+    - ``model.train()`` inside the evaluation itself where the code shows why: the
+      forward repeated over the same input (Monte Carlo dropout: a comprehension or a
+      ``for _ in range(n)`` loop), or a detection model called with targets whose
+      result is named for losses; and generation or sampling functions (a GAN's
+      samples are often drawn in training mode on purpose);
+    - ``.eval()`` applied through a loop over a tuple, list or dict of models
+      reaches each of them; a type check (``if isinstance(net, nn.Module):
+      net.train()``) does not make a switch conditional;
+    - a shape check of a freshly built model (never trained or loaded, or run on
+      ``torch.randn`` input); objects that are not torch models (Pyro models and
+      guides wrapped by ``poutine``, a filter's ``predict`` step other code builds on);
     - a method that a base class defined elsewhere may call (template methods such
       as ``_valid_epoch``), for a model it receives as an argument.
 
