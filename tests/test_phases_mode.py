@@ -229,3 +229,17 @@ def test_valid_at():
     loop = next(l for l in ph.m.loops if l.scope == "evaluate")
     assert ph.valid_at("local", "evaluate", loop.node, loop)
     assert not ph.valid_at("inner", "evaluate", loop.node, loop)
+
+
+def test_a_model_rewrapped_under_its_own_name_keeps_how_it_was_made():
+    # model = DataParallel(model) reads the model assigned before it, not itself
+    source = """
+        import torch
+        import torch.nn as nn
+        model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+        if use_cuda:
+            model = torch.nn.DataParallel(model).cuda()
+        model.load_state_dict(torch.load("weights.pt"))
+        out = model(torch.load("input.pt"))
+    """
+    assert modes(source, "model") == {"train"}

@@ -567,12 +567,14 @@ class ModeFacts:
                 return True
         return False
 
-    def _initial_of_value(self, value: cst.BaseExpression, scope: str, depth: int = 0) -> str:
+    def _initial_of_value(self, value: cst.BaseExpression, scope: str, depth: int = 0, bound: Optional[int] = None) -> str:
+        """How a model made by ``value`` starts out; names it reads are looked up among the
+        first ``bound`` assignments (``model = DataParallel(model)`` reads the earlier ``model``)."""
         if depth > 4:
             return "maybe"
         ref = ref_of(value)
         if ref is not None:
-            return self._initial(scope, ref, depth + 1)
+            return self._initial(scope, ref, depth + 1, bound)
         expr = value
         for _ in range(10):
             if not isinstance(expr, cst.Call):
@@ -601,7 +603,7 @@ class ModeFacts:
                 expr = expr.args[0].value
                 inner = ref_of(expr)
                 if inner is not None:
-                    return self._initial(scope, inner, depth + 1)
+                    return self._initial(scope, inner, depth + 1, bound)
                 continue
             if isinstance(expr.func, cst.Attribute):
                 receiver = ref_of(expr.func.value)
@@ -634,7 +636,7 @@ class ModeFacts:
                     source = ref_of(value)
                     if source is not None:
                         return self._initial(current, source, depth + 1, index)
-                    return self._initial_of_value(value, current, depth)
+                    return self._initial_of_value(value, current, depth, index)
             fn = self.m.functions.get(current)
             if fn is not None and _head(ref) in fn.params:
                 return "none"
