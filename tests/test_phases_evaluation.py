@@ -2,32 +2,10 @@
 
 from __future__ import annotations
 
-import textwrap
-
-import libcst as cst
 import pytest
+from phases_helpers import evidence_kind, phases_of
 
-from mllint.semantics import build_model
-from mllint.semantics.phases import Phases, eval_name_strength, is_eval_data_ref, name_tokens, related
-
-
-def phases_of(source: str, path: str = "t.py") -> Phases:
-    source = textwrap.dedent(source)
-    return Phases.of(build_model(cst.parse_module(source), source, path))
-
-
-def forward(ph: Phases, ref: str, nth: int = 0):
-    found = [e for e in ph.forwards() if e.ref == ref]
-    assert len(found) > nth, [e.ref for e in ph.forwards()]
-    return found[nth]
-
-
-def evidence_kind(ph: Phases, ref: str, nth: int = 0):
-    found = ph.evidence(forward(ph, ref, nth))
-    return found.kind if found else None
-
-
-# --- words ------------------------------------------------------------------------------------------------
+from mllint.semantics.phases import eval_name_strength, is_eval_data_ref, name_tokens, related
 
 
 def test_name_tokens_split_snake_and_camel_case():
