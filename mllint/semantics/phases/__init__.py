@@ -105,4 +105,5 @@ class Phases(FileFacts, BackwardFlow, GradFacts, EvaluationFacts, ModeFacts):
         self._blocks: Optional[Dict[cst.CSTNode, cst.CSTNode]] = None
         self._with_owner: Dict[cst.CSTNode, cst.With] = {}
         self._held: Dict[Tuple[str, str], Optional[str]] = {}
+        self._forward_reach: Dict[str, Set[str]] = {}
 

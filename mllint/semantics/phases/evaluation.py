@@ -129,7 +129,7 @@ class EvaluationFacts:
         named for evaluation (predict, infer, evaluate; not generate/sample, which may feed a
         loss) and not reached from ``forward``."""
         strength = eval_name_strength(fn.node.name.value) if fn.cls is not None else None
-        if strength is None or fn.key in self._forward_reach(fn.cls or ""):
+        if strength is None or fn.key in self.methods_forward_runs(fn.cls or ""):
             return False
         # generate/sample: only when nothing it returns can carry a gradient (a policy's
         # sample() returning log-probabilities is a training building block)
@@ -202,9 +202,9 @@ class EvaluationFacts:
         fn = self.m.functions.get(scope)
         return fn is not None and fn.cls is not None and self.module_like(fn.cls, by_forward=False)
 
-    def _forward_reach(self, cls: str) -> Set[str]:
+    def methods_forward_runs(self, cls: str) -> Set[str]:
         """Methods of ``cls`` that its ``forward`` runs (through ``self.method()`` calls)."""
-        cache = self.__dict__.setdefault("_forward_reach_cache", {})
+        cache = self._forward_reach
         if cls not in cache:
             reached = {k for k in (f"{cls}.forward", f"{cls}._forward", f"{cls}.__call__") if k in self.m.functions}
             changed = True
