@@ -1,15 +1,16 @@
 """The ``mllint`` command.
 
     mllint [OPTIONS] [PATHS]...     lint (default: the current directory)
+    mllint check [OPTIONS] [PATHS]  the same (as ``ruff check``)
     mllint rules [--format json]    the rule catalogue
     mllint explain CODE             one rule's documentation and an example
     mllint memory TARGET [...]      predicted peak memory of a training step / inference
 
-How subcommands and paths share the command line: ``rules``, ``explain`` and ``memory``
-are subcommands only as the very first argument, spelled exactly so. Anything else is the
-lint command, so ``mllint src/`` and ``mllint --fix rules/`` lint paths, and a
-directory literally named ``rules``, ``explain`` or ``memory`` is linted with ``mllint ./rules``
-or ``mllint -- rules``. No other word is reserved.
+How subcommands and paths share the command line: ``check``, ``rules``, ``explain`` and
+``memory`` are subcommands only as the very first argument, spelled exactly so. Anything else
+is the lint command, so ``mllint src/`` and ``mllint --fix rules/`` lint paths, and a
+directory literally named ``check``, ``rules``, ``explain`` or ``memory`` is linted with
+``mllint ./rules`` or ``mllint -- rules``. No other word is reserved.
 
 Exit codes: 0 no findings, 1 findings remain (or ``--diff`` would change files),
 2 a usage, configuration or internal error. Errors are one line on stderr, never a
@@ -31,10 +32,11 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 _EPILOG = """\b
 Commands (only as the first argument):
+  mllint check [OPTIONS] PATHS   the same as `mllint [OPTIONS] PATHS` (as `ruff check`)
   mllint rules [--format json]   list the rules
   mllint explain CODE            explain a rule
   mllint memory TARGET [...]     predict peak training / inference memory (needs torch)
-To lint a directory named `rules`, `explain` or `memory`, write `mllint ./rules` or `mllint -- rules`.
+To lint a directory named `check`, `rules`, `explain` or `memory`, write `mllint ./rules` or `mllint -- rules`.
 
 \b
 Exit status: 0 no problems, 1 problems found, 2 usage, configuration or internal error.
@@ -73,7 +75,19 @@ def _debug(enabled: bool, message: str) -> None:
 @click.option("--no-cache", is_flag=True, envvar="MLLINT_NO_CACHE",
               help="Neither read nor write the result cache (.mllint_cache/). [env: MLLINT_NO_CACHE]")
 @click.option("--config", "config_path", metavar="PATH", type=click.Path(dir_okay=False, path_type=str),
-              help="Use this pyproject.toml instead of searching for the nearest one.")
+              help="Use this configuration file (pyproject.toml or mllint.toml) for every file instead of the"
+                   " nearest one of each.")
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file (defaults plus the command line).")
+@click.option("--exclude", multiple=True, metavar="PATTERNS",
+              help="Comma-separated gitignore-style patterns to exclude (replaces the configured `exclude`).")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERNS",
+              help="Comma-separated gitignore-style patterns to exclude in addition to the configured ones.")
+@click.option("--per-file-ignores", multiple=True, metavar="PATTERN:CODES",
+              help='Rules to ignore in files matching a pattern, e.g. "tests/*:ML001" (replaces the configured ones).')
+@click.option("--extend-per-file-ignores", multiple=True, metavar="PATTERN:CODES",
+              help="Like --per-file-ignores, in addition to the configured ones.")
+@click.option("--show-settings", metavar="FILE", type=click.Path(path_type=str), default=None,
+              help="Print the settings FILE would be linted with (configuration file, rules, excludes) and exit.")
 @click.option("--force-exclude", is_flag=True,
               help="Apply exclude patterns and .gitignore even to files named on the command line (for pre-commit).")
 @click.option("-v", "--verbose", is_flag=True, help="Print debug information (configuration, files, cache use) on stderr.")
@@ -105,6 +119,12 @@ def lint_command(
     exit_zero: bool,
     no_cache: bool,
     config_path: Optional[str],
+    isolated: bool,
+    exclude: Sequence[str],
+    extend_exclude: Sequence[str],
+    per_file_ignores: Sequence[str],
+    extend_per_file_ignores: Sequence[str],
+    show_settings: Optional[str],
     force_exclude: bool,
     verbose: bool,
     verify: bool,
@@ -116,24 +136,36 @@ def lint_command(
 ) -> int:
     """Find silent ML bugs (PyTorch, scikit-learn) in Python files under PATHS (default: .)."""
     from mllint import engine
-    from mllint.config import load_settings
+    from mllint.config import Resolver
     from mllint.files import discover
 
     paths = list(paths) or ["."]
     verify_options = _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds)
-    settings = load_settings(
-        paths,
+    settings = Resolver(
         {
             "config": config_path,
+            "isolated": isolated,
             "select": list(select) if select else None,
             "ignore": list(ignore),
             "extend_select": list(extend_select),
+            "exclude": list(exclude) if exclude else None,
+            "extend_exclude": list(extend_exclude),
+            "per_file_ignores": list(per_file_ignores) if per_file_ignores else None,
+            "extend_per_file_ignores": list(extend_per_file_ignores),
             "force_exclude": force_exclude,
         },
     )
-    _debug(verbose, f"config: {settings.config_path or 'none'}; root: {settings.root}")
-    _debug(verbose, f"rules: {', '.join(sorted(settings.select))}")
+    if show_settings is not None:
+        from mllint.show_settings import render
+
+        click.echo(render(settings, show_settings), nl=False)
+        return EXIT_CLEAN
+    for given in paths:  # errors in the configurations of the given paths come first
+        settings.settings_for_dir(given if os.path.isdir(given) else os.path.dirname(os.path.abspath(given)))
     files = discover(paths, settings, on_warning=_warn)
+    for used in settings.used():
+        _debug(verbose, f"config: {used.config_path or 'none'}; root: {used.root};"
+               f" rules: {', '.join(sorted(used.select))}")
     if not files:
         _warn("no Python files found under the given path(s)")
     use_cache = not no_cache
@@ -143,7 +175,8 @@ def lint_command(
     _debug(verbose, f"{len(files)} files: {cached} from cache, {len(files) - cached} linted"
            f" in {stats.get('workers', 1)} process(es)")
     if use_cache:
-        _debug(verbose, f"cache: {settings.cache_dir}" + ("" if stats.get("cache_written") else " (not writable)"))
+        cache_dirs = ", ".join(sorted({str(used.cache_dir) for used in settings.used()}))
+        _debug(verbose, f"cache: {cache_dirs}" + ("" if stats.get("cache_written") else " (not writable)"))
     else:
         _debug(verbose, "cache: disabled")
 
@@ -368,7 +401,7 @@ def _memory_command():
     return memory_command
 
 
-SUBCOMMANDS = {"rules": lambda: rules_command, "explain": lambda: explain_command, "memory": _memory_command}
+SUBCOMMANDS = {"check": lambda: lint_command, "rules": lambda: rules_command, "explain": lambda: explain_command, "memory": _memory_command}
 
 
 # --- entry point -----------------------------------------------------------------------

@@ -1,10 +1,13 @@
-"""Settings: ``[tool.mllint]`` in the nearest pyproject.toml, merged with command-line flags.
+"""Settings: the nearest ``mllint.toml`` or ``[tool.mllint]`` in pyproject.toml, and the command line.
 
-The configuration file is the nearest ``pyproject.toml`` with a ``[tool.mllint]`` table,
-searched upwards from the first path given on the command line (or the current directory),
-unless ``--config`` names one. Its directory is the project root: ``exclude``,
-``per-file-ignores`` patterns and ``cache-dir`` are relative to it. Without any such file
-the root is the directory of the nearest ``pyproject.toml``, else the current directory.
+Each file is linted with the settings of the nearest configuration file in its directory or
+above (`Resolver`): in each directory ``mllint.toml`` (keys at the top level) is looked for
+first, then a ``pyproject.toml`` with a ``[tool.mllint]`` table. The file's directory is the
+root of those settings: ``exclude``, ``per-file-ignores`` patterns and ``cache-dir`` are
+relative to it. Files with no configuration above them get the defaults, rooted at the
+nearest ``pyproject.toml``'s directory, else the current directory. ``--config`` names one
+file for every path; ``--isolated`` uses no file at all. Command-line flags apply on top of
+every configuration.
 
 Rule selection follows Ruff: the configuration file and then the command line each form a
 layer; a layer with ``select`` starts afresh from it, ``extend-select`` adds, ``ignore``
@@ -27,6 +30,7 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tupl
 from mllint.registry import PARSE_ERROR_CODE
 
 CONFIG_FILE = "pyproject.toml"
+CONFIG_FILES = ("mllint.toml", CONFIG_FILE)  # looked for in this order in each directory
 SECTION = ("tool", "mllint")
 DEFAULT_CACHE_DIR = ".mllint_cache"
 
@@ -93,6 +97,10 @@ class Settings:
     cache_dir: Path = Path(DEFAULT_CACHE_DIR)
     force_exclude: bool = False
     _pfi_specs: Optional[list] = field(default=None, init=False, repr=False, compare=False)
+
+    def settings_for(self, path: str) -> "Settings":
+        """These settings (the interface of `Resolver`, for a run with one configuration)."""
+        return self
 
     def codes_for(self, path: str) -> FrozenSet[str]:
         """The rule codes enabled for one file, after per-file-ignores."""
@@ -192,24 +200,6 @@ def _section(document: Mapping[str, Any], path: Path) -> Optional[Mapping[str, A
     return section
 
 
-def find_config(start: Path) -> Tuple[Optional[Path], Optional[Mapping[str, Any]], Path]:
-    """(config file, its [tool.mllint] table, project root), searching upwards from `start`."""
-    nearest_project: Optional[Path] = None
-    directory = start
-    while True:
-        candidate = directory / CONFIG_FILE
-        if candidate.is_file():
-            section = _section(_load_toml(candidate), candidate)
-            if section is not None:
-                return candidate, section, directory
-            if nearest_project is None:
-                nearest_project = directory
-        if directory.parent == directory:
-            break
-        directory = directory.parent
-    return None, None, nearest_project or Path.cwd()
-
-
 # --- validating values -------------------------------------------------------------------
 
 
@@ -268,37 +258,115 @@ def resolve_codes(layers: Sequence[Layer], all_codes: Mapping[str, bool]) -> Fro
     return frozenset(enabled | {PARSE_ERROR_CODE})
 
 
-def load_settings(paths: Sequence[str], overrides: Optional[Mapping[str, Any]] = None) -> Settings:
-    """Settings for a run over `paths`.
+@dataclass
+class CommandLine:
+    """The command-line settings, validated once and applied on top of every configuration."""
 
-    `overrides` holds command-line values: ``config`` (path of a pyproject.toml),
-    ``select``/``ignore``/``extend_select`` (lists of codes, None when not given),
-    ``force_exclude`` (bool).
-    """
+    layer: Layer = field(default_factory=Layer)
+    exclude: Optional[Tuple[str, ...]] = None  # --exclude: replaces the configured `exclude`
+    extend_exclude: Tuple[str, ...] = ()  # --extend-exclude: added to the configured ones
+    per_file_ignores: Optional[Tuple[Tuple[str, FrozenSet[str]], ...]] = None  # replaces
+    extend_per_file_ignores: Tuple[Tuple[str, FrozenSet[str]], ...] = ()  # added
+    config: Optional[Path] = None  # --config: this file for everything
+    isolated: bool = False  # --isolated: no configuration file at all
+    force_exclude: bool = False
+
+
+def split_patterns(value: Optional[Sequence[str]]) -> Optional[List[str]]:
+    """--exclude/--extend-exclude values: repeatable, comma-separated."""
+    if value is None:
+        return None
+    return [part.strip() for item in value for part in item.split(",") if part.strip()]
+
+
+def parse_per_file_ignores(values: Sequence[str], known: Sequence[str], option: str):
+    """Ruff's ``PATTERN:CODE`` pairs, comma-separated and repeatable; a bare code after a pair
+    adds to that pair's pattern (``"tests/*:ML001,ML002"``)."""
+    pairs: List[Tuple[str, List[str]]] = []
+    for value in values:
+        for item in value.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            pattern, colon, code = item.rpartition(":")
+            if not colon:
+                if not pairs:
+                    raise ConfigError(f"{option}: expected PATTERN:CODES (e.g. \"tests/*:ML001\"), got {value!r}")
+                pairs[-1][1].append(item)
+                continue
+            if not pattern.strip() or not code.strip():
+                raise ConfigError(f"{option}: expected PATTERN:CODES (e.g. \"tests/*:ML001\"), got {value!r}")
+            pairs.append((pattern.strip(), [code]))
+    out = [(pattern, frozenset(normalize_selectors(codes, known, option))) for pattern, codes in pairs]
+    _check_patterns(option, None, [pattern for pattern, _ in out])
+    return tuple(out)
+
+
+def command_line(overrides: Optional[Mapping[str, Any]] = None) -> CommandLine:
+    """Validate command-line values (see `load_settings` for the keys)."""
     from mllint.registry import all_rules
 
     overrides = dict(overrides or {})
-    explicit = overrides.get("config")
-    if explicit:
-        config_path = Path(explicit).absolute()
+    known = sorted(set(all_rules()) | {PARSE_ERROR_CODE})
+    cli_select = split_codes(overrides.get("select"))
+    layer = Layer(
+        select=normalize_selectors(cli_select, known, "--select") if cli_select is not None else None,
+        extend_select=normalize_selectors(split_codes(overrides.get("extend_select")) or [], known, "--extend-select"),
+        ignore=normalize_selectors(split_codes(overrides.get("ignore")) or [], known, "--ignore"),
+    )
+    exclude = split_patterns(overrides.get("exclude"))
+    extend_exclude = split_patterns(overrides.get("extend_exclude")) or []
+    _check_patterns("--exclude", None, exclude or [])
+    _check_patterns("--extend-exclude", None, extend_exclude)
+    per_file = overrides.get("per_file_ignores")
+    config = overrides.get("config")
+    isolated = bool(overrides.get("isolated", False))
+    if config and isolated:
+        raise ConfigError("--config and --isolated cannot be used together")
+    config_path = None
+    if config:
+        config_path = Path(os.path.normpath(str(Path(config).absolute())))
         if not config_path.is_file():
-            raise ConfigError(f"config file does not exist: {explicit}")
-        section = _section(_load_toml(config_path), config_path) or {}
-        root = config_path.parent
-    else:
-        first = Path(paths[0]) if paths else Path(".")
-        start = first.absolute()
-        if not start.is_dir():
-            start = start.parent
-        config_path, section, root = find_config(start)
-        section = section or {}
+            raise ConfigError(f"config file does not exist: {config}")
+    return CommandLine(
+        layer=layer,
+        exclude=tuple(exclude) if exclude is not None else None,
+        extend_exclude=tuple(extend_exclude),
+        per_file_ignores=parse_per_file_ignores(per_file, known, "--per-file-ignores") if per_file else None,
+        extend_per_file_ignores=parse_per_file_ignores(
+            overrides.get("extend_per_file_ignores") or [], known, "--extend-per-file-ignores"),
+        config=config_path,
+        isolated=isolated,
+        force_exclude=bool(overrides.get("force_exclude", False)),
+    )
+
+
+def _config_table(path: Path) -> Optional[Mapping[str, Any]]:
+    """The mllint table of a configuration file: ``[tool.mllint]`` of a pyproject.toml (None
+    when absent); the top level of any other file (``mllint.toml``), or its ``[tool.mllint]``
+    table when that is all it holds."""
+    document = _load_toml(path)
+    if path.name == CONFIG_FILE:
+        return _section(document, path)
+    if set(document) == {SECTION[0]} and isinstance(document[SECTION[0]], dict) and SECTION[1] in document[SECTION[0]]:
+        return _section(document, path) or {}
+    return document
+
+
+def build_settings(
+    config_path: Optional[Path], section: Mapping[str, Any], root: Path, cli: CommandLine
+) -> Settings:
+    """Settings from one configuration table (empty: the defaults) and the command line."""
+    from mllint.registry import all_rules
+
     root = Path(os.path.normpath(str(root.absolute())))
     where = str(config_path) if config_path else "config"
+    table = "[tool.mllint]" if config_path is None or config_path.name == CONFIG_FILE else "the configuration"
 
     unknown = [key for key in section if key not in KNOWN_KEYS]
     if unknown:
         raise ConfigError(
-            f"{where}: unknown key `{unknown[0]}` in [tool.mllint] (allowed keys: {', '.join(KNOWN_KEYS)})"
+            f"{where}: unknown key `{unknown[0]}` in {table} (allowed keys: {', '.join(KNOWN_KEYS)})"
         )
 
     rules = all_rules()
@@ -312,30 +380,38 @@ def load_settings(paths: Sequence[str], overrides: Optional[Mapping[str, Any]] =
         extend_select=codes("extend-select"),
         ignore=codes("ignore"),
     )
-    cli_select = split_codes(overrides.get("select"))
-    cli_layer = Layer(
-        select=normalize_selectors(cli_select, known, "--select") if cli_select is not None else None,
-        extend_select=normalize_selectors(split_codes(overrides.get("extend_select")) or [], known, "--extend-select"),
-        ignore=normalize_selectors(split_codes(overrides.get("ignore")) or [], known, "--ignore"),
-    )
-    select = resolve_codes([file_layer, cli_layer], {code: rule.default_enabled for code, rule in rules.items()})
+    select = resolve_codes([file_layer, cli.layer], {code: rule.default_enabled for code, rule in rules.items()})
+    if not select - {PARSE_ERROR_CODE}:
+        if cli.layer.select is not None or config_path is None:
+            source = "the command line"
+        elif cli.layer.ignore:
+            source = f"{where} with the command line"
+        else:
+            source = where
+        raise ConfigError(f"no rules are selected: {source} enables none (ML000, always on, does not count)")
 
     per_file: List[Tuple[str, FrozenSet[str]]] = []
     if "per-file-ignores" in section:
-        table = section["per-file-ignores"]
-        if not isinstance(table, dict):
+        pfi = section["per-file-ignores"]
+        if not isinstance(pfi, dict):
             raise ConfigError(f'{where}: `per-file-ignores` must be a table, e.g. "tests/*.py" = ["ML001"]')
-        for pattern, value in table.items():
+        for pattern, value in pfi.items():
             per_file.append((pattern, frozenset(normalize_selectors(
                 _string_list(where, f"per-file-ignores.{pattern!r}", value), known, where))))
         _check_patterns(where, "per-file-ignores", [p for p, _ in per_file])
+    if cli.per_file_ignores is not None:
+        per_file = list(cli.per_file_ignores)
+    per_file.extend(cli.extend_per_file_ignores)
 
     exclude = DEFAULT_EXCLUDE
     if "exclude" in section:
         exclude = tuple(_string_list(where, "exclude", section["exclude"]))
         _check_patterns(where, "exclude", exclude)
+    if cli.exclude is not None:
+        exclude = cli.exclude
     extend_exclude = tuple(_string_list(where, "extend-exclude", section.get("extend-exclude", [])))
     _check_patterns(where, "extend-exclude", extend_exclude)
+    extend_exclude += cli.extend_exclude
 
     torch_version = section.get("torch-version")
     if torch_version is not None:
@@ -358,13 +434,146 @@ def load_settings(paths: Sequence[str], overrides: Optional[Mapping[str, Any]] =
         per_file_ignores=tuple(per_file),
         torch_version=torch_version,
         cache_dir=cache_dir,
-        force_exclude=bool(overrides.get("force_exclude", False)),
+        force_exclude=cli.force_exclude,
     )
 
 
-def _check_patterns(where: str, key: str, patterns: Sequence[str]) -> None:
+class Resolver:
+    """Which settings govern which file: the nearest configuration file in its directory or above.
+
+    In each directory ``mllint.toml`` (keys at the top level) is looked for first, then a
+    ``pyproject.toml`` with a ``[tool.mllint]`` table (one without the table is passed over).
+    The directory holding the file found is the root of its settings. Configurations are not
+    merged: the nearest one wins, and the command line applies on top of it. A directory with
+    no configuration above it gets the defaults, rooted at the nearest ``pyproject.toml``'s
+    directory, else the current directory. ``--config`` (one file for every path) and
+    ``--isolated`` (no file at all, rooted at the current directory) switch the search off.
+
+    Each directory is looked up once and each configuration file read once per run.
+    """
+
+    def __init__(self, overrides: Optional[Mapping[str, Any]] = None, *, cli: Optional[CommandLine] = None,
+                 fixed: Optional[Settings] = None):
+        self.cli = cli if cli is not None else command_line(overrides)
+        self._fixed = fixed
+        self._nearest: Dict[str, Tuple[Optional[Path], Path]] = {}  # directory -> (config file, root)
+        self._tables: Dict[Path, Optional[Mapping[str, Any]]] = {}
+        self._settings: Dict[Tuple[Optional[Path], Path], Settings] = {}
+        if fixed is None and self.cli.config is not None:
+            config = self.cli.config
+            self._fixed = build_settings(config, _config_table(config) or {}, config.parent, self.cli)
+        elif fixed is None and self.cli.isolated:
+            self._fixed = build_settings(None, {}, Path.cwd(), self.cli)
+
+    @classmethod
+    def single(cls, settings: Settings) -> "Resolver":
+        """A resolver giving `settings` for every path (for callers holding one Settings)."""
+        return cls(cli=CommandLine(force_exclude=settings.force_exclude), fixed=settings)
+
+    @property
+    def force_exclude(self) -> bool:
+        return self.cli.force_exclude
+
+    @property
+    def hierarchical(self) -> bool:
+        return self._fixed is None
+
+    def settings_for(self, path: str) -> Settings:
+        """The settings of the file `path` (those of its directory)."""
+        return self.settings_for_dir(os.path.dirname(os.path.abspath(path)))
+
+    def settings_for_dir(self, directory: str) -> Settings:
+        """The settings governing the entries of `directory`."""
+        if self._fixed is not None:
+            return self._fixed
+        config, root = self._lookup(os.path.normpath(os.path.abspath(directory)))
+        key = (config, root)
+        if key not in self._settings:
+            table = self._tables.get(config) if config is not None else None
+            self._settings[key] = build_settings(config, table or {}, root, self.cli)
+        return self._settings[key]
+
+    def codes_for(self, path: str) -> FrozenSet[str]:
+        """The rule codes enabled for one file (its own settings, after per-file-ignores)."""
+        return self.settings_for(path).codes_for(path)
+
+    def used(self) -> List[Settings]:
+        """The settings resolved so far, in the order they were first needed."""
+        return [self._fixed] if self._fixed is not None else list(self._settings.values())
+
+    def top_root(self, directory: str) -> Path:
+        """The root of the outermost configuration that encloses `directory` through a chain of
+        nested ones (for walking upwards: --force-exclude, .gitignore files outside git)."""
+        if self._fixed is not None:
+            return self._fixed.root
+        config, root = self._lookup(os.path.normpath(os.path.abspath(directory)))
+        while config is not None and root.parent != root:
+            outer, outer_root = self._lookup(str(root.parent))
+            if outer is None:
+                break
+            config, root = outer, outer_root
+        return root
+
+    def _lookup(self, directory: str) -> Tuple[Optional[Path], Path]:
+        """(nearest config file, root) for `directory`, memoised for it and every parent walked."""
+        walked = []
+        current = directory
+        found: Optional[Tuple[Optional[Path], Path]] = None
+        while True:
+            if current in self._nearest:
+                found = self._nearest[current]
+                break
+            walked.append(current)
+            own = self._config_in(current)
+            if own is not None:
+                found = (own, Path(current))
+                break
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        if found is None:
+            found = (None, Path(os.path.normpath(os.getcwd())))
+        # Below no configuration the defaults apply, rooted at the nearest pyproject.toml (or cwd).
+        for folder in reversed(walked):
+            if found[0] is None and os.path.isfile(os.path.join(folder, CONFIG_FILE)):
+                found = (None, Path(folder))
+            self._nearest[folder] = found
+        return self._nearest[directory]
+
+    def _config_in(self, directory: str) -> Optional[Path]:
+        """The configuration file of `directory` itself, or None (read once)."""
+        for name in CONFIG_FILES:
+            candidate = Path(directory) / name
+            if candidate.is_file():
+                if candidate not in self._tables:
+                    self._tables[candidate] = _config_table(candidate)
+                if self._tables[candidate] is not None:
+                    return candidate
+        return None
+
+
+def load_settings(paths: Sequence[str], overrides: Optional[Mapping[str, Any]] = None) -> Settings:
+    """The settings governing the first of `paths` (or the current directory).
+
+    `overrides` holds command-line values: ``config`` (path of a configuration file),
+    ``select``/``ignore``/``extend_select`` (lists of codes, None when not given),
+    ``exclude``/``extend_exclude`` (lists of comma-separated patterns; ``exclude`` None when not
+    given), ``per_file_ignores``/``extend_per_file_ignores`` (lists of ``PATTERN:CODES``),
+    ``isolated`` and ``force_exclude`` (bools). For a run over many paths use `Resolver`.
+    """
+    resolver = Resolver(overrides)
+    first = Path(paths[0]) if paths else Path(".")
+    start = first.absolute()
+    if not start.is_dir():
+        start = start.parent
+    return resolver.settings_for_dir(str(start))
+
+
+def _check_patterns(where: str, key: Optional[str], patterns: Sequence[str]) -> None:
     for pattern in patterns:
         try:
             compile_patterns([pattern])
         except Exception as exc:  # pathspec raises several types for malformed patterns
-            raise ConfigError(f"{where}: bad pattern {pattern!r} in `{key}`: {exc}") from None
+            inside = f" in `{key}`" if key else ""
+            raise ConfigError(f"{where}: bad pattern {pattern!r}{inside}: {exc}") from None

@@ -197,24 +197,34 @@ def lint_paths(
 ) -> List[FileResult]:
     """Lint `files` (display paths) with the rules `settings` enables for each of them.
 
-    Results come back in the order of `files`. Cached results (same bytes, mllint version,
-    rule sources and settings) are reused and marked ``cached``. The remaining files are
+    `settings` is a `config.Resolver` (each file gets the settings of its own configuration)
+    or one `config.Settings`. Results come back in the order of `files`. Cached results (same
+    bytes, mllint version, rule sources and the file's own settings) are reused and marked
+    ``cached``; there is one cache per configuration. The remaining files are
     linted in a process pool when there are more than POOL_MIN_FILES of them and more than
     one CPU (or `jobs` allows it), otherwise in this process. `stats`, when given, receives
     ``workers`` (processes used for linting; 1 = in this process) and ``cache_written``.
     """
     import os
 
-    cache = None
-    if use_cache:
-        from mllint.cache import Cache
+    caches = {}  # (cache dir, settings fingerprint) -> Cache
 
-        cache = Cache(settings.cache_dir, settings.fingerprint())
+    def cache_for(own):
+        if not use_cache:
+            return None
+        key = (str(own.cache_dir), own.fingerprint())
+        if key not in caches:
+            from mllint.cache import Cache
+
+            caches[key] = Cache(own.cache_dir, key[1])
+        return caches[key]
 
     results: List[Optional[FileResult]] = [None] * len(files)
-    pending = []  # (index, path, codes, digest)
+    pending = []  # (index, path, codes, digest, cache)
     for index, path in enumerate(files):
-        codes = tuple(sorted(settings.codes_for(path)))
+        own = settings.settings_for(path)
+        codes = tuple(sorted(own.codes_for(path)))
+        cache = cache_for(own)
         digest = None
         if cache is not None:
             read = _read_for_cache(path)
@@ -224,9 +234,9 @@ def lint_paths(
                 if findings is not None:
                     results[index] = _cached_result(path, data, findings)
                     continue
-        pending.append((index, path, codes, digest))
+        pending.append((index, path, codes, digest, cache))
 
-    items = [(path, codes) for _, path, codes, _ in pending]
+    items = [(path, codes) for _, path, codes, _, _ in pending]
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     linted = None
     used = 1
@@ -237,11 +247,11 @@ def lint_paths(
         used = 1
         linted = [_lint_one(item) for item in items]
 
-    for (index, path, _, digest), result in zip(pending, linted):
+    for (index, path, _, digest, cache), result in zip(pending, linted):
         results[index] = result
         if cache is not None and digest is not None:
             cache.put(os.path.abspath(path), digest, result.findings)
-    written = cache.save() if cache is not None else False
+    written = all([cache.save() for cache in caches.values()]) if use_cache else False
     if stats is not None:
         stats.update(workers=used, cache_written=written)
     return results  # type: ignore[return-value]

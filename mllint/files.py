@@ -2,9 +2,10 @@
 
 - A directory is walked recursively for ``*.py`` files. Directories and files matched by
   ``exclude`` (default: Ruff's list of tool and virtualenv directories) or ``extend-exclude``
-  (gitignore-style patterns relative to the project root), or by a ``.gitignore`` file
-  (the ones in the walked directories, in their parents up to the git root, and
-  ``.git/info/exclude``) are skipped.
+  (gitignore-style patterns relative to the root of the configuration governing the
+  directory they are in: a sub-folder with its own configuration uses its own excludes), or by
+  a ``.gitignore`` file (the ones in the walked directories, in their parents up to the git
+  root, and ``.git/info/exclude``) are skipped.
 - A file named on the command line is always linted, whatever its extension, unless
   ``--force-exclude`` is given and it (or a parent directory) is excluded. Notebooks
   (``.ipynb``) are not supported yet and are skipped with a warning.
@@ -18,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from mllint.config import ConfigError, Settings, compile_patterns, relative_to_root
+from mllint.config import ConfigError, Resolver, Settings, compile_patterns, relative_to_root
 
 SOURCE_SUFFIX = ".py"
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -56,8 +57,8 @@ class _Excluder:
 class _GitIgnores:
     """Reads and caches .gitignore files; answers "is this path ignored" for a chain of them."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = str(root)
+    def __init__(self, root_for: Callable[[str], Path]) -> None:
+        self.root_for = root_for  # directory -> the project root above it
         self._specs: Dict[str, Optional[object]] = {}
 
     def spec_for(self, directory: str, name: str = ".gitignore") -> Optional[object]:
@@ -92,7 +93,7 @@ class _GitIgnores:
         if git_root is None:
             # Outside a git repository: the .gitignore files up to the project root apply
             # (only the directory's own one when the directory lies outside the project).
-            root = Path(self.root)
+            root = self.root_for(directory)
             ancestors = [a for a in ancestors if a == directory or relative_to_root(a, root) is not None]
         chain: List[Tuple[str, object]] = []
         if git_root is not None:
@@ -124,13 +125,24 @@ class _GitIgnores:
 
 def discover(
     paths: Sequence[str],
-    settings: Settings,
+    settings,
     on_warning: Optional[Callable[[str], None]] = None,
 ) -> List[str]:
-    """The files to lint under `paths`, sorted, without duplicates."""
+    """The files to lint under `paths`, sorted, without duplicates.
+
+    `settings` is a `Resolver` (each directory's entries are judged by the settings governing
+    that directory) or one `Settings` for everything."""
     warn = on_warning or (lambda message: None)
-    excluder = _Excluder(settings)
-    gitignores = _GitIgnores(settings.root)
+    resolver = Resolver.single(settings) if isinstance(settings, Settings) else settings
+    excluders: Dict[int, _Excluder] = {}
+
+    def excluder_for(directory: str) -> _Excluder:
+        governing = resolver.settings_for_dir(directory)
+        if id(governing) not in excluders:
+            excluders[id(governing)] = _Excluder(governing)
+        return excluders[id(governing)]
+
+    gitignores = _GitIgnores(resolver.top_root)
     visited_dirs: Set[Tuple[int, int]] = set()
     found: Dict[str, str] = {}  # real path -> display path
 
@@ -143,14 +155,15 @@ def discover(
     def force_excluded(path: str, is_dir: bool) -> bool:
         """For --force-exclude: is the path, or a parent below the project root, excluded or gitignored?"""
         current, current_is_dir = os.path.abspath(path), is_dir
-        root = str(settings.root)
+        top = resolver.top_root(os.path.dirname(current))
+        root = str(top)
         while True:
             parent = os.path.dirname(current)
-            if excluder.excluded(current, current_is_dir, parent) or gitignores.ignored(
+            if excluder_for(parent).excluded(current, current_is_dir, parent) or gitignores.ignored(
                 gitignores.chain_to(parent), current, current_is_dir
             ):
                 return True
-            if parent == current or parent == root or relative_to_root(parent, settings.root) is None:
+            if parent == current or parent == root or relative_to_root(parent, top) is None:
                 return False
             current, current_is_dir = parent, True
 
@@ -158,7 +171,7 @@ def discover(
         if not os.path.exists(given):
             raise DiscoveryError(f"path does not exist: {given}")
         is_dir = os.path.isdir(given)
-        if settings.force_exclude and force_excluded(given, is_dir):
+        if resolver.force_exclude and force_excluded(given, is_dir):
             continue
         if not is_dir:
             if given.endswith(NOTEBOOK_SUFFIX):
@@ -188,6 +201,7 @@ def discover(
                 warn(f"cannot read directory {directory}: {exc.strerror or exc}")
                 continue
             subdirs = []
+            excluder = excluder_for(directory)
             for entry in listing:
                 try:  # both follow symbolic links
                     entry_is_dir = entry.is_dir()

@@ -23,7 +23,7 @@ def project(tmp_path: Path, config: str, files=None) -> Path:
 
 
 def test_select(tmp_path):
-    root = project(tmp_path, '[tool.mllint]\nselect = ["ML000"]\n')
+    root = project(tmp_path, '[tool.mllint]\nselect = ["ML002"]\n')
     assert run([], root).returncode == 0
     root = project(tmp_path, '[tool.mllint]\nselect = ["ML0"]\n')
     assert run([], root).returncode == 1
@@ -172,7 +172,7 @@ def test_cli_select_overrides_config_ignore(tmp_path):
 
 
 def test_cli_ignore_over_config_select(tmp_path):
-    root = project(tmp_path, '[tool.mllint]\nselect = ["ML001"]\n')
+    root = project(tmp_path, '[tool.mllint]\nselect = ["ML001", "ML002"]\n')
     assert run(["--ignore", "ML001"], root).returncode == 0
 
 
