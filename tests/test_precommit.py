@@ -209,3 +209,22 @@ def test_hook_environment_has_no_torch(hook_repo, project, shared_home):
     assert {"libcst", "click", "pathspec"} <= installed
     assert "torch" not in installed, sorted(installed)
     assert not (site_packages[0] / "torch").exists()
+
+
+def test_nested_configurations_give_the_same_verdict_for_all_files_and_one_file(hook_repo, project, shared_home):
+    """The root config ignores ML001, sub/'s selects it: `--all-files` and the file committed
+    alone must both block sub/bad.py (each file uses its nearest configuration)."""
+    (project / "pyproject.toml").write_text('[tool.mllint]\nignore = ["ML001"]\n', encoding="utf-8")
+    (project / "sub").mkdir()
+    (project / "sub" / "pyproject.toml").write_text('[tool.mllint]\nselect = ["ML001"]\n', encoding="utf-8")
+    (project / "sub" / "bad.py").write_text(BAD, encoding="utf-8")
+    git("add", "-A", cwd=project)
+    use_config(project, hook_repo)
+    every = pre_commit("run", "mllint", "--all-files", cwd=project, home=shared_home)
+    assert every.returncode == 1, every.output
+    assert f"sub/bad.py:{BAD_BACKWARD_LINE}" in every.output.replace(os.sep, "/")
+    assert re.search(r"(?m)^bad\.py:", every.output) is None  # the root's bad.py: ML001 is ignored there
+    alone = pre_commit("run", "mllint", "--files", "sub/bad.py", cwd=project, home=shared_home)
+    assert alone.returncode == 1, alone.output
+    root_file = pre_commit("run", "mllint", "--files", "bad.py", cwd=project, home=shared_home)
+    assert root_file.returncode == 0, root_file.output
