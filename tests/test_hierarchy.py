@@ -321,3 +321,19 @@ def test_resolver_errors_and_single(tmp_path):
     settings = Resolver({"isolated": True}).settings_for(str(tmp_path / "a.py"))
     single = Resolver.single(settings)
     assert single.settings_for("/anywhere/else.py") is settings
+
+
+def test_fix_uses_each_files_own_settings(nested):
+    proc = run(["--no-cache", "--fix"], nested)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (nested / "sub" / "x.py").read_text() == GOOD
+    assert (nested / "x.py").read_text() == BAD  # ML001 is ignored at the root: not fixed either
+
+
+def test_a_file_with_no_configuration_above_gets_the_defaults(tmp_path):
+    # Not the configuration of the current directory (Ruff would use it): the result of a
+    # file does not depend on where the command runs.
+    write(tmp_path / "proj" / "mllint.toml", 'ignore = ["ML001"]\n')
+    outside = write(tmp_path / "outside" / "train.py", BAD)
+    assert run(["--no-cache", str(outside)], tmp_path / "proj").returncode == 1
+    assert run(["--no-cache", str(outside)], tmp_path).returncode == 1
