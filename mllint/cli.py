@@ -401,7 +401,12 @@ def _memory_command():
     return memory_command
 
 
-SUBCOMMANDS = {"check": lambda: lint_command, "rules": lambda: rules_command, "explain": lambda: explain_command, "memory": _memory_command}
+SUBCOMMANDS = {
+    "check": lambda: lint_command,  # as `ruff check`: the lint command itself
+    "rules": lambda: rules_command,
+    "explain": lambda: explain_command,
+    "memory": _memory_command,
+}
 
 
 # --- entry point -----------------------------------------------------------------------
