@@ -1,7 +1,8 @@
 """JSON: an array of Finding.to_dict() objects, sorted by path, line, column, code.
 
 Each object has exactly ``path, line, column, end_line, end_column, code, name,
-message, severity, fix`` (and, with --verify, ``verification``: ``{verdict, summary,
+message, detail, severity, fix`` (``detail``: null or the rest of the explanation for
+this case, which the one-line ``message`` leaves out) (and, with --verify, ``verification``: ``{verdict, summary,
 evidence: [{metric, original, fixed, ratio, interval}], details}``); ``fix`` is null or ``{applicability, message, edits:
 [{line, column, end_line, end_column, content}]}``. Paths are as the CLI gave them.
 Pretty-printed with an indent of 2 and a final newline; non-ASCII text is escaped

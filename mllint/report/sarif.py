@@ -36,7 +36,6 @@ from ._common import ReportOptions, RuleInfo, SourceCache, all_findings, rule_in
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
-INFORMATION_URI = "https://pypi.org/project/mllint-pitfalls/"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "mllintLineHash/v1"
 
@@ -73,9 +72,14 @@ def build_log(results, opts: ReportOptions, cwd: Optional[str] = None) -> dict:
         }
         if finding.fix is not None and finding.fix.edits:
             entry["fixes"] = [sarif_fix(finding, location)]
+        properties = {}
+        if finding.detail:
+            properties["detail"] = finding.detail
         verification = opts.verification(finding)
         if verification is not None:
-            entry["properties"] = {"verification": verification.to_dict()}
+            properties["verification"] = verification.to_dict()
+        if properties:
+            entry["properties"] = properties
         sarif_results.append(entry)
 
     return {
@@ -86,7 +90,6 @@ def build_log(results, opts: ReportOptions, cwd: Optional[str] = None) -> dict:
                 "tool": {
                     "driver": {
                         "name": "mllint",
-                        "informationUri": INFORMATION_URI,
                         "version": mllint.__version__,
                         "semanticVersion": mllint.__version__,
                         "rules": rules,

@@ -3,7 +3,8 @@
     train.py:12:9: ML001 [*] Gradients accumulate across steps: ...
 
 ``[*]`` marks a finding that ``--fix`` fixes. With ``show_source`` a code frame
-follows each finding: two lines of context either side, line numbers, and carets
+follows each finding (ending with ``= note:`` and the finding's detail, if any, and
+``= help:`` and the fix's description): two lines of context either side, line numbers, and carets
 under the reported columns (on every line of a finding that spans lines). Tabs
 expand to 4 columns, wide characters take two, and control or invisible format
 characters show as U+FFFD so that they cannot scramble the terminal. The source
@@ -205,6 +206,8 @@ def code_frame(lines: Optional[List[str]], finding: Finding, style: Style) -> Li
         if number == elided_after:
             rows.append(f"{style('.' * max(3, width), 'bold_blue')}")
     rows.append(f"{blank} {gutter}")
+    if finding.detail:
+        rows.append(f"{blank} {style('=', 'bold_blue')} note: {finding.detail}")
     if finding.fix is not None and finding.fix.description:
         kind = "" if finding.fix.applicability.value == "safe" else " (unsafe)"
         rows.append(f"{blank} {style('=', 'bold_blue')} help{kind}: {finding.fix.description}")
