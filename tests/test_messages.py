@@ -181,3 +181,15 @@ def test_detail_is_carried_by_json_sarif_and_show_source_but_not_the_line():
     assert result["properties"]["detail"] == "The long story, with the fix."
     assert "= note: The long story, with the fix." in _render("text", show_source=True)
     assert "long story" not in _render("text") and "long story" not in _render("concise")
+
+
+def test_ml005_parameter_is_what_every_caller_passes():
+    (finding,) = _ml005("""
+        import torch
+        from torch import nn
+        """, EVALUATE, """
+        def main():
+            model = nn.Sequential(nn.Linear(16, 8), nn.BatchNorm1d(8), nn.Dropout(0.5))
+            return evaluate(model, val_loader)
+        """)
+    assert finding.message.endswith("its dropout and batch norm act as in training")

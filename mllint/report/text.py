@@ -16,7 +16,8 @@ Then a blank line and the summary: ``Found 3 problems (2 fixable with --fix).``,
 after a --fix run, followed by the hidden unsafe fixes line when there are any).
 
 With ``statistics`` the per-finding listing becomes one row per code: count, code,
-``[*]`` when fixable, name; most frequent first.
+``[*]`` when fixable, name; most frequent first. ``quiet`` leaves out the summary
+(and the blank line before it); ``show_fixes`` puts what --fix changed before it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def report(results, opts: ReportOptions, out: TextIO) -> None:
         rows = statistics_rows(findings, opts, style)
         for row in rows:
             out.write(row + "\n")
-        if rows:
+        if rows and not opts.quiet:
             out.write("\n")
     elif opts.show_source:
         sources = SourceCache()
@@ -67,7 +68,7 @@ def report(results, opts: ReportOptions, out: TextIO) -> None:
             out.write(finding_line(finding, opts, style, fix_marker=True) + "\n")
             for row in verification_lines(finding, opts, style):
                 out.write(row + "\n")
-        if findings:
+        if findings and not opts.quiet:
             out.write("\n")
     for line in summary_lines(findings, opts):
         out.write(line + "\n")

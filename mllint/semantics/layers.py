@@ -22,7 +22,7 @@ from typing import FrozenSet, Optional, Set
 
 import libcst as cst
 
-from mllint.semantics.model import MODULE_SCOPE, FileModel
+from mllint.semantics.model import CALL, MODULE_SCOPE, FileModel
 from mllint.semantics.names import dotted
 
 DROPOUT = "dropout"
@@ -48,9 +48,13 @@ class _Unknown(Exception):
     pass
 
 
-def mode_layers(m: FileModel, ref: str, scope: str) -> Optional[FrozenSet[str]]:
+def mode_layers(m: FileModel, ref: str, scope: str, depth: int = 0) -> Optional[FrozenSet[str]]:
     """The kinds of mode-dependent layers the model ``ref`` (seen from ``scope``) has;
-    an empty set when it is known to have none; None when we cannot tell."""
+    an empty set when it is known to have none; None when we cannot tell. A parameter
+    of a function in this file is what every call of the function passes (when they agree)."""
+    fn = m.functions.get(scope)
+    if fn is not None and ref in fn.params and ref not in ("self", "cls") and m.instance_of.get(scope, ref) is None:
+        return _from_callers(m, fn, ref, depth) if depth < 3 else None
     try:
         found: Set[str] = set()
         if ref in ("self", "cls"):
@@ -72,6 +76,25 @@ def mode_layers(m: FileModel, ref: str, scope: str) -> Optional[FrozenSet[str]]:
         return frozenset(found)
     except _Unknown:
         return None
+
+
+def _from_callers(m: FileModel, fn, param: str, depth: int) -> Optional[FrozenSet[str]]:
+    index = fn.params.index(param) - (1 if fn.cls is not None else 0)
+    answers = set()
+    for effect in m.effects:
+        if effect.kind != CALL or effect.callee != fn.key or not isinstance(effect.node, cst.Call):
+            continue
+        arg = next((a for a in effect.node.args if a.keyword is not None and a.keyword.value == param), None)
+        positional = [a for a in effect.node.args if a.keyword is None]
+        if arg is None and 0 <= index < len(positional) and not any(a.star for a in positional[: index + 1]):
+            arg = positional[index]
+        ref = dotted(arg.value) if arg is not None else None
+        if ref is None:
+            return None
+        answers.add(mode_layers(m, ref, effect.ctx.scope, depth + 1))
+    if len(answers) != 1:
+        return None
+    return answers.pop()
 
 
 def _built_from(m: FileModel, ref: str, scope: str) -> Optional[cst.Call]:
