@@ -295,7 +295,7 @@ def _headline(model: FileModel, leak: Leak) -> str:
     if leak.kind == D.VAL:
         return f"{what} fitted on the validation split{at}: fit on the training split, only transform this one"
     if leak.kind == "model-test":
-        return f"model trained on the test split{at}: its test score is not a test score"
+        return f"model trained on the test split{at}: keep the test split for evaluation only"
     evaluation = leak.evaluation
     eval_line = _line(model, evaluation.node) if evaluation is not None else None
     scored = f" then scored on line {eval_line}" if eval_line else " then scored"

@@ -148,6 +148,11 @@ LAYERS = {
                          "    def predict(self, x):\n        return self(x)\n", "self", "Net.predict",
                          frozenset({"batch norm"})),
     "parameter": ("def evaluate(model, x):\n    return model(x)\n", "model", "evaluate", None),
+    "instance norm without running statistics": ("import torch.nn as nn\nmodel = nn.Sequential(nn.InstanceNorm2d(3))\n",
+                                                 "model", "<module>", frozenset()),
+    "instance norm with running statistics": ("import torch.nn as nn\n"
+                                              "model = nn.Sequential(nn.InstanceNorm2d(3, track_running_stats=True))\n",
+                                              "model", "<module>", None),
 }
 
 

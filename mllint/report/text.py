@@ -42,6 +42,7 @@ from ._common import (
 TAB_SIZE = 4
 CONTEXT = 2  # lines of context above and below
 MAX_SPAN_LINES = 6  # longer spans show their first and last lines around "..."
+NOTE_WIDTH = 100  # the finding's detail under a code frame is wrapped to this width
 
 
 def report(results, opts: ReportOptions, out: TextIO) -> None:
@@ -207,8 +208,13 @@ def code_frame(lines: Optional[List[str]], finding: Finding, style: Style) -> Li
         if number == elided_after:
             rows.append(f"{style('.' * max(3, width), 'bold_blue')}")
     rows.append(f"{blank} {gutter}")
-    if finding.detail:
-        rows.append(f"{blank} {style('=', 'bold_blue')} note: {finding.detail}")
+    if finding.detail:  # wrapped to NOTE_WIDTH, continuation lines aligned after "note: "
+        import textwrap
+
+        indent = " " * (width + len(" = note: "))
+        wrapped = textwrap.wrap(finding.detail, NOTE_WIDTH - len(indent), break_on_hyphens=False) or [""]
+        rows.append(f"{blank} {style('=', 'bold_blue')} note: {wrapped[0]}")
+        rows.extend(indent + line for line in wrapped[1:])
     if finding.fix is not None and finding.fix.description:
         kind = "" if finding.fix.applicability.value == "safe" else " (unsafe)"
         rows.append(f"{blank} {style('=', 'bold_blue')} help{kind}: {finding.fix.description}")

@@ -32,9 +32,11 @@ TRAINING_FLAG = "layers that read `self.training`"
 _DROPOUT_CLASSES = {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"}
 _NORM_CLASSES = {
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
-    "LazyBatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
-    "LazyInstanceNorm2d", "LazyInstanceNorm3d",
+    "LazyBatchNorm3d",
 }
+# Instance norm uses each input's own statistics in both modes, unless track_running_stats=True.
+_INSTANCE_NORM_CLASSES = {"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
+                          "LazyInstanceNorm2d", "LazyInstanceNorm3d"}
 _TRANSFORMER_CLASSES = {"Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
                         "TransformerDecoderLayer"}
 _DROPOUT_ARGUMENT = {"RNN", "LSTM", "GRU", "MultiheadAttention"}  # dropout=0 by default
@@ -180,6 +182,10 @@ def _call_layers(m: FileModel, call: cst.Call, found: Set[str], seen: Set[str], 
             found.add(DROPOUT)
         elif last in _NORM_CLASSES:
             found.add(BATCH_NORM)
+        elif last in _INSTANCE_NORM_CLASSES:
+            arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == "track_running_stats"), None)
+            if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
+                raise _Unknown  # running statistics: switched by eval(), but not batch norm to name in a message
         elif last in _TRANSFORMER_CLASSES:
             found.add(DROPOUT)
         elif last in _DROPOUT_ARGUMENT:
