@@ -200,3 +200,13 @@ def test_statistics_sarif_keeps_results_and_adds_run_properties(project):
 def test_statistics_text_formats(project, fmt):
     out = lint(project, "--statistics", "--format", fmt, ".").stdout
     assert "2  ML001" in out and "missing-zero-grad" in out and "train.py:" not in out
+
+
+def test_detail_survives_the_cache(project, tmp_path):
+    env = {"MLLINT_CACHE_DIR": str(tmp_path / "cache")}
+    first = run(["--format", "json", "."], project, env=env)
+    second = run(["--format", "json", "."], project, env=env)
+    assert any((tmp_path / "cache").iterdir())
+    assert first.stdout == second.stdout
+    details = [item["detail"] for item in json.loads(second.stdout)]
+    assert details and all("zero_grad()" in detail for detail in details)
