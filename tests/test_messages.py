@@ -147,6 +147,25 @@ LAYERS = {
                          "        super().__init__()\n        self.bn = nn.BatchNorm2d(3)\n"
                          "    def predict(self, x):\n        return self(x)\n", "self", "Net.predict",
                          frozenset({"batch norm"})),
+    "a module handed to __init__": ("import torch.nn as nn\nclass Net(nn.Module):\n"
+                                    "    def __init__(self, backbone, hidden_size: int):\n        super().__init__()\n"
+                                    "        self.backbone = backbone\n        self.hidden_size = hidden_size\n"
+                                    "model = Net(make_backbone(), 3)\n", "model", "<module>", None),
+    "scalars handed to __init__": ("import torch.nn as nn\nclass Net(nn.Module):\n"
+                                   "    def __init__(self, n_in, n_out: int):\n        super().__init__()\n"
+                                   "        self.n_in = n_in\n        self.fc = nn.Linear(n_in, n_out)\n"
+                                   "model = Net(3, 2)\n", "model", "<module>", frozenset()),
+    "sequential of a list built elsewhere": ("import torch.nn as nn\nlayers = build()\nmodel = nn.Sequential(*layers)\n",
+                                             "model", "<module>", None),
+    "sequential of an ordered dict": ("import torch.nn as nn\nfrom collections import OrderedDict\n"
+                                      "model = nn.Sequential(OrderedDict([('fc', nn.Linear(2, 2)), ('act', nn.ReLU())]))\n",
+                                      "model", "<module>", frozenset()),
+    "module list of in-file blocks": ("import torch.nn as nn\nclass Block(nn.Module):\n    def __init__(self, dim):\n"
+                                      "        super().__init__()\n        self.fc = nn.Linear(dim, dim)\n"
+                                      "class Net(nn.Module):\n    def __init__(self, num_layers, dim: int):\n"
+                                      "        super().__init__()\n        self.num_layers = num_layers\n"
+                                      "        self.blocks = nn.ModuleList([Block(dim) for _ in range(num_layers)])\n"
+                                      "model = Net(2, 8)\n", "model", "<module>", frozenset()),
     "parameter": ("def evaluate(model, x):\n    return model(x)\n", "model", "evaluate", None),
     "instance norm without running statistics": ("import torch.nn as nn\nmodel = nn.Sequential(nn.InstanceNorm2d(3))\n",
                                                  "model", "<module>", frozenset()),

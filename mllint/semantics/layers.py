@@ -10,7 +10,10 @@ training mode, a rule asks ``mode_layers(m, ref, scope)``:
 - ``None``: unknown (a class or factory from elsewhere, a parameter, a loaded model).
 
 What counts as known: classes defined in the file (with their in-file bases and nested
-submodules, recursively) and ``torch.nn`` layers. ``nn.RNN``/``LSTM``/``GRU`` and
+submodules, recursively) and ``torch.nn`` layers. Unknown: a base class or a layer factory
+from elsewhere, a module handed to ``__init__`` (``self.backbone = backbone``: annotated with
+a non-scalar type, or named like a module), and ``nn.Sequential(*layers)`` of a list we do not
+follow. A parameter of a function is what every call of it in the file passes. ``nn.RNN``/``LSTM``/``GRU`` and
 ``nn.MultiheadAttention`` have dropout only when given a ``dropout`` argument;
 transformer layers have dropout by default.
 """
@@ -18,6 +21,7 @@ transformer layers have dropout by default.
 from __future__ import annotations
 
 import builtins
+import re
 from typing import FrozenSet, Optional, Set
 
 import libcst as cst
@@ -142,6 +146,14 @@ def _class_layers(m: FileModel, name: str, found: Set[str], seen: Set[str]) -> N
             found.add(TRAINING_FLAG)
         elif isinstance(node, cst.Call):
             _call_layers(m, node, found, seen, assigned=False)
+    for fn in _walk(info.node.body):  # a module handed in (``self.backbone = backbone``) is not known
+        if isinstance(fn, cst.FunctionDef):
+            params = {p.name.value: p for p in fn.params.params + fn.params.kwonly_params}
+            for node in _walk(fn.body):
+                if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in params:
+                    if any(isinstance(t.target, cst.Attribute) and dotted(t.target.value) == "self" for t in node.targets):
+                        if _may_be_module(m, params[node.value.value]):
+                            raise _Unknown
     for node in _walk(info.node.body):  # what is stored on self must be known
         if isinstance(node, cst.Assign):
             if any(isinstance(t.target, cst.Attribute) and dotted(t.target.value) == "self" for t in node.targets):
@@ -149,6 +161,40 @@ def _class_layers(m: FileModel, name: str, found: Set[str], seen: Set[str]) -> N
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign)) and node.value is not None:
             if isinstance(node.target, cst.Attribute) and dotted(node.target.value) == "self":
                 _stored(m, node.value, found, seen)
+
+
+_SCALAR_ANNOTATIONS = {"int", "float", "str", "bool", "bytes", "complex"}
+_MODULE_NAME = re.compile(
+    r"(?:^|_)(?:model|net|network|backbone|encoder|decoder|module|modules|head|body|stem|trunk|classifier|"
+    r"extractor|embedding|embeddings|layer|layers|block|blocks|submodule|criterion|loss_fn)$", re.I)
+_COUNT_NAME = re.compile(r"^(?:num|n|max|min)_|size|dim|count|depth|width", re.I)
+_CONTAINERS = {"Sequential", "ModuleList", "ModuleDict"}
+
+
+def _may_be_module(m: FileModel, param: cst.Param) -> bool:
+    """A parameter stored on self that may hold a module: annotated with something other than
+    a scalar type, or named like one (``backbone``, ``encoder``, ``layers``)."""
+    if param.annotation is not None:
+        text = m.code_of(param.annotation.annotation)
+        return text.split("[", 1)[0].rsplit(".", 1)[-1] not in _SCALAR_ANNOTATIONS
+    name = param.name.value
+    return bool(_MODULE_NAME.search(name)) and not _COUNT_NAME.search(name)
+
+
+def _opaque(expr: cst.BaseExpression) -> bool:
+    """An argument of nn.Sequential/ModuleList/ModuleDict whose modules we cannot see:
+    a name (``nn.Sequential(*layers)``), an attribute, a subscript."""
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
+        return not (isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"))
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return any(_opaque(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return any(not isinstance(e, cst.DictElement) or _opaque(e.value) for e in expr.elements)
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        return _opaque(expr.elt)
+    if isinstance(expr, cst.DictComp):
+        return _opaque(expr.value)
+    return False
 
 
 def _stored(m: FileModel, value: cst.BaseExpression, found: Set[str], seen: Set[str]) -> None:
@@ -178,6 +224,8 @@ def _call_layers(m: FileModel, call: cst.Call, found: Set[str], seen: Set[str], 
         _class_layers(m, last, found, seen)
         return
     if qual.startswith("torch.nn.") or qual.startswith("nn."):
+        if last in _CONTAINERS and any(_opaque(a.value) for a in call.args):
+            raise _Unknown  # nn.Sequential(*layers): what the list holds is not followed
         if last in _DROPOUT_CLASSES:
             found.add(DROPOUT)
         elif last in _NORM_CLASSES:
