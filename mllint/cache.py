@@ -85,6 +85,7 @@ def finding_from_json(data: Dict[str, Any], path: str) -> Finding:
         message=str(data["message"]),
         severity=Severity(data["severity"]),
         fix=fix,
+        detail=data.get("detail"),
     )
 
 

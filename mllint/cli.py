@@ -70,7 +70,15 @@ def _debug(enabled: bool, message: str) -> None:
 @click.option("--format", "--output-format", "output_format", type=click.Choice(FORMATS), default="text",
               show_default=True, help="Output format.")
 @click.option("--show-source", is_flag=True, help="Show the source code around each finding.")
-@click.option("--statistics", is_flag=True, help="Show the number of findings per rule instead of each finding.")
+@click.option("--statistics", is_flag=True,
+              help="Show the number of findings per rule instead of each finding (json: [{code, name, count,"
+                   " fixable_count}]; github: one notice per rule; sarif: run properties, results kept).")
+@click.option("-o", "--output-file", metavar="FILE", type=click.Path(dir_okay=False, path_type=str),
+              help="Write the report to FILE instead of standard output (errors still go to stderr).")
+@click.option("-q", "--quiet", count=True,
+              help="Print the findings only, no summary; -qq (or --silent) prints nothing, the exit status tells.")
+@click.option("--silent", is_flag=True, help="Print nothing on standard output (same as -qq).")
+@click.option("--show-fixes", is_flag=True, help="After --fix, list what was fixed, per file and rule.")
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when problems are found.")
 @click.option("--no-cache", is_flag=True, envvar="MLLINT_NO_CACHE",
               help="Neither read nor write the result cache (.mllint_cache/). [env: MLLINT_NO_CACHE]")
@@ -133,6 +141,10 @@ def lint_command(
     timeout: Optional[float],
     entry: Optional[str],
     rounds: Optional[int],
+    output_file: Optional[str] = None,
+    quiet: int = 0,
+    silent: bool = False,
+    show_fixes: bool = False,
 ) -> int:
     """Find silent ML bugs (PyTorch, scikit-learn) in Python files under PATHS (default: .)."""
     from mllint import engine
@@ -183,7 +195,8 @@ def lint_command(
     if diff:
         return _diff(results, settings, exit_zero)
 
-    fixed = _fix(results, settings, unsafe_fixes) if fix else 0
+    fixed_findings: list = []
+    fixed = _fix(results, settings, unsafe_fixes, fixed_findings) if fix else 0
     verifications = _verify(results, verify_options) if verify_options else None
 
     from mllint.report import REPORTERS, ReportOptions
@@ -196,9 +209,15 @@ def lint_command(
         unsafe_hidden=0 if unsafe_fixes else _unsafe_fix_count(results),
         unsafe_fixes=unsafe_fixes,
         verifications=verifications,
+        quiet=quiet > 0 or silent,
+        show_fixes=show_fixes and fix,
+        fixed=fixed_findings,
     )
-    REPORTERS[output_format](results, options, sys.stdout)
-    sys.stdout.flush()
+    from mllint.output import show_fixes_on_stderr, write_report
+
+    if options.show_fixes and output_format not in ("text", "concise") and not (silent or quiet > 1):
+        show_fixes_on_stderr(options)
+    write_report(REPORTERS[output_format], results, options, output_file, silent=silent or quiet > 1)
     if findings and not exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
@@ -277,11 +296,14 @@ def _run_fixes(results, settings, unsafe: bool, write: bool):
         yield result, outcome
 
 
-def _fix(results, settings, unsafe: bool) -> int:
-    """Apply fixes in place; the results then hold the findings that remain. Returns the number fixed."""
+def _fix(results, settings, unsafe: bool, applied: Optional[list] = None) -> int:
+    """Apply fixes in place; the results then hold the findings that remain. Returns the number
+    fixed (and adds the fixed findings to `applied`, for --show-fixes)."""
     fixed = 0
     for result, outcome in _run_fixes(results, settings, unsafe, write=True):
         fixed += len(outcome.outcome.applied)
+        if applied is not None:
+            applied.extend(outcome.outcome.applied)
         result.findings = sorted(outcome.outcome.remaining, key=lambda f: f.sort_key())
         if outcome.new is not None:
             result.source = outcome.new

@@ -68,6 +68,9 @@ class Finding:
     message: str
     severity: Severity = Severity.ERROR
     fix: Optional[Fix] = field(default=None, compare=False)
+    # The rest of the explanation for this case (where the data came from, how to fix it
+    # here): the message stays one line; JSON, SARIF and --show-source carry the detail.
+    detail: Optional[str] = field(default=None, compare=False)
 
     @property
     def fixable(self) -> bool:
@@ -86,6 +89,7 @@ class Finding:
             "code": self.code,
             "name": self.name,
             "message": self.message,
+            "detail": self.detail,
             "severity": self.severity.value,
             "fix": self.fix.to_dict() if self.fix else None,
         }

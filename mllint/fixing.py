@@ -146,8 +146,9 @@ def _with_newline(content: str, newline: str) -> str:
     return content.replace("\r\n", "\n").replace("\n", newline)
 
 
-def _key(finding: Finding) -> Tuple[str, str]:
-    return (finding.code, finding.message)
+def _key(finding: Finding) -> Tuple[str, str, str]:
+    # the detail too: messages are short, the detail tells two findings of one kind apart
+    return (finding.code, finding.message, finding.detail or "")
 
 
 def _parses(text: str) -> Optional[str]:
@@ -212,11 +213,11 @@ def _check(
     """
     new_index = _Text(new_text)
 
-    def old_at(f: Finding) -> Tuple[str, str, int]:
-        return (f.code, f.message, _map_offset(old.clamped_offset(f.line, f.column), spans))
+    def old_at(f: Finding) -> Tuple[Tuple[str, str, str], int]:
+        return (_key(f), _map_offset(old.clamped_offset(f.line, f.column), spans))
 
-    def new_at(f: Finding) -> Tuple[str, str, int]:
-        return (f.code, f.message, new_index.clamped_offset(f.line, f.column))
+    def new_at(f: Finding) -> Tuple[Tuple[str, str, str], int]:
+        return (_key(f), new_index.clamped_offset(f.line, f.column))
 
     fixed_ids = {id(c.finding) for c in batch}
     # At each fixed finding's place, the count of findings of its kind must drop (another
@@ -253,7 +254,7 @@ def _mark(finding: Finding, index: _Text) -> Tuple[tuple, int]:
         (index.text[index.clamped_offset(e.line, e.column):index.clamped_offset(e.end_line, e.end_column)], e.content)
         for e in finding.fix.edits
     )
-    return ((finding.code, finding.message, edits), index.clamped_offset(finding.line, finding.column))
+    return ((_key(finding), edits), index.clamped_offset(finding.line, finding.column))
 
 
 def _spans_overlap(a: Sequence[_Span], b: Sequence[_Span]) -> bool:

@@ -58,7 +58,7 @@ How to fix
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Tuple
 
 import libcst as cst
 
@@ -76,7 +76,7 @@ from mllint.semantics.model import (
     counts_iterations,
     covers,
 )
-from mllint.semantics.names import after_docstring
+from mllint.semantics.names import after_docstring, shorten
 
 CODE = "ML001"
 NAME = "missing-zero-grad"
@@ -185,22 +185,37 @@ def _where_cleared(model: FileModel, loop: Loop, effects: List[LoopEffect], step
     return None
 
 
-def _message(model: FileModel, loop: Loop, effects, steps: List[LoopEffect], previous: Optional[LoopEffect] = None) -> str:
+def _message(model: FileModel, loop: Loop, effects, steps: List[LoopEffect], previous: Optional[LoopEffect] = None) -> Tuple[str, str]:
+    """The one-line message and the detail (JSON, SARIF, --show-source)."""
     if previous is not None:
         step = steps[0]
+        name = shorten(step.ref)
         line = model.position(previous.node).start.line
         return (
-            f"gradients accumulate across steps: `{step.ref}.step()` runs again in the same iteration, but nothing "
-            f"clears `{step.ref}`'s gradients after its step on line {line}, so this step re-applies them"
+            f"gradients accumulate: `{name}.step()` runs again before its gradients are cleared",
+            f"Nothing clears `{step.ref}`'s gradients after its step on line {line}, so this step re-applies "
+            f"them; call `{step.ref}.zero_grad()` after each step.",
         )
     if len(steps) > 1:
         names = " and ".join(f"`{s.ref}`" for s in steps)
-        return f"gradients accumulate across steps: nothing in the loop clears the gradients of {names}"
+        short = " and ".join(f"`{shorten(s.ref, 20)}`" for s in steps[:2]) + (" and others" if len(steps) > 2 else "")
+        return (
+            f"gradients accumulate: nothing in the loop clears the gradients of {short}",
+            f"The optimizers {names} step in the loop, so each step applies the sum of every gradient since the "
+            f"loop began; call `zero_grad()` on each of them once per step.",
+        )
     step = steps[0]
     name = step.ref if step.ref != ANY else "the optimizer"
     where = _where_cleared(model, loop, effects, step)
-    detail = f"`{name}.zero_grad()` runs {where}" if where else f"nothing clears `{name}`'s gradients in the loop"
-    return f"gradients accumulate across steps: `{name}.step()` runs {_how_often(loop, step)} but {detail}"
+    if where:
+        message = f"gradients accumulate: `{shorten(name)}.zero_grad()` runs {where}"
+    else:
+        message = f"gradients accumulate: nothing clears `{shorten(name)}`'s gradients in the loop"
+    detail = (
+        f"`{name}.step()` runs {_how_often(loop, step)}, so each step applies the sum of the gradients of every "
+        f"backward pass since they were last cleared; call `{name}.zero_grad()` once per step."
+    )
+    return message, detail
 
 
 # --- the fix --------------------------------------------------------------------------------------
@@ -429,7 +444,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             if previous is not None:
                 reported.add(site.node)
                 fix = _fix(model, loop, [step], site, backwards, after=previous)
-                yield model.finding(site.node, CODE, NAME, _message(model, loop, effects, [step], previous), fix)
+                message, detail = _message(model, loop, effects, [step], previous)
+                yield model.finding(site.node, CODE, NAME, message, fix, detail)
                 continue
             _, steps = by_site.setdefault(site.node, (site, []))
             if all(s.ref != step.ref for s in steps):
@@ -439,7 +455,8 @@ def check(model: FileModel) -> Iterable[Finding]:
                 continue
             reported.add(node)
             fix = _fix(model, loop, steps, site, backwards)
-            yield model.finding(node, CODE, NAME, _message(model, loop, effects, steps), fix)
+            message, detail = _message(model, loop, effects, steps)
+            yield model.finding(node, CODE, NAME, message, fix, detail)
 
 
 # ---------------------------------------------------------------------------------------

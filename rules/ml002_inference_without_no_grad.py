@@ -68,7 +68,7 @@ import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import BACKWARD, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
-from mllint.semantics.names import after_docstring, dotted
+from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, Phases
 
 CODE = "ML002"
@@ -92,11 +92,12 @@ def check(model: FileModel) -> Iterable[Finding]:
         evidence = phases.evidence(effect) or phases.mode_evidence(effect)
         if evidence is None or not _result_is_gradient_free(phases, effect.ctx.scope):
             continue
-        message = (
-            f"forward pass of `{effect.ref}` {evidence.text} runs with autograd on: its activations are kept for a "
-            f"backward pass that never comes; run it under `torch.no_grad()`"
+        message = f"`{shorten(effect.ref)}(...)` {evidence.brief} builds an autograd graph for nothing"
+        detail = (
+            f"The forward pass of `{effect.ref}` {evidence.text} keeps its activations for a backward pass that "
+            f"never comes (memory and time); run it under `torch.no_grad()` or `torch.inference_mode()`."
         )
-        yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence))
+        yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence), detail)
     yield from _helper_forwards(model, phases)
     yield from _flag_shared_forwards(model, phases)
 
@@ -118,12 +119,17 @@ def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]
         off_sites = [site for site in phases.call_sites(fn.key) if _flag_off_at(phases, fn.key, site, flag)]
         if not off_sites:
             continue
+        line = model.position(off_sites[0].node).start.line
         message = (
-            f"forward pass of `{effect.ref}` in `{fn.node.name.value}()` runs with autograd on also when `{flag}` is off "
-            f"(evaluation, as at line {model.position(off_sites[0].node).start.line}): its activations are kept for a "
-            f"backward pass that never comes; run it under `torch.set_grad_enabled({flag})`"
+            f"`{shorten(effect.ref, 16)}(...)` in `{shorten(fn.node.name.value, 20)}()` builds an autograd graph "
+            f"also when `{shorten(flag, 16)}` is off (line {line})"
         )
-        yield model.finding(effect.node, CODE, NAME, message, None)
+        detail = (
+            f"The forward pass of `{effect.ref}` in `{fn.node.name.value}()` runs with autograd on also when "
+            f"`{flag}` is off (evaluation, as at line {line}): its activations are kept for a backward pass that "
+            f"never comes; run it under `torch.set_grad_enabled({flag})`."
+        )
+        yield model.finding(effect.node, CODE, NAME, message, None, detail)
 
 
 def _cond_words(text: str) -> List[str]:
@@ -209,11 +215,12 @@ def _helper_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
         if evidence is None or evidence.kind == "callers" or not _result_is_gradient_free(phases, effect.ctx.scope):
             continue
         helper = effect.callee.rsplit(".", 1)[-1]
-        message = (
+        message = f"`{shorten(helper, 24)}(...)` {evidence.brief} runs a forward pass that builds an unused autograd graph"
+        detail = (
             f"`{helper}()` runs a forward pass {evidence.text} with autograd on: its activations are kept for a "
-            f"backward pass that never comes; run it under `torch.no_grad()`"
+            f"backward pass that never comes; run it under `torch.no_grad()`."
         )
-        yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence))
+        yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence), detail)
 
 
 # --- the fix ----------------------------------------------------------------------------------------------

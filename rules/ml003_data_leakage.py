@@ -254,14 +254,52 @@ def _split_parts(split: Optional[D.SplitInfo]) -> Tuple[str, str]:
     return (train[0] if train else "X_train"), (test[0] if test else "X_test")
 
 
-def _message(model: FileModel, leak: Leak) -> str:
-    message = _base_message(model, leak)
+def _message(model: FileModel, leak: Leak) -> Tuple[str, str]:
+    """The one-line message (what leaks, and where it was split) and the detail: the
+    whole story with the code quoted and the fix for this case (JSON, SARIF, --show-source)."""
+    detail = _base_message(model, leak)
     fit = leak.fit
     if leak.via is not None and _line(model, leak.via) and fit.data_node is not None:
         data = f"`{_short(model.code_of(fit.data_node))}`"
         via = f" (as passed by `{_short(model.code_of(leak.via), 40)}` on line {_line(model, leak.via)})"
-        message = message.replace(data, data + via, 1)
-    return message
+        detail = detail.replace(data, data + via, 1)
+    return _headline(model, leak), detail[:1].upper() + detail[1:] + "."
+
+
+def _headline(model: FileModel, leak: Leak) -> str:
+    fit = leak.fit
+    what = _what(fit)
+    data = f"`{_short(model.code_of(fit.data_node), 20)}`" if fit.data_node is not None else "the data"
+    split = leak.split
+    line = _line(model, split.node) if split is not None else None
+    at = f" (line {line})" if line else ""
+    if leak.kind == "full":
+        if fit.kind == D.RESAMPLER:
+            return f"resampler applied to all of {data} before the split{at}: test rows leak into training"
+        if split is not None and split.kind == "cv":
+            return f"{what} fitted on {data}, then cross-validated{at}: test folds leak into the fit"
+        if split is not None and split.kind == "validation_split":
+            return f"{what} fitted on all of {data} before Keras holds out `validation_split`: validation rows leak"
+        if split is not None and split.kind == "folds":
+            return f"{what} fitted on {data} before the fold split{at}: test folds leak into the fit"
+        return f"{what} fitted on {data} before the split{at}: test rows leak into the fit"
+    if leak.kind == "concat":
+        return f"{what} fitted on data that includes the test split{at}: test rows leak into the fit"
+    if leak.kind in (D.TEST, D.VAL) and leak.via is not None and _line(model, leak.via):
+        part = "test" if leak.kind == D.TEST else "validation"
+        return f"{what} refitted on the {part} split when line {_line(model, leak.via)} calls it: fit it once, on training data"
+    if leak.kind in (D.TEST, "paired"):
+        if fit.kind == D.RESAMPLER:
+            return f"test split resampled{at}: the score no longer measures the real test data"
+        return f"{what} fitted on the test split{at}: fit on the training split, only transform this one"
+    if leak.kind == D.VAL:
+        return f"{what} fitted on the validation split{at}: fit on the training split, only transform this one"
+    if leak.kind == "model-test":
+        return f"model trained on the test split{at}: keep the test split for evaluation only"
+    evaluation = leak.evaluation
+    eval_line = _line(model, evaluation.node) if evaluation is not None else None
+    scored = f" then scored on line {eval_line}" if eval_line else " then scored"
+    return f"model trained on all of {data} (test split included),{scored}: on rows it has seen"
 
 
 def _base_message(model: FileModel, leak: Leak) -> str:
@@ -770,7 +808,8 @@ def check(model: FileModel) -> Iterable[Finding]:
         if id(node) in reported:
             continue
         reported.add(id(node))
-        yield model.finding(node, CODE, NAME, _message(model, leak), _fix(model, leak))
+        message, detail = _message(model, leak)
+        yield model.finding(node, CODE, NAME, message, _fix(model, leak), detail)
 
 
 # ---------------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ from mllint.findings import Applicability, Finding, Fix
 from mllint.registry import Example
 from mllint.semantics.invariance import NEW_METHODS, TENSOR_CONSTRUCTORS, Analysis, LoopFacts, analysis
 from mllint.semantics.model import FileModel, Loop, counts_iterations
-from mllint.semantics.names import dotted
+from mllint.semantics.names import dotted, shorten
 
 CODE = "ML004"
 NAME = "per-batch-tensor-allocation"
@@ -505,6 +505,15 @@ def _snippet(model: FileModel, node: cst.CSTNode) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _brief(model: FileModel, call: cst.CSTNode) -> str:
+    """The call as the message quotes it: whole when short, else ``torch.ones(...)``."""
+    text = _snippet(model, call)
+    if len(text) <= 30:
+        return text
+    func = dotted(call.func) if isinstance(call, cst.Call) else None
+    return f"{shorten(func, 40)}(...)" if func else shorten(text)
+
+
 def check(model: FileModel) -> Iterable[Finding]:
     an: Optional[Analysis] = None
     reported: Set[cst.CSTNode] = set()
@@ -534,11 +543,12 @@ def check(model: FileModel) -> Iterable[Finding]:
         reported.add(expr)
         hoist, hoist_expr = _hoist_loop(an, loop, call, kind)
         fix = _fix(an, hoist, call, hoist_expr, kind, taken)
-        message = (
-            f"`{_snippet(model, call)}` builds the same tensor on every batch: nothing it is built from "
-            f"changes in the loop; build it once before the loop"
+        message = f"`{_brief(model, call)}` builds the same tensor every batch: build it once"
+        detail = (
+            f"`{_snippet(model, call)}` allocates (and copies to the device) the same tensor on every batch: "
+            f"nothing it is built from changes in the loop; build it once before the loop."
         )
-        yield model.finding(call, CODE, NAME, message, fix)
+        yield model.finding(call, CODE, NAME, message, fix, detail)
 
 
 # --- examples ------------------------------------------------------------------------------------

@@ -11,7 +11,11 @@ Why it matters
     Neither raises an error.
 
     The finding stands when the model has no dropout or batch norm today: layers
-    get added later, and eval mode is the contract evaluation code relies on.
+    get added later, and eval mode is the contract evaluation code relies on. The
+    message says which it is: the model's dropout or batch norm when it has them, "harmless
+    today" when its class (defined in the file, nested submodules included) or its
+    ``nn.Sequential`` of torch layers has neither, and "any dropout/batch norm" when
+    its layers are not known (a model from elsewhere).
 
     Evaluation is found as for ML002: evaluation functions, loops over validation or
     test data (``val_loader``, ``testloader``), module-level test code after training,
@@ -70,7 +74,8 @@ import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel
-from mllint.semantics.names import after_docstring
+from mllint.semantics.layers import BATCH_NORM, DROPOUT
+from mllint.semantics.names import after_docstring, shorten
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
 
 CODE = "ML005"
@@ -110,23 +115,75 @@ def check(model: FileModel) -> Iterable[Finding]:
             f"`{ref}.train()` before it puts it there" if _explicit_train(phases, effect)
             else f"nothing calls `{ref}.eval()` on the way here"
         )
-        message = f"`{ref}` is evaluated {evidence.text} in training mode: {why}, so dropout and batch norm behave as in training"
+        layers = model.mode_layers(ref, scope)
+        message, consequence = _evaluated_message(shorten(ref), evidence.brief, layers)
+        detail = f"`{ref}` is evaluated {evidence.text} in training mode: {why}. {consequence}"
         fix = _missing_fix(model, phases, effect, evidence)
         if fix is not None and ref == "self":
             # A model's own predict(): ``self.eval()`` there sticks after it returns, and a
             # caller we cannot see (a training loop logging predictions) may rely on train mode.
             fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
-        yield model.finding(effect.node, CODE, NAME, message, fix)
+        yield model.finding(effect.node, CODE, NAME, message, fix, detail)
     for item in phases.eval_not_undone():
         where = "in the training loop"
+        brief = where
         if item.event.via:
-            callee = item.event.via[0].callee or ""
-            where = f"in `{callee.rsplit('.', 1)[-1]}()`, called from the training loop"
-        message = (
-            f"`{item.ref}` is switched to eval mode {where} and never back: the next training steps run in eval mode "
-            f"(no dropout, frozen batch-norm statistics); call `{item.ref}.train()` at the start of the training step"
+            callee = (item.event.via[0].callee or "").rsplit(".", 1)[-1]
+            where = f"in `{callee}()`, called from the training loop"
+            brief = f"in `{shorten(callee, 24)}()`"
+        layers = model.mode_layers(item.ref, item.event.ctx.scope)
+        message, consequence = _undone_message(shorten(item.ref), brief, layers)
+        detail = (
+            f"`{item.ref}` is switched to eval mode {where} and nothing switches it back before the next training "
+            f"step. {consequence} Call `{item.ref}.train()` at the start of the training step."
         )
-        yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item))
+        yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item), detail)
+
+
+_STANDS = ("The finding stands: layers get added later, and evaluation code relies on eval mode.")
+
+
+def _kinds(layers) -> str:
+    names = [k for k in (DROPOUT, BATCH_NORM) if k in layers] or ["code that reads `self.training`"]
+    return " and ".join(names)
+
+
+def _evaluated_message(ref: str, where: str, layers) -> Tuple[str, str]:
+    """The message for a model evaluated in training mode, true to what the model has:
+    ``layers`` from FileModel.mode_layers (a set of kinds, empty = none, None = unknown)."""
+    head = f"`{ref}` evaluated {where} in training mode"
+    if layers is None:
+        return (f"{head}: any dropout/batch norm acts as in training",
+                "Dropout, if the model has any, zeroes random activations, and batch norm normalises with the "
+                "batch's statistics and overwrites its running statistics; call `.eval()` before evaluating.")
+    if not layers:
+        return (f"{head} (harmless today: no dropout or batch norm)",
+                "Its layers behave the same in both modes today. " + _STANDS)
+    kinds = _kinds(layers)
+    verb = "acts" if kinds in (DROPOUT, BATCH_NORM) else "act"
+    effects = []
+    if DROPOUT in layers:
+        effects.append("dropout zeroes random activations, so outputs change from call to call")
+    if BATCH_NORM in layers:
+        effects.append("batch norm normalises with the batch's statistics and overwrites its running statistics")
+    if not effects:
+        effects.append("code that reads `self.training` takes its training branch")
+    return (f"{head}: its {kinds} {verb} as in training",
+            f"In training mode {'; '.join(effects)}. Call `.eval()` before evaluating.")
+
+
+def _undone_message(ref: str, where: str, layers) -> Tuple[str, str]:
+    head = f"`{ref}` switched to eval mode {where} and never back"
+    if layers is None:
+        return (f"{head}: training goes on in eval mode",
+                "The following training steps run in eval mode: dropout, if any, is off and batch-norm statistics, "
+                "if any, are frozen.")
+    if not layers:
+        return (f"{head} (harmless today: no dropout or batch norm)",
+                "Its layers behave the same in both modes today. " + _STANDS)
+    return (f"{head}: training goes on without its {_kinds(layers)}",
+            f"The following training steps run in eval mode: the model's {_kinds(layers)} behave as in evaluation "
+            f"(no dropout, frozen batch-norm statistics).")
 
 
 def _generating(model: FileModel, scope: str) -> bool:
@@ -696,6 +753,24 @@ def compare_classifier(n):
     with torch.no_grad():
         out = classifier(x)
     assert out.shape == (2, 4)
+""",
+    # a model defined here without dropout or batch norm, put in eval mode before evaluating: fine
+    """
+import torch
+import torch.nn as nn
+
+class Regressor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+
+    def forward(self, x):
+        return self.body(x)
+
+@torch.no_grad()
+def evaluate(model, loader):
+    model.eval()
+    return sum((model(x) - y).abs().sum().item() for x, y in loader)
 """,
 ]
 
@@ -1299,4 +1374,83 @@ class Net(nn.Module):
 """,
     ),
 
+    # a model defined here with neither dropout nor batch norm: still reported (RULES.md: layers get added
+    # later), and the message says that it is harmless today instead of claiming dropout misbehaves
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+class Regressor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+
+    def forward(self, x):
+        return self.body(x)
+
+@torch.no_grad()
+def evaluate(model, loader):
+    total = 0.0
+    for x, y in loader:
+        total += (model(x) - y).abs().sum().item()
+    return total
+
+model = Regressor()
+print(evaluate(model, val_loader))
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+class Regressor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+
+    def forward(self, x):
+        return self.body(x)
+
+@torch.no_grad()
+def evaluate(model, loader):
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+        total += (model(x) - y).abs().sum().item()
+    return total
+
+model = Regressor()
+print(evaluate(model, val_loader))
+""",
+    ),
+    # nn.Sequential with a Dropout layer: the message names the dropout
+    Example(
+        """
+import torch
+from torch import nn
+
+net = nn.Sequential(nn.Linear(8, 32), nn.Dropout(0.2), nn.Linear(32, 2))
+
+def test(loader):
+    correct = 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (net(x).argmax(1) == y).sum().item()
+    return correct
+""",
+        fixed="""
+import torch
+from torch import nn
+
+net = nn.Sequential(nn.Linear(8, 32), nn.Dropout(0.2), nn.Linear(32, 2))
+
+def test(loader):
+    net.eval()
+    correct = 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (net(x).argmax(1) == y).sum().item()
+    return correct
+""",
+    ),
 ]

@@ -167,8 +167,9 @@ def test_the_message_names_the_split_and_the_rewrite():
         """
     )
     assert finding.line == 5
-    assert "line 6" in finding.message and "`train_test_split`" in finding.message
-    assert "`scaler.fit_transform(X_tr)`" in finding.message and "`scaler.transform(X_te)`" in finding.message
+    assert "before the split (line 6)" in finding.message  # the one-line message: what leaks, where split
+    assert "line 6" in finding.detail and "`train_test_split`" in finding.detail  # the detail: how, and the fix
+    assert "`scaler.fit_transform(X_tr)`" in finding.detail and "`scaler.transform(X_te)`" in finding.detail
 
 
 # --- silences that matter ----------------------------------------------------------------------------
@@ -260,7 +261,8 @@ def test_a_helper_called_with_the_test_split_fits_on_it():
         """
     )
     assert finding.line == 6
-    assert "test split when `scale(X_test)` (line 10) calls it" in finding.message
+    assert "test split when line 10 calls it" in finding.message
+    assert "test split when `scale(X_test)` (line 10) calls it" in finding.detail
 
 
 def test_leak_through_methods_of_a_class_reported_in_the_helper_with_the_caller_named():
@@ -286,7 +288,7 @@ def test_leak_through_methods_of_a_class_reported_in_the_helper_with_the_caller_
         """
     )
     assert [f.line for f in findings] == [8]
-    assert "as passed by `self.prep_input(X)` on line 15" in findings[0].message
+    assert "as passed by `self.prep_input(X)` on line 15" in findings[0].detail
 
 
 def test_helpers_fitting_on_the_training_split_are_fine():
@@ -320,7 +322,8 @@ def test_keras_tokenizer_vocabulary_learned_before_the_split():
         model.fit(X_train, y_train, epochs=5)
         """
     )
-    assert finding.line == 5 and "`tokenizer.fit_on_texts(X_train)`" in finding.message
+    assert finding.line == 5 and "`tokenizer.fit_on_texts(X_train)`" in finding.detail
+    assert finding.message.startswith("tokenizer fitted on")
 
 
 def test_refit_on_test_data_loaded_from_its_own_file():
@@ -358,4 +361,4 @@ def test_a_helper_that_cross_validates_what_it_is_handed_is_a_split():
         """
     )
     assert [f.line for f in findings] == [12]
-    assert "(in `evaluate`)" in findings[0].message
+    assert "(in `evaluate`)" in findings[0].detail

@@ -142,7 +142,8 @@ def test_message_names_the_call():
             pos = torch.arange(64, device=device)
         """
     )
-    assert "`torch.arange(64, device=device)`" in finding.message and finding.line == 3
+    assert "`torch.arange(64, device=device)`" in finding.detail and finding.line == 3
+    assert finding.message.startswith("`torch.arange(...)` builds the same tensor every batch")
 
 
 def test_a_cpu_scalar_moved_to_a_device_is_reported():

@@ -56,6 +56,9 @@ class ReportOptions:
     unsafe_fixes: bool = False
     color: Optional[bool] = None
     verifications: Optional[dict] = None  # --verify: Finding.sort_key() -> Verification
+    quiet: bool = False  # --quiet: findings only, no summary lines (text and concise)
+    show_fixes: bool = False  # --show-fixes: list what --fix changed, per file and code (text and concise)
+    fixed: List[Finding] = field(default_factory=list)  # the findings --fix fixed (for show_fixes)
 
     def verification(self, finding: Finding):
         if not self.verifications:
@@ -90,8 +93,10 @@ def plural(count: int, word: str, words: Optional[str] = None) -> str:
 
 def summary_lines(findings: List[Finding], opts: ReportOptions) -> List[str]:
     """The closing lines of the text and concise formats (Ruff's wording, adapted)."""
-    lines = []
-    if opts.fix_applied:
+    if opts.quiet:
+        return []
+    lines = fixes_summary(opts) if opts.show_fixes else []
+    if opts.fix_applied and not opts.show_fixes:  # --show-fixes' list already says how many
         lines.append(f"Fixed {plural(opts.fix_applied, 'problem')}.")
     if findings:
         fixable = sum(1 for f in findings if is_fixable(f, opts))
@@ -105,6 +110,40 @@ def summary_lines(findings: List[Finding], opts: ReportOptions) -> List[str]:
         verb = "fix can" if opts.unsafe_hidden == 1 else "fixes can"
         lines.append(f"{opts.unsafe_hidden} hidden {verb} be enabled with the --unsafe-fixes option.")
     return lines
+
+
+def fixes_summary(opts: ReportOptions) -> List[str]:
+    """--show-fixes, as Ruff prints it: ``Fixed 3 problems:`` then, per file, one
+    ``N × CODE (name)`` line per rule; ``No problems fixed.`` when --fix changed nothing."""
+    if not opts.fixed:
+        return ["No problems fixed."]
+    per_file: Dict[str, Dict[Tuple[str, str], int]] = {}
+    for finding in sorted(opts.fixed, key=lambda f: f.sort_key()):
+        counts = per_file.setdefault(finding.path, {})
+        counts[(finding.code, finding.name)] = counts.get((finding.code, finding.name), 0) + 1
+    lines = [f"Fixed {plural(len(opts.fixed), 'problem')}:"]
+    for path, counts in per_file.items():
+        lines.append(f"- {path}:")
+        for (code, name), count in sorted(counts.items()):
+            lines.append(f"    {count} \u00d7 {code} ({name})")
+    lines.append("")
+    return lines
+
+
+def statistics(findings: Iterable[Finding], opts: ReportOptions) -> List[Dict[str, object]]:
+    """--statistics for the machine formats: one entry per code, most frequent first:
+    ``{code, name, count, fixable_count}`` (fixable: what --fix, with the current
+    --unsafe-fixes setting, would fix)."""
+    rows = []
+    for code, items in by_code(findings).items():
+        rows.append({
+            "code": code,
+            "name": rule_info(code, opts, items[0]).name,
+            "count": len(items),
+            "fixable_count": sum(1 for f in items if is_fixable(f, opts)),
+        })
+    rows.sort(key=lambda row: (-row["count"], row["code"]))
+    return rows
 
 
 # ---------------------------------------------------------------- rules
@@ -222,14 +261,16 @@ def _read_text(path: str) -> Optional[str]:
 
 def use_color(out: TextIO, opts: ReportOptions) -> bool:
     """Colour when asked (opts.color), else: never if NO_COLOR is set (non-empty);
-    always if FORCE_COLOR is set (non-empty, not "0"); otherwise only on a terminal."""
+    always if FORCE_COLOR or CLICOLOR_FORCE is set (non-empty, not "0"); otherwise
+    only on a terminal."""
     if opts.color is not None:
         return bool(opts.color)
     if os.environ.get("NO_COLOR", ""):
         return False
-    force = os.environ.get("FORCE_COLOR", "")
-    if force and force != "0":
-        return True
+    for name in ("FORCE_COLOR", "CLICOLOR_FORCE"):
+        force = os.environ.get(name, "")
+        if force and force != "0":
+            return True
     isatty = getattr(out, "isatty", None)
     try:
         return bool(isatty and isatty())

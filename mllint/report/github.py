@@ -7,6 +7,10 @@ Warnings use ``::warning``. Data (the text after ``::``) escapes ``%``, ``\\r`` 
 actions/toolkit). GitHub accepts ``col``/``endColumn`` only on a single-line
 annotation, so a finding that spans lines gets ``line``/``endLine`` only. Paths use
 forward slashes; nothing else is printed (no summary).
+
+With --statistics: one ``::notice title=mllint statistics::ML001 (missing-zero-grad):
+3 problems (2 fixable with --fix)`` line per code, most frequent first, instead of
+the annotations (a notice without a file shows in the run's summary).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import TextIO
 
 from mllint.findings import Finding
 
-from ._common import ReportOptions, all_findings, severity_level
+from ._common import ReportOptions, all_findings, plural, severity_level, statistics
 
 
 def escape_data(text: str) -> str:
@@ -49,5 +53,11 @@ def annotation(finding: Finding, verification=None) -> str:
 
 
 def report(results, opts: ReportOptions, out: TextIO) -> None:
+    if opts.statistics:  # one notice per code instead of one annotation per finding
+        for row in statistics([finding for _, finding in all_findings(results)], opts):
+            fixable = f" ({row['fixable_count']} fixable with --fix)" if row["fixable_count"] else ""
+            text = f"{row['code']} ({row['name']}): {plural(row['count'], 'problem')}{fixable}"
+            out.write(f"::notice title={escape_property('mllint statistics')}::{escape_data(text)}\n")
+        return
     for _, finding in all_findings(results):
         out.write(annotation(finding, opts.verification(finding)) + "\n")

@@ -1,11 +1,15 @@
 """JSON: an array of Finding.to_dict() objects, sorted by path, line, column, code.
 
 Each object has exactly ``path, line, column, end_line, end_column, code, name,
-message, severity, fix`` (and, with --verify, ``verification``: ``{verdict, summary,
+message, detail, severity, fix`` (``detail``: null or the rest of the explanation for
+this case, which the one-line ``message`` leaves out) (and, with --verify, ``verification``: ``{verdict, summary,
 evidence: [{metric, original, fixed, ratio, interval}], details}``); ``fix`` is null or ``{applicability, message, edits:
 [{line, column, end_line, end_column, content}]}``. Paths are as the CLI gave them.
 Pretty-printed with an indent of 2 and a final newline; non-ASCII text is escaped
 so that the output is the same bytes whatever the stream's encoding.
+
+With --statistics: an array of ``{code, name, count, fixable_count}``, one per code,
+most frequent first, instead of the findings.
 """
 
 from __future__ import annotations
@@ -13,10 +17,14 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from ._common import ReportOptions, all_findings
+from ._common import ReportOptions, all_findings, statistics
 
 
 def report(results, opts: ReportOptions, out: TextIO) -> None:
+    if opts.statistics:  # one object per code instead: {code, name, count, fixable_count}
+        data = statistics([finding for _, finding in all_findings(results)], opts)
+        out.write(json.dumps(data, indent=2, ensure_ascii=True) + "\n")
+        return
     data = []
     for _, finding in all_findings(results):
         item = finding.to_dict()

@@ -15,6 +15,10 @@ The fingerprint (key ``mllintLineHash/v1``; GitHub's own ``primaryLocationLineHa
 is left for GitHub to compute) hashes the code, the path and the text of the reported
 line with all whitespace removed, plus a counter for identical lines in the same file,
 so an alert keeps its identity when code above it moves or is re-indented.
+
+With --statistics the results stay (code scanning needs them) and the run's property
+bag gets ``statistics``: ``[{code, name, count, fixable_count}]`` as in the JSON format.
+A finding's ``detail`` goes to the result's ``properties.detail``.
 """
 
 from __future__ import annotations
@@ -32,11 +36,10 @@ from urllib.parse import quote
 import mllint
 from mllint.findings import Applicability, Finding
 
-from ._common import ReportOptions, RuleInfo, SourceCache, all_findings, rule_info, severity_level
+from ._common import ReportOptions, RuleInfo, SourceCache, all_findings, rule_info, severity_level, statistics
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
-INFORMATION_URI = "https://pypi.org/project/mllint-pitfalls/"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "mllintLineHash/v1"
 
@@ -73,9 +76,14 @@ def build_log(results, opts: ReportOptions, cwd: Optional[str] = None) -> dict:
         }
         if finding.fix is not None and finding.fix.edits:
             entry["fixes"] = [sarif_fix(finding, location)]
+        properties = {}
+        if finding.detail:
+            properties["detail"] = finding.detail
         verification = opts.verification(finding)
         if verification is not None:
-            entry["properties"] = {"verification": verification.to_dict()}
+            properties["verification"] = verification.to_dict()
+        if properties:
+            entry["properties"] = properties
         sarif_results.append(entry)
 
     return {
@@ -86,7 +94,6 @@ def build_log(results, opts: ReportOptions, cwd: Optional[str] = None) -> dict:
                 "tool": {
                     "driver": {
                         "name": "mllint",
-                        "informationUri": INFORMATION_URI,
                         "version": mllint.__version__,
                         "semanticVersion": mllint.__version__,
                         "rules": rules,
@@ -95,9 +102,18 @@ def build_log(results, opts: ReportOptions, cwd: Optional[str] = None) -> dict:
                 "originalUriBaseIds": {SRCROOT: {"uri": _directory_uri(cwd)}},
                 "columnKind": "unicodeCodePoints",
                 "results": sarif_results,
+                **_statistics_properties(pairs, opts),
             }
         ],
     }
+
+
+def _statistics_properties(pairs, opts: ReportOptions) -> dict:
+    """--statistics keeps every result (code scanning needs them) and adds the counts per
+    code to the run's property bag: ``properties.statistics``, as in the JSON format."""
+    if not opts.statistics:
+        return {}
+    return {"properties": {"statistics": statistics([finding for _, finding in pairs], opts)}}
 
 
 # ---------------------------------------------------------------- rules

@@ -3,7 +3,8 @@
     train.py:12:9: ML001 [*] Gradients accumulate across steps: ...
 
 ``[*]`` marks a finding that ``--fix`` fixes. With ``show_source`` a code frame
-follows each finding: two lines of context either side, line numbers, and carets
+follows each finding (ending with ``= note:`` and the finding's detail, if any, and
+``= help:`` and the fix's description): two lines of context either side, line numbers, and carets
 under the reported columns (on every line of a finding that spans lines). Tabs
 expand to 4 columns, wide characters take two, and control or invisible format
 characters show as U+FFFD so that they cannot scramble the terminal. The source
@@ -15,7 +16,8 @@ Then a blank line and the summary: ``Found 3 problems (2 fixable with --fix).``,
 after a --fix run, followed by the hidden unsafe fixes line when there are any).
 
 With ``statistics`` the per-finding listing becomes one row per code: count, code,
-``[*]`` when fixable, name; most frequent first.
+``[*]`` when fixable, name; most frequent first. ``quiet`` leaves out the summary
+(and the blank line before it); ``show_fixes`` puts what --fix changed before it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from ._common import (
 TAB_SIZE = 4
 CONTEXT = 2  # lines of context above and below
 MAX_SPAN_LINES = 6  # longer spans show their first and last lines around "..."
+NOTE_WIDTH = 100  # the finding's detail under a code frame is wrapped to this width
 
 
 def report(results, opts: ReportOptions, out: TextIO) -> None:
@@ -50,7 +53,7 @@ def report(results, opts: ReportOptions, out: TextIO) -> None:
         rows = statistics_rows(findings, opts, style)
         for row in rows:
             out.write(row + "\n")
-        if rows:
+        if rows and not opts.quiet:
             out.write("\n")
     elif opts.show_source:
         sources = SourceCache()
@@ -66,7 +69,7 @@ def report(results, opts: ReportOptions, out: TextIO) -> None:
             out.write(finding_line(finding, opts, style, fix_marker=True) + "\n")
             for row in verification_lines(finding, opts, style):
                 out.write(row + "\n")
-        if findings:
+        if findings and not opts.quiet:
             out.write("\n")
     for line in summary_lines(findings, opts):
         out.write(line + "\n")
@@ -205,6 +208,13 @@ def code_frame(lines: Optional[List[str]], finding: Finding, style: Style) -> Li
         if number == elided_after:
             rows.append(f"{style('.' * max(3, width), 'bold_blue')}")
     rows.append(f"{blank} {gutter}")
+    if finding.detail:  # wrapped to NOTE_WIDTH, continuation lines aligned after "note: "
+        import textwrap
+
+        indent = " " * (width + len(" = note: "))
+        wrapped = textwrap.wrap(finding.detail, NOTE_WIDTH - len(indent), break_on_hyphens=False) or [""]
+        rows.append(f"{blank} {style('=', 'bold_blue')} note: {wrapped[0]}")
+        rows.extend(indent + line for line in wrapped[1:])
     if finding.fix is not None and finding.fix.description:
         kind = "" if finding.fix.applicability.value == "safe" else " (unsafe)"
         rows.append(f"{blank} {style('=', 'bold_blue')} help{kind}: {finding.fix.description}")

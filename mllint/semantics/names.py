@@ -113,3 +113,10 @@ class ImportTable:
 
     def imports_module(self, prefix: str) -> bool:
         return any(v == prefix or v.startswith(prefix + ".") for v in self.aliases.values())
+
+
+def shorten(text: str, limit: int = 30) -> str:
+    """Code quoted in a one-line message: whitespace collapsed, cut to `limit` characters
+    with ``...`` (the full text is in the code frame and in the finding's detail)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -4,6 +4,7 @@ hooks, unit tests, model internals)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Set
 
@@ -21,7 +22,7 @@ from mllint.semantics.model import (
     Function,
     Loop,
 )
-from mllint.semantics.names import dotted, ref_of
+from mllint.semantics.names import dotted, ref_of, shorten
 from mllint.semantics.phases.flow import _hits, _reads
 from mllint.semantics.phases.words import (
     _BUILTINS,
@@ -109,6 +110,13 @@ class Evidence:
     function: Optional[str] = None  # the evaluation function (kind function/callers)
     loop: Optional[Loop] = field(default=None, compare=False, hash=False)  # the evaluation loop (kind loop)
     weak: bool = False  # only a generate/sample/score name says so (inference, not evaluation: ML002 only)
+
+    @property
+    def brief(self) -> str:
+        """``text`` for a one-line message: without its parenthesis (the reason why, which
+        belongs to the detail) and with quoted code cut to 30 characters."""
+        text = self.text.split(" (", 1)[0].replace("in the loop over ", "over ")
+        return re.sub(r"`([^`]*)`", lambda m: f"`{shorten(m.group(1), 30)}`", text)
 
 
 
