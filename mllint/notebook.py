@@ -599,3 +599,57 @@ def _all_sources(text: str) -> List[str]:
         source = cell.get("source", "") if isinstance(cell, dict) else ""
         out.append("".join(source) if isinstance(source, list) else str(source))
     return out
+
+
+class FixGuard:
+    """Keeps ``fixing.fix_source`` inside the cells of a notebook's program.
+
+    A fix is refused when one of its edits would span two cells or change a masked
+    IPython piece (an insertion right before one is fine). The cell starts and mask
+    starts are followed through every kept batch of edits, so that the fixed program
+    can be cut back into cells (``Notebook.rewrite``)."""
+
+    def __init__(self, nb: Notebook):
+        self.nb = nb
+        self.cell_starts, masks = nb.offsets()
+        self.mask_starts = [start for start, _, _ in masks]
+        self.mask_lengths = [length for _, length, _ in masks]
+        self.mask_places = [(cell.number, mask.line) for cell in nb.cells for mask in cell.masks]
+
+    def _cell_at(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self.cell_starts[:-1], offset) - 1)
+
+    def check(self, spans) -> Optional[str]:
+        for start, end, _ in spans:
+            index = self._cell_at(start)
+            if end > self.cell_starts[index + 1]:
+                later = self.nb.cells[self._cell_at(end - 1)].number
+                return (f"fix would span cells {self.nb.cells[index].number} and {later} of the notebook"
+                        " (each cell is rewritten on its own)")
+            for mask_start, length, (cell, line) in zip(self.mask_starts, self.mask_lengths, self.mask_places):
+                mask_end = mask_start + length
+                touches = (start < mask_end and end > mask_start) if start != end else mask_start < start < mask_end
+                if touches:
+                    return f"fix would change the IPython syntax on line {line} of cell {cell}, which is kept as written"
+        return None
+
+    def applied(self, spans) -> None:
+        from mllint.fixing import _map_offset
+
+        spans = sorted(spans, key=lambda s: (s[0], s[1]))
+        self.cell_starts = [_map_boundary(offset, spans) for offset in self.cell_starts]
+        self.mask_starts = [_map_offset(offset, spans) for offset in self.mask_starts]
+
+
+def _map_boundary(offset: int, spans) -> int:
+    """Where a cell boundary lands after the edits: an insertion exactly at the boundary
+    goes to the cell that starts there; a replacement ending there, to the cell before."""
+    delta = 0
+    for start, end, content in spans:
+        if offset > end or (offset == end and start < end):
+            delta += len(content) - (end - start)
+        elif offset >= start:
+            return start + delta
+        else:
+            break
+    return offset + delta
