@@ -308,7 +308,22 @@ class CodeCell:
     start_line: int = 0  # first program line (1-based)
     line_count: int = 0
     added_newline: bool = False  # the program adds a line break after the cell's last line
+    error: Optional[Tuple[int, int, str]] = None  # (line, column, message): the cell does not parse; left out
     json_lines: List[int] = field(default_factory=list)  # raw .ipynb line of each cell line
+
+
+def _syntax_error(source: str) -> Optional[Tuple[int, int, str]]:
+    """(line, column, message) when `source` does not compile, else None."""
+    import ast
+
+    flags = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+    try:
+        compile(source, "<cell>", "exec", flags=flags, dont_inherit=True)
+    except SyntaxError as err:
+        return err.lineno or 1, max(err.offset or 1, 1), f"SyntaxError: {err.msg}"
+    except (ValueError, RecursionError, MemoryError) as err:
+        return 1, 1, f"could not parse: {type(err).__name__}"
+    return None
 
 
 def _language_of(metadata: Any) -> Optional[str]:
@@ -382,6 +397,35 @@ class Notebook:
                     continue
                 masked, masks = mask_cell(source)
                 self.cells.append(CodeCell(index, source_node, source, masked, masks))
+        self._build_program()
+        if _syntax_error(self.program) is not None and len(self.cells) > 1:
+            self._skip_broken_cells()
+
+    def _skip_broken_cells(self) -> None:
+        """When the program does not parse, the cells that do not parse on their own (an
+        unfinished exercise cell, a typo) are left out, commented out in place, and each
+        is one ML000 (``CodeCell.error``), so that the other cells are still linted."""
+        broken = [cell for cell in self.cells if _syntax_error(cell.masked) is not None]
+        if not broken or len(broken) == len(self.cells):
+            return
+        for cell in broken:
+            cell.error = _syntax_error(cell.masked)
+            lines = split_lines(cell.masked)
+            masks = []
+            out = []
+            for number, line in enumerate(lines, 1):
+                body = line.rstrip("\r\n")
+                ending = line[len(body):]
+                indent = len(body) - len(body.lstrip())
+                if not body.strip():
+                    out.append(line)
+                    continue
+                original = split_lines(cell.text)[number - 1] if number <= len(split_lines(cell.text)) else line
+                masked_line = body[:indent] + "#" + body[indent + 1:]
+                masks.append(Mask(number, indent, original[indent:], masked_line[indent:] + ending, True))
+                out.append(masked_line + ending)
+            cell.masked = "".join(out)
+            cell.masks = masks
         self._build_program()
 
     # -- the program
@@ -460,9 +504,27 @@ class Notebook:
         json_line = cell.json_lines[line - 1] if line - 1 < len(cell.json_lines) else None
         return Finding(
             path=finding.path, line=line, column=finding.column, end_line=end_line, end_column=end_column,
-            code=finding.code, name=finding.name, message=finding.message, severity=finding.severity,
+            code=finding.code, name=finding.name, message=self.map_message(finding.message), severity=finding.severity,
             fix=fix, cell=cell.number, json_line=json_line,
         )
+
+    def map_message(self, message: str) -> str:
+        """"line 58" in a message (another place the rule points at) becomes "cell 17, line 8";
+        text quoted in backticks is left alone."""
+        if "line " not in message or not self._line_cells:
+            return message
+
+        def replace(match: "re.Match") -> str:
+            number = int(match.group(1))
+            if number < 1 or number > len(self._line_cells):
+                return match.group(0)
+            cell, line = self.locate(number)
+            return f"cell {cell.number}, line {line}"
+
+        parts = message.split("`")
+        for index in range(0, len(parts), 2):  # outside backticks
+            parts[index] = re.sub(r"\bline (\d+)\b", replace, parts[index])
+        return "`".join(parts)
 
     def _map_edit(self, edit: Edit) -> Edit:
         start = self.locate(edit.line)
@@ -477,6 +539,23 @@ class Notebook:
         else:
             end_line = start[0].line_count + 1
         return Edit(line, edit.column, end_line, edit.end_column, edit.content)
+
+    def cell_errors(self, path: str) -> List[Finding]:
+        """ML000 for each cell left out because it does not parse on its own."""
+        from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME
+
+        out = []
+        for cell in self.cells:
+            if cell.error is None:
+                continue
+            line, column, message = cell.error
+            line = min(max(line, 1), max(1, len(cell.json_lines)))
+            out.append(Finding(
+                path=path, line=line, column=column, end_line=line, end_column=column, code=PARSE_ERROR_CODE,
+                name=PARSE_ERROR_NAME, message=f"{message} (this cell is skipped; the other cells are linted)",
+                cell=cell.number, json_line=cell.json_lines[line - 1] if cell.json_lines else None,
+            ))
+        return out
 
     def cell_lines(self, number: int) -> Optional[List[str]]:
         cell = self.cell(number)

@@ -473,3 +473,33 @@ def test_fixture_notebooks_run_and_the_bad_one_evaluates_in_training_mode(tmp_pa
     assert "evaluation changed the batch-norm running mean: False" in outputs["good_eval"]
     assert "two evaluations agree: False" in outputs["bad_eval"]
     assert "evaluation changed the batch-norm running mean: True" in outputs["bad_eval"]
+
+
+# --------------------------------------------------------------------------- feedback from real notebooks
+
+
+def test_line_numbers_in_messages_name_the_cell():
+    cells = ["import numpy as np\nfrom sklearn.preprocessing import StandardScaler\n"
+             "from sklearn.model_selection import train_test_split\nX, y = np.zeros((10, 2)), np.zeros(10)\n",
+             "X = StandardScaler().fit_transform(X)\n",
+             ("markdown", "split"),
+             "X_train, X_test, y_train, y_test = train_test_split(X, y)\n"]
+    [finding] = lint(notebook_json(cells))
+    assert (finding.code, finding.cell, finding.line) == ("ML003", 2, 1)
+    assert "cell 4, line 1" in finding.message and "line 6" not in finding.message
+
+
+def test_a_cell_that_does_not_parse_is_skipped_and_the_others_are_linted(tmp_path):
+    cells = [SETUP, "train_transforms =  # TODO\n", ("markdown", "## train"), "%time warm = model(x0)\n" + LOOP]
+    text = notebook_json(cells)
+    findings = lint(text)
+    assert where(findings) == [("ML000", 2, 1, 21), ("ML001", 4, 4, 5)]
+    assert findings[0].message.startswith("SyntaxError: invalid syntax")
+    # --fix fixes the other cells and leaves the broken one as it was.
+    new, outcome = fix_text(text, "nb.ipynb", RULES)
+    assert [f.code for f in outcome.applied] == ["ML001"]
+    assert where(outcome.remaining) == [("ML000", 2, 1, 21)]
+    removed, added = changed_lines(text, new)
+    assert removed == [] and added == ['    "    optimizer.zero_grad()\\n",\n']
+    # A notebook whose only code does not parse is still one ML000.
+    assert where(lint(notebook_json(["x = (\n"]))) == [("ML000", 1, 1, 5)]
