@@ -355,6 +355,8 @@ class Notebook:
 
     def __init__(self, text: str):
         self.text = text
+        if not text.strip():
+            raise NotebookError("notebook is empty (a .ipynb file holds JSON)")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

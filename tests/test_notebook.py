@@ -209,6 +209,8 @@ def test_other_languages_are_skipped():
 
 @pytest.mark.parametrize("text,message", [
     ('{"cells": [', "notebook is not valid JSON"),
+    ("x = 1\n", "notebook is not valid JSON: Expecting value"),
+    ("", "notebook is empty"),
     ("[]", "not a Jupyter notebook"),
     ('{"metadata": {}}', "no `nbformat` key"),
     ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}', "nbformat 3 notebooks are not supported"),
