@@ -505,3 +505,27 @@ def test_a_cell_that_does_not_parse_is_skipped_and_the_others_are_linted(tmp_pat
     assert removed == [] and added == ['    "    optimizer.zero_grad()\\n",\n']
     # A notebook whose only code does not parse is still one ML000.
     assert where(lint(notebook_json(["x = (\n"]))) == [("ML000", 1, 1, 5)]
+
+
+def test_guard_refuses_edits_across_cells_and_on_masks_and_follows_kept_edits():
+    nb = notebook.load(notebook_json(["a = 1\n", "%matplotlib inline\nb = 2\n"]))
+    guard = notebook.FixGuard(nb)
+    assert guard.cell_starts == [0, 6, 31]
+    assert "span cells 1 and 2" in guard.check([(4, 8, "x")])
+    assert "IPython syntax on line 1 of cell 2" in guard.check([(10, 10, "x")])
+    assert guard.check([(6, 6, "c = 0\n")]) is None  # an insertion before the masked line
+    assert guard.check([(0, 6, "a = 10\n")]) is None  # a whole line of cell 1, its line break included
+    guard.applied([(6, 6, "c = 0\n")])  # inserted at the start of cell 2: cell 2 grows, the mask moves
+    assert guard.cell_starts == [0, 6, 37] and guard.mask_starts == [12]
+    program = nb.program[:6] + "c = 0\n" + nb.program[6:]
+    rewritten = json.loads(nb.rewrite(program, guard.cell_starts, guard.mask_starts))
+    assert [c["source"] for c in rewritten["cells"]] == [["a = 1\n"], ["c = 0\n", "%matplotlib inline\n", "b = 2\n"]]
+
+
+def test_verify_does_not_run_notebooks():
+    from mllint.verify.runner import VerifyOptions, plan
+
+    text = notebook_json([SETUP, LOOP])
+    targets, verdicts = plan([engine.lint_text(text, "nb.ipynb", RULES)], VerifyOptions())
+    assert targets == []
+    assert [(v.verdict, "notebooks are not run" in v.summary) for v in verdicts.values()] == [("could-not-run", True)]
