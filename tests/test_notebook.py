@@ -529,3 +529,16 @@ def test_verify_does_not_run_notebooks():
     targets, verdicts = plan([engine.lint_text(text, "nb.ipynb", RULES)], VerifyOptions())
     assert targets == []
     assert [(v.verdict, "notebooks are not run" in v.summary) for v in verdicts.values()] == [("could-not-run", True)]
+
+
+def test_a_cell_indented_as_a_whole_is_dedented_as_ipython_does():
+    assert notebook.leading_indent("\n  a = 1\n  if a:\n      b = 2\n\n c\n") == (
+        "\na = 1\nif a:\n    b = 2\n\n c\n", [0, 2, 2, 2, 0, 0])
+    indented = "".join("  " + line for line in LOOP.splitlines(True))
+    text = notebook_json([SETUP, " x = torch.zeros(3)\n", indented])
+    findings = lint(text)
+    # No syntax error; the finding's columns are those of the cell as written.
+    assert where(findings) == [("ML001", 3, 3, 7)] and findings[0].end_column == 22
+    _, outcome = fix_text(text, "nb.ipynb", RULES)
+    assert outcome.applied == []
+    assert "indented as a whole" in outcome.rejected[0][1]
