@@ -395,9 +395,10 @@ class Notebook:
         version = data.get("nbformat")
         if version is None:
             raise NotebookError("not a Jupyter notebook: no `nbformat` key (nbformat 4 is required)")
-        if version != 4:
+        if version != 4 or isinstance(version, bool):
+            what = f"nbformat {version} notebooks are" if isinstance(version, int) else f"`nbformat` {version!r} is"
             raise NotebookError(
-                f"nbformat {version} notebooks are not supported (nbformat 4 is required;"
+                f"{what} not supported (nbformat 4 is required;"
                 " convert with `jupyter nbconvert --to notebook --nbformat 4`)"
             )
         cells = data.get("cells")

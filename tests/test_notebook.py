@@ -214,7 +214,9 @@ def test_other_languages_are_skipped():
     ("[]", "not a Jupyter notebook"),
     ('{"metadata": {}}', "no `nbformat` key"),
     ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}', "nbformat 3 notebooks are not supported"),
+    ('{"nbformat": "4", "cells": []}', "`nbformat` '4' is not supported"),
     ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}', "notebook has no cells"),
+    ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "notebook has no cells"),
 ])
 def test_unreadable_notebook_is_one_ml000(text, message):
     findings = lint(text)
@@ -345,15 +347,18 @@ def test_fix_touches_only_the_changed_source_lines(tmp_path, crlf, ensure_ascii)
     assert lint(new) == []
 
 
-def test_fix_keeps_a_string_source_a_string(tmp_path):
-    text = notebook_json([SETUP, LOOP.rstrip("\n")], string_source=True)
+@pytest.mark.parametrize("ensure_ascii", [False, True])
+def test_fix_keeps_a_string_source_a_string(ensure_ascii):
+    loop = LOOP.rstrip("\n") + "  # époque ✓"
+    text = notebook_json([SETUP, loop], string_source=True, ensure_ascii=ensure_ascii)
     new, outcome = fix_text(text, "nb.ipynb", RULES)
     assert [f.cell for f in outcome.applied] == [2]
     removed, added = changed_lines(text, new)
     assert len(removed) == len(added) == 1
-    expected = LOOP.replace("for x, y in loader:\n", "for x, y in loader:\n    optimizer.zero_grad()\n").rstrip("\n")
+    expected = loop.replace("for x, y in loader:\n", "for x, y in loader:\n    optimizer.zero_grad()\n")
     assert json.loads(new)["cells"][1]["source"] == expected  # a string, no newline added at the end
-    assert added[0].strip() == '"source": ' + json.dumps(expected, ensure_ascii=False)
+    assert added[0].strip() == '"source": ' + json.dumps(expected, ensure_ascii=ensure_ascii)
+    assert ("\\u00e9poque" in added[0]) is ensure_ascii
     assert outcome.remaining == [] and outcome.source == new
 
 
