@@ -34,7 +34,6 @@ JSON position when there is one).
 from __future__ import annotations
 
 import bisect
-import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -658,6 +657,8 @@ class Notebook:
         old_items = node.items or []
         old_values = [item.value for item in old_items]
         new_values = split_lines(new)
+        import difflib
+
         raws: List[str] = []
         matcher = difflib.SequenceMatcher(None, old_values, new_values, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -692,6 +693,8 @@ def cell_diff(path: str, old: str, new: str) -> Optional[str]:
         return None
     if len(old_cells) != len(new_cells):
         return None
+    import difflib
+
     out = []
     for number, (a, b) in enumerate(zip(old_cells, new_cells), 1):
         if a == b:
