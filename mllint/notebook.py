@@ -346,10 +346,22 @@ def _syntax_error(source: str) -> Optional[Tuple[int, int, str]]:
     try:
         compile(source, "<cell>", "exec", flags=flags, dont_inherit=True)
     except SyntaxError as err:
+        if _libcst_parses(source):
+            return None  # newer syntax than the running Python knows (LibCST has its own grammar)
         return err.lineno or 1, max(err.offset or 1, 1), f"SyntaxError: {err.msg}"
     except (ValueError, RecursionError, MemoryError) as err:
         return 1, 1, f"could not parse: {type(err).__name__}"
     return None
+
+
+def _libcst_parses(source: str) -> bool:
+    import libcst
+
+    try:
+        libcst.parse_module(source)
+    except Exception:
+        return False
+    return True
 
 
 def _language_of(metadata: Any) -> Optional[str]:

@@ -547,3 +547,8 @@ def test_a_cell_indented_as_a_whole_is_dedented_as_ipython_does():
     _, outcome = fix_text(text, "nb.ipynb", RULES)
     assert outcome.applied == []
     assert "indented as a whole" in outcome.rejected[0][1]
+
+
+def test_top_level_await_is_not_a_syntax_error_in_a_notebook():
+    cells = ["import asyncio\nawait asyncio.sleep(0)\n", SETUP, LOOP]
+    assert where(lint(notebook_json(cells))) == [("ML001", 3, 3, 5)]
