@@ -332,10 +332,10 @@ class CodeCell:
     error: Optional[Tuple[int, int, str]] = None  # (line, column, message): the cell does not parse; left out
     dedented: str = ""  # the source as IPython runs it (common leading indentation removed)
     shifts: List[int] = field(default_factory=list)  # per line: the width removed from its start
+    json_lines: List[int] = field(default_factory=list)  # raw .ipynb line of each cell line
 
     def shift(self, line: int) -> int:
         return self.shifts[line - 1] if 0 < line <= len(self.shifts) else 0
-    json_lines: List[int] = field(default_factory=list)  # raw .ipynb line of each cell line
 
 
 def _syntax_error(source: str) -> Optional[Tuple[int, int, str]]:
