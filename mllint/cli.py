@@ -146,7 +146,7 @@ def lint_command(
     silent: bool = False,
     show_fixes: bool = False,
 ) -> int:
-    """Find silent ML bugs (PyTorch, scikit-learn) in Python files under PATHS (default: .)."""
+    """Find silent ML bugs (PyTorch, scikit-learn) in Python files and Jupyter notebooks under PATHS (default: .)."""
     from mllint import engine
     from mllint.config import Resolver
     from mllint.files import discover
@@ -290,7 +290,8 @@ def _run_fixes(results, settings, unsafe: bool, write: bool):
             continue
         outcome = fix_file(result.path, rules_for(settings.codes_for(result.path)), unsafe=unsafe, write=write)
         for finding, reason in outcome.outcome.rejected:
-            _warn(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} fix not applied: {reason}")
+            cell = f"cell {finding.cell}:line " if finding.cell is not None else ""  # a notebook
+            _warn(f"{finding.path}:{cell}{finding.line}:{finding.column}: {finding.code} fix not applied: {reason}")
         if outcome.error:
             _warn(f"{result.path}: {outcome.error}")
         yield result, outcome

@@ -75,6 +75,7 @@ KNOWN_KEYS = (
     "extend-exclude",
     "torch-version",
     "cache-dir",
+    "notebooks",
 )
 
 _TORCH_VERSION = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9]+)?$")
@@ -96,6 +97,7 @@ class Settings:
     torch_version: Optional[str] = None
     cache_dir: Path = Path(DEFAULT_CACHE_DIR)
     force_exclude: bool = False
+    notebooks: bool = True  # lint *.ipynb files (`notebooks = false` leaves them out)
     _pfi_specs: Optional[list] = field(default=None, init=False, repr=False, compare=False)
 
     def settings_for(self, path: str) -> "Settings":
@@ -425,7 +427,12 @@ def build_settings(
     if not cache_dir.is_absolute():
         cache_dir = root / cache_dir
 
+    notebooks = section.get("notebooks", True)
+    if not isinstance(notebooks, bool):
+        raise ConfigError(f"{where}: `notebooks` must be true or false, got {notebooks!r}")
+
     return Settings(
+        notebooks=notebooks,
         select=select,
         root=root,
         config_path=config_path,
