@@ -25,6 +25,7 @@ from mllint.config import ConfigError, Resolver, Settings, compile_patterns, rel
 
 SOURCE_SUFFIX = ".py"
 NOTEBOOK_SUFFIX = ".ipynb"
+_BOTH = (SOURCE_SUFFIX, NOTEBOOK_SUFFIX)
 _GLOB_CHARS = set("*?[]!/\\")
 
 # (directory, compiled spec) pairs, outermost first.
@@ -176,11 +177,10 @@ def discover(
         if resolver.force_exclude and force_excluded(given, is_dir):
             continue
         if not is_dir:
-            if given.lower().endswith(NOTEBOOK_SUFFIX) and not getattr(settings, "notebooks", True):
+            if given.lower().endswith(NOTEBOOK_SUFFIX) and not resolver.settings_for(given).notebooks:
                 continue
             add(given)
             continue
-        suffixes = (SOURCE_SUFFIX, NOTEBOOK_SUFFIX) if getattr(settings, "notebooks", True) else (SOURCE_SUFFIX,)
         base = os.path.abspath(given)
         # (directory, the .gitignore chain of its parent, or of itself when complete=True)
         stack = [(given, gitignores.chain_to(base), True)]
@@ -204,6 +204,8 @@ def discover(
                 continue
             subdirs = []
             excluder = excluder_for(directory)
+            # the settings governing this directory say whether its notebooks are linted
+            suffixes = _BOTH if resolver.settings_for_dir(directory).notebooks else (SOURCE_SUFFIX,)
             for entry in listing:
                 try:  # both follow symbolic links
                     entry_is_dir = entry.is_dir()

@@ -42,6 +42,7 @@ def render(resolver: Resolver, path: str) -> str:
         ("per-file-ignores", "; ".join(per_file) if per_file else "(none)"),
         ("cache dir", str(settings.cache_dir)),
         ("torch-version", settings.torch_version or "(not set)"),
+        ("notebooks", "linted" if settings.notebooks else "left out (notebooks = false)"),
     ]
     width = max(len(name) for name, _ in rows)
     return "".join(f"{name + ':':<{width + 1}} {value}\n" for name, value in rows)
