@@ -74,6 +74,9 @@ def _debug(enabled: bool, message: str) -> None:
               help="Neither read nor write the result cache (.mllint_cache/). [env: MLLINT_NO_CACHE]")
 @click.option("--config", "config_path", metavar="PATH", type=click.Path(dir_okay=False, path_type=str),
               help="Use this pyproject.toml instead of searching for the nearest one.")
+@click.option("--stdin-filename", metavar="PATH", default=None,
+              help="Lint standard input as if it were the file PATH (its settings; PATH in the output)."
+                   " With --fix the fixed source goes to stdout. `-` as the only path reads stdin too.")
 @click.option("--force-exclude", is_flag=True,
               help="Apply exclude patterns and .gitignore even to files named on the command line (for pre-commit).")
 @click.option("-v", "--verbose", is_flag=True, help="Print debug information (configuration, files, cache use) on stderr.")
@@ -105,6 +108,7 @@ def lint_command(
     exit_zero: bool,
     no_cache: bool,
     config_path: Optional[str],
+    stdin_filename: Optional[str],
     force_exclude: bool,
     verbose: bool,
     verify: bool,
@@ -119,6 +123,13 @@ def lint_command(
     from mllint.config import load_settings
     from mllint.files import discover
 
+    from mllint.stdin import stdin_path
+
+    from_stdin = stdin_path(paths, stdin_filename)
+    if from_stdin is not None:
+        if verify:
+            raise click.UsageError("--verify runs files and cannot read standard input")
+        paths = [stdin_filename or "."]
     paths = list(paths) or ["."]
     verify_options = _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds)
     settings = load_settings(
@@ -133,6 +144,12 @@ def lint_command(
     )
     _debug(verbose, f"config: {settings.config_path or 'none'}; root: {settings.root}")
     _debug(verbose, f"rules: {', '.join(sorted(settings.select))}")
+    if from_stdin is not None:
+        from mllint import stdin
+
+        return stdin.run(from_stdin, settings, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff,
+                         output_format=output_format, show_source=show_source, statistics=statistics,
+                         exit_zero=exit_zero)
     files = discover(paths, settings, on_warning=_warn)
     if not files:
         _warn("no Python files found under the given path(s)")
