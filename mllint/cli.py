@@ -4,11 +4,12 @@
     mllint rules [--format json]    the rule catalogue
     mllint explain CODE             one rule's documentation and an example
     mllint memory TARGET [...]      predicted peak memory of a training step / inference
+    mllint server                   the language server (LSP on stdio; needs the [server] extra)
 
-How subcommands and paths share the command line: ``rules``, ``explain`` and ``memory``
-are subcommands only as the very first argument, spelled exactly so. Anything else is the
+How subcommands and paths share the command line: ``rules``, ``explain``, ``memory`` and
+``server`` are subcommands only as the very first argument, spelled exactly so. Anything else is the
 lint command, so ``mllint src/`` and ``mllint --fix rules/`` lint paths, and a
-directory literally named ``rules``, ``explain`` or ``memory`` is linted with ``mllint ./rules``
+directory literally named ``rules``, ``explain``, ``memory`` or ``server`` is linted with ``mllint ./rules``
 or ``mllint -- rules``. No other word is reserved.
 
 Exit codes: 0 no findings, 1 findings remain (or ``--diff`` would change files),
@@ -34,7 +35,8 @@ Commands (only as the first argument):
   mllint rules [--format json]   list the rules
   mllint explain CODE            explain a rule
   mllint memory TARGET [...]     predict peak training / inference memory (needs torch)
-To lint a directory named `rules`, `explain` or `memory`, write `mllint ./rules` or `mllint -- rules`.
+  mllint server                  language server for editors, on stdio (needs the [server] extra)
+To lint a directory named `rules`, `explain`, `memory` or `server`, write `mllint ./rules` or `mllint -- rules`.
 
 \b
 Exit status: 0 no problems, 1 problems found, 2 usage, configuration or internal error.
@@ -385,7 +387,14 @@ def _memory_command():
     return memory_command
 
 
-SUBCOMMANDS = {"rules": lambda: rules_command, "explain": lambda: explain_command, "memory": _memory_command}
+def _server_command():
+    from mllint.server import server_command  # imports pygls lazily, inside the command
+
+    return server_command
+
+
+SUBCOMMANDS = {"rules": lambda: rules_command, "explain": lambda: explain_command, "memory": _memory_command,
+               "server": _server_command}
 
 
 # --- entry point -----------------------------------------------------------------------
