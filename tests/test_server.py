@@ -232,3 +232,60 @@ def test_missing_pygls_is_a_one_line_error(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path), env=clean_env(),
                           capture_output=True, text=True, timeout=120)
     assert_user_error(proc, "pip install 'mllint-pitfalls[server]'")
+
+
+def test_positions_follow_the_negotiated_encoding(tmp_path):
+    client = Client(tmp_path)
+    try:
+        result = client.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+                                               "capabilities": {"general": {"positionEncodings": ["utf-8"]}}})
+        encoding = result["capabilities"].get("positionEncoding", "utf-16")
+        client.notify("initialized", {})
+        uri = (tmp_path / "train.py").as_uri()
+        client.notify("textDocument/didOpen",
+                      {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": TRAIN}})
+        [diag] = client.diagnostics(uri)
+        prefix = EMOJI_LINE[: EMOJI_LINE.index("loss")]
+        units = {"utf-8": len(prefix.encode("utf-8")), "utf-16": utf16(prefix), "utf-32": len(prefix)}[encoding]
+        assert diag["range"]["start"] == {"line": 5, "character": units}, encoding
+        assert client.request("shutdown", None) is None
+        client.notify("exit", None)
+        client.proc.wait(timeout=WAIT)
+    finally:
+        if client.proc.poll() is None:
+            client.proc.kill()
+            client.proc.wait()
+    assert client.proc.returncode == 0, client.error_output()
+
+
+def _finding(line: int, code: str = "ML001"):
+    from mllint.findings import Finding
+
+    return Finding("x.py", line, 1, line, 2, code, "test", "test")
+
+
+@pytest.mark.parametrize(
+    "source, line, expected",
+    [
+        ("a = 1\nb = f(a)   \n", 2, "a = 1\nb = f(a)  # noqa: ML001   \n"),
+        ("b = f(a)  # noqa: ML002\n", 1, "b = f(a)  # noqa: ML002, ML001\n"),
+        ("b = f(a)  # a note\n", 1, "b = f(a)  # a note  # noqa: ML001\n"),
+        ("b = f(a)  # noqa\n", 1, None),  # already silenced
+        ('x = f("""a\nb""")\n', 1, None),  # the line ends inside a string
+        ("x = f(a) + \\\n    g(b)\n", 1, None),  # a backslash continuation
+        ("x = (\n  1,\n)\n", 1, "x = (  # noqa: ML001\n  1,\n)\n"),
+    ],
+)
+def test_noqa_edit(source, line, expected):
+    from mllint import noqa
+    from mllint.server import noqa_edit
+
+    edit = noqa_edit(source, _finding(line))
+    if expected is None:
+        assert edit is None
+        return
+    index, column, insert = edit
+    lines = source.splitlines(True)
+    lines[index] = lines[index][:column] + insert + lines[index][column:]
+    assert "".join(lines) == expected
+    assert noqa.scan(expected).suppresses(line, "ML001")
