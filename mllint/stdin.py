@@ -6,8 +6,9 @@
 
 The text is linted with the settings of the named path (its rule selection and its
 per-file-ignores), and findings carry that path (``-`` when no name is given). Bytes are
-decoded as a file's are (``engine.decode``: BOM, coding cookie) and the fixed source is
-encoded back the same way. Nothing is ever written to a file.
+decoded as a file's are (``engine.decode_file``: BOM, coding cookie; a ``.ipynb`` name
+means notebook JSON, linted and fixed cell by cell) and the fixed source is encoded back
+the same way. Nothing is ever written to a file.
 
 ``lint_text`` and ``fix_text`` below are the one place that decides how a text is
 linted or fixed for a path; everything else here is reading, reporting and exit codes.
@@ -50,35 +51,35 @@ def stdin_path(paths: Sequence[str], stdin_filename: Optional[str]) -> Optional[
 
 
 # --- the single dispatch point: "lint / fix this text as PATH" ------------------------------
-# Python files go through engine.lint_source / fixing.fix_source. Notebooks (.ipynb) are
-# handled by engine.lint_text / fixing.fix_text once the notebook work (branch i10-nb) is
-# merged; route both functions through those then, and nothing else here changes.
+# engine.lint_text / fixing.fix_text dispatch on the path: a `.ipynb` path is a notebook
+# (its JSON text), anything else Python source.
 
 
 def lint_text(text: str, path: str, rules, encoding: str = "utf-8") -> FileResult:
     """Findings of `text` linted as the file `path`."""
-    return FileResult(path, engine.lint_source(text, path, rules), text, encoding)
+    result = engine.lint_text(text, path, rules)
+    result.encoding = encoding
+    return result
 
 
 def fix_text(text: str, path: str, rules, unsafe: bool, encoding: Optional[str] = None) -> Tuple[str, FixOutcome]:
     """(fixed text, outcome) of applying the applicable fixes to `text` as the file `path`."""
-    from mllint.fixing import fix_source
+    from mllint import fixing
 
-    outcome = fix_source(text, path, rules, unsafe=unsafe, encoding=encoding)
-    return outcome.source, outcome
+    return fixing.fix_text(text, path, rules, unsafe, encoding=encoding)
 
 
 # --- the command -----------------------------------------------------------------------------
 
 
-def _read() -> Tuple[bytes, Optional[engine.Decoded], Optional[str]]:
-    """(bytes, decoded text or None, error or None) of standard input."""
+def _read(path: str) -> Tuple[bytes, Optional[engine.Decoded], Optional[str]]:
+    """(bytes, decoded text or None, error or None) of standard input, decoded as the file `path`."""
     stream = getattr(sys.stdin, "buffer", None)
     data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     if len(data) > engine.MAX_FILE_BYTES:
         return data, None, f"input larger than {engine.MAX_FILE_BYTES // (1024 * 1024)} MiB; skipped"
     try:
-        return data, engine.decode(data), None
+        return data, engine.decode_file(path, data), None
     except engine.UnreadableFile as exc:
         return data, None, str(exc)
 
@@ -105,7 +106,7 @@ def run(
 
     codes = settings.select if path == DASH else settings.codes_for(path)
     rules = rules_for(codes)
-    data, decoded, error = _read()
+    data, decoded, error = _read(path)
 
     fixed = 0
     if decoded is None:
@@ -116,7 +117,8 @@ def run(
         old_text = decoded.text
         new_text, outcome = fix_text(old_text, path, rules, unsafe=unsafe_fixes or diff, encoding=decoded.encoding)
         for finding, reason in outcome.rejected:
-            _warn(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} fix not applied: {reason}")
+            cell = f"cell {finding.cell}:line " if getattr(finding, "cell", None) is not None else ""  # a notebook
+            _warn(f"{finding.path}:{cell}{finding.line}:{finding.column}: {finding.code} fix not applied: {reason}")
         fixed = len(outcome.applied)
         result = FileResult(path, sorted(outcome.remaining, key=lambda f: f.sort_key()), new_text, decoded.encoding)
         new_bytes = data if new_text == old_text else new_text.encode(decoded.encoding)

@@ -137,3 +137,42 @@ def test_usage_errors(tmp_path, args, needle):
     proc = run_stdin(args, tmp_path, BAD.encode())
     proc = subprocess.CompletedProcess(proc.args, proc.returncode, out(proc), err(proc))
     assert_user_error(proc, needle)
+
+
+def _notebook() -> str:
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n"]},
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+         "source": ["import torch\n", "%matplotlib inline\n", "model = torch.nn.Linear(4, 1)\n",
+                    "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)"]},
+        {"cell_type": "code", "execution_count": 2, "metadata": {},
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": ["ok\n"]}],
+         "source": ["for x, y in loader:\n", "    loss = ((model(x) - y) ** 2).mean()\n", "    loss.backward()\n",
+                    "    optimizer.step()"]},
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+def test_notebook_on_stdin_is_linted_and_fixed_cell_by_cell(tmp_path):
+    source = _notebook()
+    proc = run_stdin(["--stdin-filename", "nb.ipynb", "--format", "json"], tmp_path, source.encode())
+    assert proc.returncode == 1, err(proc)
+    [finding] = json.loads(out(proc))
+    assert (finding["path"], finding["cell"], finding["line"], finding["column"]) == ("nb.ipynb", 3, 3, 5)
+
+    fixed = run_stdin(["--fix", "--stdin-filename", "nb.ipynb"], tmp_path, source.encode())
+    assert fixed.returncode == 0, err(fixed)
+    old_lines, new_lines = source.splitlines(True), out(fixed).splitlines(True)
+    added = [line for line in new_lines if line not in old_lines]
+    assert added == ['    "    optimizer.zero_grad()\\n",\n'], added
+    assert len(new_lines) == len(old_lines) + 1  # outputs, counts and formatting kept
+    assert json.loads(out(fixed))["cells"][2]["outputs"] == json.loads(source)["cells"][2]["outputs"]
+
+    diff = run_stdin(["--diff", "--stdin-filename", "nb.ipynb"], tmp_path, source.encode())
+    assert diff.returncode == 1 and "+    optimizer.zero_grad()\n" in out(diff)
+
+    broken = run_stdin(["--stdin-filename", "nb.ipynb", "--format", "concise"], tmp_path, b'{"cells": 3')
+    assert broken.returncode == 1 and "nb.ipynb:" in out(broken) and "ML000" in out(broken)
+    # Named .py, the same bytes are Python (one dict literal): the training loop is not seen.
+    as_python = run_stdin(["--stdin-filename", "nb.py", "--format", "concise"], tmp_path, source.encode())
+    assert "ML001" not in out(as_python), out(as_python)
