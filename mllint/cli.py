@@ -125,9 +125,11 @@ def lint_command(
     from mllint.config import load_settings
     from mllint.files import discover
 
-    from mllint.stdin import stdin_path
+    from_stdin = None  # the display path when linting standard input (mllint/stdin.py)
+    if stdin_filename is not None or "-" in paths:
+        from mllint.stdin import stdin_path
 
-    from_stdin = stdin_path(paths, stdin_filename)
+        from_stdin = stdin_path(paths, stdin_filename)
     if from_stdin is not None:
         if verify:
             raise click.UsageError("--verify runs files and cannot read standard input")
