@@ -5,11 +5,12 @@
     mllint rules [--format json]    the rule catalogue
     mllint explain CODE             one rule's documentation and an example
     mllint memory TARGET [...]      predicted peak memory of a training step / inference
+    mllint server                   the language server (LSP on stdio; needs the [server] extra)
 
-How subcommands and paths share the command line: ``check``, ``rules``, ``explain`` and
-``memory`` are subcommands only as the very first argument, spelled exactly so. Anything else
+How subcommands and paths share the command line: ``check``, ``rules``, ``explain``, ``memory``
+and ``server`` are subcommands only as the very first argument, spelled exactly so. Anything else
 is the lint command, so ``mllint src/`` and ``mllint --fix rules/`` lint paths, and a
-directory literally named ``check``, ``rules``, ``explain`` or ``memory`` is linted with
+directory literally named ``check``, ``rules``, ``explain``, ``memory`` or ``server`` is linted with
 ``mllint ./rules`` or ``mllint -- rules``. No other word is reserved.
 
 Exit codes: 0 no findings, 1 findings remain (or ``--diff`` would change files),
@@ -36,7 +37,8 @@ Commands (only as the first argument):
   mllint rules [--format json]   list the rules
   mllint explain CODE            explain a rule
   mllint memory TARGET [...]     predict peak training / inference memory (needs torch)
-To lint a directory named `check`, `rules`, `explain` or `memory`, write `mllint ./rules` or `mllint -- rules`.
+  mllint server                  language server for editors, on stdio (needs the [server] extra)
+To lint a directory named `check`, `rules`, `explain`, `memory` or `server`, write `mllint ./rules` or `mllint -- rules`.
 
 \b
 Exit status: 0 no problems, 1 problems found, 2 usage, configuration or internal error.
@@ -96,6 +98,9 @@ def _debug(enabled: bool, message: str) -> None:
               help="Like --per-file-ignores, in addition to the configured ones.")
 @click.option("--show-settings", metavar="FILE", type=click.Path(path_type=str), default=None,
               help="Print the settings FILE would be linted with (configuration file, rules, excludes) and exit.")
+@click.option("--stdin-filename", metavar="PATH", default=None,
+              help="Lint standard input as if it were the file PATH (its settings; PATH in the output)."
+                   " With --fix the fixed source goes to stdout. `-` as the only path reads stdin too.")
 @click.option("--force-exclude", is_flag=True,
               help="Apply exclude patterns and .gitignore even to files named on the command line (for pre-commit).")
 @click.option("-v", "--verbose", is_flag=True, help="Print debug information (configuration, files, cache use) on stderr.")
@@ -133,6 +138,7 @@ def lint_command(
     per_file_ignores: Sequence[str],
     extend_per_file_ignores: Sequence[str],
     show_settings: Optional[str],
+    stdin_filename: Optional[str],
     force_exclude: bool,
     verbose: bool,
     verify: bool,
@@ -151,6 +157,15 @@ def lint_command(
     from mllint.config import Resolver
     from mllint.files import discover
 
+    from_stdin = None  # the display path when linting standard input (mllint/stdin.py)
+    if stdin_filename is not None or "-" in paths:
+        from mllint.stdin import stdin_path
+
+        from_stdin = stdin_path(paths, stdin_filename)
+    if from_stdin is not None:
+        if verify:
+            raise click.UsageError("--verify runs files and cannot read standard input")
+        paths = [stdin_filename or "."]
     paths = list(paths) or ["."]
     verify_options = _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds)
     settings = Resolver(
@@ -174,6 +189,12 @@ def lint_command(
         return EXIT_CLEAN
     for given in paths:  # errors in the configurations of the given paths come first
         settings.settings_for_dir(given if os.path.isdir(given) else os.path.dirname(os.path.abspath(given)))
+    if from_stdin is not None:
+        from mllint import stdin
+
+        return stdin.run(from_stdin, settings, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff,
+                         output_format=output_format, show_source=show_source, statistics=statistics,
+                         exit_zero=exit_zero)
     files = discover(paths, settings, on_warning=_warn)
     for used in settings.used():
         _debug(verbose, f"config: {used.config_path or 'none'}; root: {used.root};"
@@ -424,11 +445,18 @@ def _memory_command():
     return memory_command
 
 
+def _server_command():
+    from mllint.server import server_command  # imports pygls lazily, inside the command
+
+    return server_command
+
+
 SUBCOMMANDS = {
     "check": lambda: lint_command,  # as `ruff check`: the lint command itself
     "rules": lambda: rules_command,
     "explain": lambda: explain_command,
     "memory": _memory_command,
+    "server": _server_command,
 }
 
 
