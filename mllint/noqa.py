@@ -110,18 +110,21 @@ class Suppressions:
 def _blocked_lines(source: str, tokens) -> Set[int]:
     """Lines whose end cannot take a comment: inside a multi-line string, or a backslash."""
     blocked: Set[int] = set()
+    commented: Set[int] = set()
     fstring_starts: List[int] = []
     fstring_start = getattr(tokenize, "FSTRING_START", None)
     fstring_end = getattr(tokenize, "FSTRING_END", None)
     for tok in tokens:
-        if fstring_start is not None and tok.type == fstring_start:
+        if tok.type == tokenize.COMMENT:
+            commented.add(tok.start[0])
+        elif fstring_start is not None and tok.type == fstring_start:
             fstring_starts.append(tok.start[0])
         elif fstring_end is not None and tok.type == fstring_end and fstring_starts:
             blocked.update(range(fstring_starts.pop(), tok.end[0]))
         elif tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
             blocked.update(range(tok.start[0], tok.end[0]))
     for number, text in enumerate(_physical_lines(source), 1):
-        if number not in blocked and text.rstrip("\r\n").endswith("\\"):
+        if number not in blocked and number not in commented and text.rstrip("\r\n").endswith("\\"):
             blocked.add(number)
     return blocked
 
