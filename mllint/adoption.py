@@ -12,6 +12,7 @@ string or continuation ends, which is the line ``noqa.py`` looks at for it.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Callable, Dict, Iterable, List, Sequence, Set, Tuple
 
@@ -20,6 +21,8 @@ from mllint.findings import Finding, split_lines
 from mllint.registry import PARSE_ERROR_CODE
 
 Warn = Callable[[str], None]
+
+_ML_IN_NOQA = re.compile(r"noqa\s*:[^\r\n]*ML", re.IGNORECASE)
 
 
 def add_noqa_to_source(source: str, findings: Iterable[Finding]) -> Tuple[str, int]:
@@ -114,6 +117,8 @@ def add_noqa(results, settings, warn: Warn) -> int:
 def unknown_noqa_codes(source: str, known: Set[str]) -> List[Tuple[int, List[str]]]:
     """(line, [codes]) for each ``# noqa`` that names ML codes not in `known`. Codes of other
     tools (E501, F401, TOR102) are not ours to judge."""
+    if not _ML_IN_NOQA.search(source):  # the common case, cheap: no ML code in any noqa
+        return []
     suppressions = noqa.scan(source)
     if suppressions is None:
         return []
