@@ -25,26 +25,28 @@ Warn = Callable[[str], None]
 _ML_IN_NOQA = re.compile(r"noqa\s*:[^\r\n]*ML", re.IGNORECASE)
 
 
-def add_noqa_to_source(source: str, findings: Iterable[Finding]) -> Tuple[str, int]:
-    """(the source with every finding marked by ``# noqa``, how many lines got a new or
-    extended directive). ML000 (a file that cannot be parsed) is never marked."""
+def noqa_insertions(source: str, findings: Iterable[Finding]) -> List[Tuple[int, int, str]]:
+    """The text edits that mark `findings` with ``# noqa``: (start, end, new text) offsets
+    into `source`, in order, all of them insertions. ML000 (a file that cannot be parsed)
+    is never marked; lines already covered are left alone."""
     wanted: Dict[int, Set[str]] = defaultdict(set)
     relevant = [f for f in findings if f.code != PARSE_ERROR_CODE]
     if not relevant:
-        return source, 0
+        return []
     mapping = noqa.line_map(source)
     for finding in relevant:
         wanted[noqa.noqa_line(mapping, finding.line)].add(finding.code.upper())
     existing = noqa.scan(source)
     directives = existing.directives if existing is not None else {}
     lines = split_lines(source)
-    added = 0
+    starts = [0]
+    for text in lines:
+        starts.append(starts[-1] + len(text))
+    spans: List[Tuple[int, int, str]] = []
     for line in sorted(wanted):
         if not 1 <= line <= len(lines):
             continue
-        raw = lines[line - 1]
-        body = raw.rstrip("\r\n")
-        ending = raw[len(body):]
+        body = lines[line - 1].rstrip("\r\n")
         directive = directives.get(line)
         if directive is not None:
             if directive.bare:
@@ -52,38 +54,74 @@ def add_noqa_to_source(source: str, findings: Iterable[Finding]) -> Tuple[str, i
             missing = sorted(wanted[line] - set(directive.upper_codes))
             if not missing:
                 continue
-            at = directive.codes_end_column - 1
-            body = body[:at] + ", " + ", ".join(missing) + body[at:]
+            at = starts[line - 1] + directive.codes_end_column - 1
+            spans.append((at, at, ", " + ", ".join(missing)))
         else:
-            body = body.rstrip(" \t") + "  # noqa: " + ", ".join(sorted(wanted[line]))
-        lines[line - 1] = body + ending
-        added += 1
-    return "".join(lines), added
+            code_end = starts[line - 1] + len(body.rstrip(" \t"))
+            spans.append((code_end, starts[line - 1] + len(body), "  # noqa: " + ", ".join(sorted(wanted[line]))))
+    return spans
 
 
-def add_noqa_to_notebook(path: str, findings: Sequence[Finding], warn: Warn) -> int:
-    """Where notebooks plug in: their cells' sources would be marked through the notebook
-    writer of the notebook support. Until that exists, a notebook is skipped with a warning."""
-    if any(f.code != PARSE_ERROR_CODE for f in findings):
-        warn(f"{path}: --add-noqa does not mark notebooks yet; skipped")
-    return 0
+def _apply(source: str, spans: Sequence[Tuple[int, int, str]]) -> str:
+    out, last = [], 0
+    for start, end, content in spans:
+        out.append(source[last:start])
+        out.append(content)
+        last = end
+    out.append(source[last:])
+    return "".join(out)
+
+
+def add_noqa_to_source(source: str, findings: Iterable[Finding]) -> Tuple[str, int]:
+    """(the source with every finding marked by ``# noqa``, how many lines got a new or
+    extended directive)."""
+    spans = noqa_insertions(source, findings)
+    return _apply(source, spans), len(spans)
+
+
+def add_noqa_to_notebook(text: str, path: str, rules) -> Tuple[str, int]:
+    """Where notebooks plug in: the notebook's code cells are linted as one program (as
+    ``engine.lint_text`` does), marked as a Python source would be, and only the changed
+    cells' sources are written back into the JSON text (``Notebook.rewrite``, which keeps
+    outputs, metadata and formatting). A notebook that cannot be read is left alone."""
+    from mllint import engine, notebook
+
+    try:
+        nb = notebook.load(text)
+    except notebook.NotebookError:
+        return text, 0
+    if not nb.program.strip():
+        return text, 0
+    spans = noqa_insertions(nb.program, engine.lint_source(nb.program, path, rules))
+    if not spans:
+        return text, 0
+    guard = notebook.FixGuard(nb)
+    if guard.check(spans) is not None:  # cannot happen for end-of-line insertions; be safe
+        return text, 0
+    guard.applied(spans)
+    return nb.rewrite(_apply(nb.program, spans), guard.cell_starts, guard.mask_starts), len(spans)
 
 
 def add_noqa_to_file(result, rules, warn: Warn) -> int:
     """Mark the findings of one linted file (an ``engine.FileResult``) and write it back
     atomically in its own encoding and line endings; returns the directives added."""
-    from mllint import engine
+    from mllint import engine, notebook
     from mllint.fixing import write_atomic
 
-    if result.path.endswith(".ipynb"):
-        return add_noqa_to_notebook(result.path, result.findings, warn)
     if result.source is None:
         return 0
-    new, added = add_noqa_to_source(result.source, result.findings)
+    if notebook.is_notebook(result.path):
+        try:
+            new, added = add_noqa_to_notebook(result.source, result.path, rules)
+        except notebook.NotebookError as exc:
+            warn(f"{result.path}: cannot add noqa directives to this notebook: {exc}")
+            return 0
+    else:
+        new, added = add_noqa_to_source(result.source, result.findings)
     if not added:
         return 0
     # Check the result as the user will see it: it still parses, and nothing marked is left.
-    after = engine.lint_source(new, result.path, rules)
+    after = engine.lint_text(new, result.path, rules).findings
     if any(f.code == PARSE_ERROR_CODE for f in after) and not any(
         f.code == PARSE_ERROR_CODE for f in result.findings
     ):
@@ -91,13 +129,18 @@ def add_noqa_to_file(result, rules, warn: Warn) -> int:
         return 0
     for finding in after:
         if finding.code != PARSE_ERROR_CODE:
-            warn(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} could not be marked with # noqa")
+            warn(f"{_where(finding)}: {finding.code} could not be marked with # noqa")
     try:
         write_atomic(result.path, new, result.encoding)
     except (OSError, UnicodeError) as exc:
         warn(f"{result.path}: cannot write: {getattr(exc, 'strerror', None) or exc}")
         return 0
     return added
+
+
+def _where(finding: Finding) -> str:
+    cell = getattr(finding, "cell", None)
+    return f"{finding.path}:{f'cell {cell}:line ' if cell is not None else ''}{finding.line}:{finding.column}"
 
 
 def add_noqa(results, settings, warn: Warn) -> int:
@@ -134,13 +177,26 @@ def unknown_noqa_codes(source: str, known: Set[str]) -> List[Tuple[int, List[str
 
 
 def warn_unknown_noqa(results, warn: Warn) -> None:
-    """One warning per file and line: ``path:line: # noqa names unknown rule code ML999``."""
+    """One warning per file and line: ``path:line: # noqa names unknown rule code ML999``
+    (``path:cell N:line L:`` in a notebook)."""
+    from mllint import notebook
     from mllint.registry import all_rules
 
     known = set(all_rules()) | {PARSE_ERROR_CODE}
     for result in results:
-        if result.source is None:
+        if result.source is None or not _ML_IN_NOQA.search(result.source):
             continue
-        for line, codes in unknown_noqa_codes(result.source, known):
+        source, nb = result.source, None
+        if notebook.is_notebook(result.path):
+            try:
+                nb = notebook.load(result.source)
+            except notebook.NotebookError:
+                continue
+            source = nb.program
+        for line, codes in unknown_noqa_codes(source, known):
+            where = f"{result.path}:{line}"
+            located = nb.locate(line) if nb is not None else None
+            if located is not None:
+                where = f"{result.path}:cell {located[0].number}:line {located[1]}"
             noun = "code" if len(codes) == 1 else "codes"
-            warn(f"{result.path}:{line}: # noqa names unknown rule {noun} {', '.join(codes)}")
+            warn(f"{where}: # noqa names unknown rule {noun} {', '.join(codes)}")

@@ -61,14 +61,32 @@ def keyed(results, base_dir: str) -> List[Tuple[Key, Finding]]:
     out: List[Tuple[Key, Finding]] = []
     for result in results:
         lines = split_lines(result.source) if result.source is not None else []
+        cells = _notebook_cells(result)
         rel = _relative(result.path, base_dir)
         seen: Dict[Tuple[str, str, str], int] = defaultdict(int)
         for finding in sorted(result.findings, key=Finding.sort_key):
-            text = _line_text(lines, finding.line)
+            cell = getattr(finding, "cell", None)
+            if cell is not None:  # a notebook: the line of its cell (cell numbers are not kept)
+                text = _line_text(cells.get(cell, []), finding.line)
+            else:
+                text = _line_text(lines, finding.line)
             group = (rel, finding.code, text)
             out.append(((rel, finding.code, text, seen[group]), finding))
             seen[group] += 1
     return out
+
+
+def _notebook_cells(result) -> Dict[int, List[str]]:
+    """{cell number: its lines} of a notebook result; {} for anything else."""
+    from mllint import notebook
+
+    if result.source is None or not notebook.is_notebook(result.path):
+        return {}
+    try:
+        nb = notebook.load(result.source)
+    except notebook.NotebookError:
+        return {}
+    return {cell.number: split_lines(cell.text) for cell in nb.cells}
 
 
 def _entry(key: Key, finding: Finding) -> dict:

@@ -154,3 +154,52 @@ def test_add_noqa_then_ml100_is_clean(project):
     assert run(["--add-noqa", "--select", "ALL"], project).returncode == 0
     proc = run(["--select", "ALL"], project)
     assert proc.returncode == 0, proc.stdout
+
+
+# --- notebooks (through i10-nb's notebook support) ---------------------------------------
+
+SETUP_CELL = "import torch\n%matplotlib inline\nmodel = torch.nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)"
+LOOP_CELL = "for x, y in loader:\n    loss = ((model(x) - y) ** 2).mean()\n    loss.backward()\n    optimizer.step()"
+
+
+def notebook_text(*sources: str) -> str:
+    """A notebook as Jupyter writes it (indent=1, sorted keys), a markdown cell first,
+    each code cell with an output and an execution count."""
+    cells = [{"cell_type": "markdown", "id": "m", "metadata": {}, "source": ["# Title\n", "text"]}]
+    for index, source in enumerate(sources):
+        cells.append({"cell_type": "code", "execution_count": index + 1, "id": f"c{index}", "metadata": {},
+                      "outputs": [{"name": "stdout", "output_type": "stream", "text": ["résultat\n"]}],
+                      "source": source.splitlines(True)})
+    document = {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                            "name": "python3"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_add_noqa_marks_a_notebook_cell_and_keeps_the_rest(tmp_path):
+    original = notebook_text(SETUP_CELL, LOOP_CELL)
+    path = write(tmp_path / "nb.ipynb", original)
+    before = run(["--format", "json", "nb.ipynb"], tmp_path)
+    assert [(f["cell"], f["line"], f["code"]) for f in json.loads(before.stdout)] == [(3, 3, "ML001")]
+    proc = run(["--add-noqa", "nb.ipynb"], tmp_path)
+    assert proc.returncode == 0 and proc.stderr.strip() == "Added 1 noqa directive."
+    new = path.read_text(encoding="utf-8")
+    assert new == original.replace('"    loss.backward()\\n"', '"    loss.backward()  # noqa: ML001\\n"')
+    assert run(["nb.ipynb"], tmp_path).returncode == 0
+
+
+def test_unknown_code_in_a_notebook_names_the_cell(tmp_path):
+    write(tmp_path / "nb.ipynb", notebook_text(SETUP_CELL, "x = 1\ny = 2  # noqa: ML777"))
+    proc = run(["nb.ipynb"], tmp_path)
+    assert proc.stderr.splitlines() == ["mllint: warning: nb.ipynb:cell 3:line 2: # noqa names unknown rule code ML777"]
+
+
+def test_baseline_in_a_notebook_survives_a_new_cell_above(tmp_path):
+    write(tmp_path / "nb.ipynb", notebook_text(SETUP_CELL, LOOP_CELL))
+    assert run(["--baseline", "b.json"], tmp_path).returncode == 0
+    entry = json.loads((tmp_path / "b.json").read_text())["findings"][0]
+    assert (entry["path"], entry["source"], entry["code"]) == ("nb.ipynb", "loss.backward()", "ML001")
+    write(tmp_path / "nb.ipynb", notebook_text(SETUP_CELL, "print('new cell')\nprint(2)", LOOP_CELL))
+    proc = run(["--baseline", "b.json"], tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    assert "1 baselined finding not shown" in proc.stderr
