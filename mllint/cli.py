@@ -128,8 +128,8 @@ def lint_command(
     from mllint.files import discover
 
     paths = list(paths) or ["."]
-    verify_options = _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds)
     _adoption_options(add_noqa, baseline_path, update_baseline, fix, diff, verify)
+    verify_options = _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds)
     settings = load_settings(
         paths,
         {
