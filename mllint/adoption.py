@@ -7,7 +7,9 @@ else in here decides what the text becomes). Several codes on one line make one 
 sorted; an existing ``# noqa: X`` gets the new codes added after its own; a bare ``# noqa``
 already covers everything. A finding on a line that cannot carry a comment (its end lies
 inside a multi-line string, or it ends with a backslash) is marked on the line where that
-string or continuation ends, which is the line ``noqa.py`` looks at for it.
+string or continuation ends, which is the line ``noqa.py`` looks at for it. A notebook's
+code cells are marked as one program and written back cell by cell
+(``add_noqa_to_notebook``, on ``mllint/notebook.py``).
 """
 
 from __future__ import annotations
