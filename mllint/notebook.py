@@ -170,6 +170,8 @@ def _python_magic_prefix(content: str) -> Optional[int]:
             pos = value.end()
     if pos >= len(content.rstrip()) or pos < 4:
         return None
+    if re.match(r"(?:for|while|if|with|def|class|try|async|match)\b", content[pos:]):
+        return None  # a compound statement cannot follow `(0);`: mask the whole line
     return pos
 
 

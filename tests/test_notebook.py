@@ -74,6 +74,7 @@ def where(findings):
     ("%time model(x)", "(0);  model(x)"),
     ("%timeit model(x)", "(0);    model(x)"),
     ("%timeit -n 3 -r 2 model(x)", "(0);              model(x)"),
+    ("%time for i in range(3): f(i)", "0                            "),
     ("files = !ls -la", "files = 0      "),
     ("out = %sx echo hi", "out = 0          "),
 ])
