@@ -15,6 +15,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
+from mllint.findings import split_lines
+
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _SKIP_FILE = re.compile(r"#\s*mllint:\s*skip-file\b")
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
@@ -123,16 +125,10 @@ def _blocked_lines(source: str, tokens) -> Set[int]:
             blocked.update(range(fstring_starts.pop(), tok.end[0]))
         elif tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
             blocked.update(range(tok.start[0], tok.end[0]))
-    for number, text in enumerate(_physical_lines(source), 1):
+    for number, text in enumerate(split_lines(source), 1):
         if number not in blocked and number not in commented and text.rstrip("\r\n").endswith("\\"):
             blocked.add(number)
     return blocked
-
-
-def _physical_lines(source: str) -> List[str]:
-    from mllint.findings import split_lines
-
-    return split_lines(source)
 
 
 def line_map(source: str) -> Dict[int, int]:

@@ -203,3 +203,12 @@ def test_baseline_in_a_notebook_survives_a_new_cell_above(tmp_path):
     proc = run(["--baseline", "b.json"], tmp_path)
     assert proc.returncode == 0, proc.stdout
     assert "1 baselined finding not shown" in proc.stderr
+
+
+def test_ml100_in_a_notebook_is_reported_in_its_cell_and_fixed(tmp_path):
+    original = notebook_text(SETUP_CELL, "x = 1  # noqa: ML004\nprint(x)")
+    path = write(tmp_path / "nb.ipynb", original)
+    proc = run(["--extend-select", "ML100", "--format", "json", "nb.ipynb"], tmp_path)
+    assert [(f["cell"], f["line"], f["code"]) for f in json.loads(proc.stdout)] == [(3, 1, "ML100")]
+    assert run(["--extend-select", "ML100", "--fix", "nb.ipynb"], tmp_path).returncode == 0
+    assert path.read_text(encoding="utf-8") == original.replace('"x = 1  # noqa: ML004\\n"', '"x = 1\\n"')
