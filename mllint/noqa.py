@@ -15,8 +15,6 @@ import tokenize
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
-from mllint.findings import split_lines
-
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _SKIP_FILE = re.compile(r"#\s*mllint:\s*skip-file\b")
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
@@ -109,42 +107,51 @@ class Suppressions:
         return kept, used
 
 
-def _blocked_lines(source: str, tokens) -> Set[int]:
-    """Lines whose end cannot take a comment: inside a multi-line string, or a backslash."""
-    blocked: Set[int] = set()
+_BACKSLASH_EOL = re.compile(r"\\(?=\r\n|\n|\r)")
+_FSTRING_START = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+
+_FSTRING_END = getattr(tokenize, "FSTRING_END", None)
+
+
+def _tokens(source: str):
+    """One pass of the tokenizer: ([(line, column (1-based), text) of each comment],
+    {line: the line of its noqa directive} for the lines that cannot carry their own).
+    Raises what the tokenizer raises for sources it rejects."""
+    comments = []
+    blocked: Set[int] = set()  # lines whose end lies inside a string, or ends with a backslash
     commented: Set[int] = set()
     fstring_starts: List[int] = []
-    fstring_start = getattr(tokenize, "FSTRING_START", None)
-    fstring_end = getattr(tokenize, "FSTRING_END", None)
-    for tok in tokens:
-        if tok.type == tokenize.COMMENT:
+    comment, string = tokenize.COMMENT, tokenize.STRING
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        kind = tok.type
+        if kind == comment:
+            comments.append((tok.start[0], tok.start[1] + 1, tok.string))
             commented.add(tok.start[0])
-        elif fstring_start is not None and tok.type == fstring_start:
+        elif kind == string:
+            if tok.end[0] > tok.start[0]:
+                blocked.update(range(tok.start[0], tok.end[0]))
+        elif kind == _FSTRING_START:
             fstring_starts.append(tok.start[0])
-        elif fstring_end is not None and tok.type == fstring_end and fstring_starts:
+        elif kind == _FSTRING_END and fstring_starts:
             blocked.update(range(fstring_starts.pop(), tok.end[0]))
-        elif tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
-            blocked.update(range(tok.start[0], tok.end[0]))
-    for number, text in enumerate(split_lines(source), 1):
-        if number not in blocked and number not in commented and text.rstrip("\r\n").endswith("\\"):
-            blocked.add(number)
-    return blocked
+    if "\\" in source:
+        line, position = 1, 0
+        for match in _BACKSLASH_EOL.finditer(source):
+            line += source.count("\n", position, match.start())
+            position = match.start()
+            if line not in blocked and line not in commented:
+                blocked.add(line)
+    mapping: Dict[int, int] = {}
+    for line in sorted(blocked, reverse=True):
+        mapping[line] = mapping.get(line + 1, line + 1)
+    return comments, mapping
 
 
 def line_map(source: str) -> Dict[int, int]:
     """{line: the line of its noqa directive} for the lines that cannot carry their own."""
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        return _tokens(source)[1]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return {}
-    return _map_from_blocked(_blocked_lines(source, tokens))
-
-
-def _map_from_blocked(blocked: Set[int]) -> Dict[int, int]:
-    mapping: Dict[int, int] = {}
-    for line in sorted(blocked, reverse=True):
-        mapping[line] = mapping.get(line + 1, line + 1)
-    return mapping
 
 
 def noqa_line(mapping: Dict[int, int], line: int) -> int:
@@ -154,7 +161,7 @@ def noqa_line(mapping: Dict[int, int], line: int) -> int:
 def _comments(source: str):
     """(line, column (1-based), comment text) of each comment, and the noqa line map."""
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        return _tokens(source)
     except (tokenize.TokenError, IndentationError, SyntaxError):
         # Fall back to a line scan for sources the tokenizer rejects.
         comments = []
@@ -162,8 +169,6 @@ def _comments(source: str):
             if "#" in text:
                 comments.append((number, text.index("#") + 1, text[text.index("#"):]))
         return comments, {}
-    comments = [(tok.start[0], tok.start[1] + 1, tok.string) for tok in tokens if tok.type == tokenize.COMMENT]
-    return comments, _map_from_blocked(_blocked_lines(source, tokens))
 
 
 def scan(source: str) -> Optional[Suppressions]:
