@@ -29,7 +29,8 @@ _ML_IN_NOQA = re.compile(r"noqa\s*:[^\r\n]*ML", re.IGNORECASE)
 
 def noqa_insertions(source: str, findings: Iterable[Finding]) -> List[Tuple[int, int, str]]:
     """The text edits that mark `findings` with ``# noqa``: (start, end, new text) offsets
-    into `source`, in order, all of them insertions. ML000 (a file that cannot be parsed)
+    into `source`, in order, each at a line's end (a new directive also replaces the line's
+trailing blanks) or at the end of an existing directive's codes. ML000 (a file that cannot be parsed)
     is never marked; lines already covered are left alone."""
     wanted: Dict[int, Set[str]] = defaultdict(set)
     relevant = [f for f in findings if f.code != PARSE_ERROR_CODE]

@@ -169,13 +169,12 @@ def lint_command(
         return _diff(results, settings, exit_zero)
 
     fixed = _fix(results, settings, unsafe_fixes) if fix else 0
-    verifications = _verify(results, verify_options) if verify_options else None
-
-    if baseline_path:
+    if baseline_path:  # baselined findings are neither verified nor reported
         from mllint.baseline import use_baseline
 
         if use_baseline(results, baseline_path, update_baseline) is not None:
             return EXIT_CLEAN
+    verifications = _verify(results, verify_options) if verify_options else None
 
     from mllint.report import REPORTERS, ReportOptions
 
