@@ -57,6 +57,8 @@ def test_noqa_in_a_string_is_not_a_directive():
         ('x = f("""\n""") + \\\n    1\n', {1: 3, 2: 3}),
         # an f-string spanning lines
         ('x = f"""{a}\n{b}"""\n', {1: 2}),
+        # an f-string whose replacement field spans lines (FSTRING_* tokens on 3.12+)
+        ('x = f"""{a\n}b\n"""  # noqa: ML001\n', {1: 3, 2: 3}),
         # brackets do not block a comment
         ("x = f(\n    1,\n)\n", {}),
         # a comment ending with a backslash is not a continuation
