@@ -209,10 +209,14 @@ def test_other_languages_are_skipped():
 
 @pytest.mark.parametrize("text,message", [
     ('{"cells": [', "notebook is not valid JSON"),
+    ("x = 1\n", "notebook is not valid JSON: Expecting value"),
+    ("", "notebook is empty"),
     ("[]", "not a Jupyter notebook"),
     ('{"metadata": {}}', "no `nbformat` key"),
     ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}', "nbformat 3 notebooks are not supported"),
+    ('{"nbformat": "4", "cells": []}', "`nbformat` '4' is not supported"),
     ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}', "notebook has no cells"),
+    ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "notebook has no cells"),
 ])
 def test_unreadable_notebook_is_one_ml000(text, message):
     findings = lint(text)
@@ -343,15 +347,18 @@ def test_fix_touches_only_the_changed_source_lines(tmp_path, crlf, ensure_ascii)
     assert lint(new) == []
 
 
-def test_fix_keeps_a_string_source_a_string(tmp_path):
-    text = notebook_json([SETUP, LOOP.rstrip("\n")], string_source=True)
+@pytest.mark.parametrize("ensure_ascii", [False, True])
+def test_fix_keeps_a_string_source_a_string(ensure_ascii):
+    loop = LOOP.rstrip("\n") + "  # époque ✓"
+    text = notebook_json([SETUP, loop], string_source=True, ensure_ascii=ensure_ascii)
     new, outcome = fix_text(text, "nb.ipynb", RULES)
     assert [f.cell for f in outcome.applied] == [2]
     removed, added = changed_lines(text, new)
     assert len(removed) == len(added) == 1
-    expected = LOOP.replace("for x, y in loader:\n", "for x, y in loader:\n    optimizer.zero_grad()\n").rstrip("\n")
+    expected = loop.replace("for x, y in loader:\n", "for x, y in loader:\n    optimizer.zero_grad()\n")
     assert json.loads(new)["cells"][1]["source"] == expected  # a string, no newline added at the end
-    assert added[0].strip() == '"source": ' + json.dumps(expected, ensure_ascii=False)
+    assert added[0].strip() == '"source": ' + json.dumps(expected, ensure_ascii=ensure_ascii)
+    assert ("\\u00e9poque" in added[0]) is ensure_ascii
     assert outcome.remaining == [] and outcome.source == new
 
 
@@ -473,3 +480,70 @@ def test_fixture_notebooks_run_and_the_bad_one_evaluates_in_training_mode(tmp_pa
     assert "evaluation changed the batch-norm running mean: False" in outputs["good_eval"]
     assert "two evaluations agree: False" in outputs["bad_eval"]
     assert "evaluation changed the batch-norm running mean: True" in outputs["bad_eval"]
+
+
+# --------------------------------------------------------------------------- feedback from real notebooks
+
+
+def test_line_numbers_in_messages_name_the_cell():
+    cells = ["import numpy as np\nfrom sklearn.preprocessing import StandardScaler\n"
+             "from sklearn.model_selection import train_test_split\nX, y = np.zeros((10, 2)), np.zeros(10)\n",
+             "X = StandardScaler().fit_transform(X)\n",
+             ("markdown", "split"),
+             "X_train, X_test, y_train, y_test = train_test_split(X, y)\n"]
+    [finding] = lint(notebook_json(cells))
+    assert (finding.code, finding.cell, finding.line) == ("ML003", 2, 1)
+    assert "cell 4, line 1" in finding.message and "line 6" not in finding.message
+
+
+def test_a_cell_that_does_not_parse_is_skipped_and_the_others_are_linted(tmp_path):
+    cells = [SETUP, "train_transforms =  # TODO\n", ("markdown", "## train"), "%time warm = model(x0)\n" + LOOP]
+    text = notebook_json(cells)
+    findings = lint(text)
+    assert where(findings) == [("ML000", 2, 1, 21), ("ML001", 4, 4, 5)]
+    assert findings[0].message.startswith("SyntaxError: invalid syntax")
+    # --fix fixes the other cells and leaves the broken one as it was.
+    new, outcome = fix_text(text, "nb.ipynb", RULES)
+    assert [f.code for f in outcome.applied] == ["ML001"]
+    assert where(outcome.remaining) == [("ML000", 2, 1, 21)]
+    removed, added = changed_lines(text, new)
+    assert removed == [] and added == ['    "    optimizer.zero_grad()\\n",\n']
+    # A notebook whose only code does not parse is still one ML000.
+    assert where(lint(notebook_json(["x = (\n"]))) == [("ML000", 1, 1, 5)]
+
+
+def test_guard_refuses_edits_across_cells_and_on_masks_and_follows_kept_edits():
+    nb = notebook.load(notebook_json(["a = 1\n", "%matplotlib inline\nb = 2\n"]))
+    guard = notebook.FixGuard(nb)
+    assert guard.cell_starts == [0, 6, 31]
+    assert "span cells 1 and 2" in guard.check([(4, 8, "x")])
+    assert "IPython syntax on line 1 of cell 2" in guard.check([(10, 10, "x")])
+    assert guard.check([(6, 6, "c = 0\n")]) is None  # an insertion before the masked line
+    assert guard.check([(0, 6, "a = 10\n")]) is None  # a whole line of cell 1, its line break included
+    guard.applied([(6, 6, "c = 0\n")])  # inserted at the start of cell 2: cell 2 grows, the mask moves
+    assert guard.cell_starts == [0, 6, 37] and guard.mask_starts == [12]
+    program = nb.program[:6] + "c = 0\n" + nb.program[6:]
+    rewritten = json.loads(nb.rewrite(program, guard.cell_starts, guard.mask_starts))
+    assert [c["source"] for c in rewritten["cells"]] == [["a = 1\n"], ["c = 0\n", "%matplotlib inline\n", "b = 2\n"]]
+
+
+def test_verify_does_not_run_notebooks():
+    from mllint.verify.runner import VerifyOptions, plan
+
+    text = notebook_json([SETUP, LOOP])
+    targets, verdicts = plan([engine.lint_text(text, "nb.ipynb", RULES)], VerifyOptions())
+    assert targets == []
+    assert [(v.verdict, "notebooks are not run" in v.summary) for v in verdicts.values()] == [("could-not-run", True)]
+
+
+def test_a_cell_indented_as_a_whole_is_dedented_as_ipython_does():
+    assert notebook.leading_indent("\n  a = 1\n  if a:\n      b = 2\n\n c\n") == (
+        "\na = 1\nif a:\n    b = 2\n\n c\n", [0, 2, 2, 2, 0, 0])
+    indented = "".join("  " + line for line in LOOP.splitlines(True))
+    text = notebook_json([SETUP, " x = torch.zeros(3)\n", indented])
+    findings = lint(text)
+    # No syntax error; the finding's columns are those of the cell as written.
+    assert where(findings) == [("ML001", 3, 3, 7)] and findings[0].end_column == 22
+    _, outcome = fix_text(text, "nb.ipynb", RULES)
+    assert outcome.applied == []
+    assert "indented as a whole" in outcome.rejected[0][1]

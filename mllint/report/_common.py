@@ -21,8 +21,10 @@ PARSE_ERROR_DOC = (
     "The file could not be read or parsed as Python.\n\n"
     "mllint reports ML000 instead of linting a file it cannot analyse: a syntax error "
     "(the message quotes the parser), a binary file, a file whose bytes do not match its "
-    "encoding (PEP 263 coding cookie, UTF-8 by default), an unreadable file, or a file "
-    "too large to lint. The rest of the run goes on.\n\n"
+    "encoding (PEP 263 coding cookie, UTF-8 by default), an unreadable file, a file "
+    "too large to lint, a notebook (.ipynb) that is not valid JSON, not nbformat 4 or has no "
+    "cells, or a notebook cell that does not parse (that cell is skipped, the others are "
+    "linted). The rest of the run goes on.\n\n"
     "Fix the syntax error or the encoding, or exclude the file with `exclude` / "
     "`extend-exclude` in `[tool.mllint]`. ML000 is always on."
 )
