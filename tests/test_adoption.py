@@ -212,3 +212,19 @@ def test_ml100_in_a_notebook_is_reported_in_its_cell_and_fixed(tmp_path):
     assert [(f["cell"], f["line"], f["code"]) for f in json.loads(proc.stdout)] == [(3, 1, "ML100")]
     assert run(["--extend-select", "ML100", "--fix", "nb.ipynb"], tmp_path).returncode == 0
     assert path.read_text(encoding="utf-8") == original.replace('"x = 1  # noqa: ML004\\n"', '"x = 1\\n"')
+
+
+def test_add_noqa_leaves_a_cell_the_notebook_writer_refuses_and_says_so(tmp_path):
+    indented = "\n".join("    " + line for line in LOOP_CELL.splitlines())  # indented as a whole
+    original = notebook_text(SETUP_CELL, LOOP_CELL, indented)
+    path = write(tmp_path / "nb.ipynb", original)
+    before = json.loads(run(["--format", "json", "nb.ipynb"], tmp_path).stdout)
+    assert [(f["cell"], f["code"]) for f in before] == [(3, "ML001"), (4, "ML001")]
+    proc = run(["--add-noqa", "nb.ipynb"], tmp_path)
+    assert proc.returncode == 0
+    assert proc.stderr.splitlines() == [
+        "mllint: warning: nb.ipynb:cell 4:line 3:9: ML001 could not be marked with # noqa",
+        "Added 1 noqa directive.",
+    ]
+    assert path.read_text(encoding="utf-8") == original.replace(
+        '"    loss.backward()\\n"', '"    loss.backward()  # noqa: ML001\\n"', 1)
