@@ -103,6 +103,11 @@ def _debug(enabled: bool, message: str) -> None:
                    " With --fix the fixed source goes to stdout. `-` as the only path reads stdin too.")
 @click.option("--force-exclude", is_flag=True,
               help="Apply exclude patterns and .gitignore even to files named on the command line (for pre-commit).")
+@click.option("--add-noqa", is_flag=True,
+              help="Add `# noqa: CODE` to the line of every current finding (adopting mllint in an existing project).")
+@click.option("--baseline", "baseline_path", metavar="FILE", type=click.Path(dir_okay=False, path_type=str),
+              help="Report only findings not recorded in FILE; if FILE does not exist, record the current findings in it.")
+@click.option("--update-baseline", is_flag=True, help="With --baseline: rewrite FILE from the current findings.")
 @click.option("-v", "--verbose", is_flag=True, help="Print debug information (configuration, files, cache use) on stderr.")
 @click.option("--verify", is_flag=True,
               help="Run each flagged script, original against fixed, and confirm findings with measured evidence"
@@ -140,6 +145,9 @@ def lint_command(
     show_settings: Optional[str],
     stdin_filename: Optional[str],
     force_exclude: bool,
+    add_noqa: bool,
+    baseline_path: Optional[str],
+    update_baseline: bool,
     verbose: bool,
     verify: bool,
     device: Optional[str],
@@ -167,6 +175,7 @@ def lint_command(
             raise click.UsageError("--verify runs files and cannot read standard input")
         paths = [stdin_filename or "."]
     paths = list(paths) or ["."]
+    _adoption_options(add_noqa, baseline_path, update_baseline, fix, diff, verify)
     verify_options = _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds)
     settings = Resolver(
         {
@@ -213,11 +222,25 @@ def lint_command(
     else:
         _debug(verbose, "cache: disabled")
 
+    from mllint.adoption import warn_unknown_noqa
+
+    warn_unknown_noqa(results, _warn)
+    if add_noqa:
+        from mllint.adoption import add_noqa as mark
+
+        added = mark(results, settings, _warn)
+        click.echo(f"Added {added} noqa {'directive' if added == 1 else 'directives'}.", err=True)
+        return EXIT_CLEAN
     if diff:
         return _diff(results, settings, exit_zero)
 
     fixed_findings: list = []
     fixed = _fix(results, settings, unsafe_fixes, fixed_findings) if fix else 0
+    if baseline_path:  # baselined findings are neither verified nor reported
+        from mllint.baseline import use_baseline
+
+        if use_baseline(results, baseline_path, update_baseline) is not None:
+            return EXIT_CLEAN
     verifications = _verify(results, verify_options) if verify_options else None
 
     from mllint.report import REPORTERS, ReportOptions
@@ -267,6 +290,19 @@ def _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds):
         entry=entry,
         rounds=defaults.rounds if rounds is None else rounds,
     )
+
+
+def _adoption_options(add_noqa, baseline_path, update_baseline, fix, diff, verify) -> None:
+    """--add-noqa and --baseline are runs of their own: usage errors for what they cannot go with."""
+    if update_baseline and not baseline_path:
+        raise click.UsageError("--update-baseline needs --baseline FILE")
+    if add_noqa:
+        clash = next((name for name, on in (("--fix", fix), ("--diff", diff), ("--verify", verify),
+                                            ("--baseline", baseline_path)) if on), None)
+        if clash:
+            raise click.UsageError(f"--add-noqa cannot be combined with {clash}")
+    if baseline_path and diff:
+        raise click.UsageError("--baseline cannot be combined with --diff")
 
 
 def _verify(results, options):

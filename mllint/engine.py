@@ -123,10 +123,10 @@ def lint_source(source: str, path: str, rules: Sequence[Rule]) -> List[Finding]:
     suppressions = noqa.scan(source)
     if suppressions is not None and suppressions.skip_file:
         return []
-    active = [rule for rule in rules if rule.triggered_by(source)]
+    active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source)]
     if not active:
         error = syntax_error(source, path)
-        return [error] if error else []
+        return [error] if error else _suppress([], source, path, rules, suppressions)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -141,8 +141,19 @@ def lint_source(source: str, path: str, rules: Sequence[Rule]) -> List[Finding]:
     findings: List[Finding] = []
     for rule in active:
         findings.extend(rule.check(model))
+    return _suppress(findings, source, path, rules, suppressions)
+
+
+def _suppress(findings, source, path, rules, suppressions) -> List[Finding]:
+    """Drop the findings ``# noqa`` suppresses; then run the rules about the directives
+    themselves (ML100, unused noqa), which need to know what suppressed what."""
     if suppressions is not None:
-        findings = [f for f in findings if not suppressions.suppresses(f.line, f.code)]
+        findings, used = suppressions.apply(findings)
+        enabled = {rule.code for rule in rules}
+        for rule in rules:
+            if rule.check_noqa is not None and rule.triggered_by(source):
+                extra = rule.check_noqa(path, source, suppressions, used, enabled)
+                findings.extend(f for f in extra if not suppressions.suppresses(f.line, f.code))
     return sorted(set(findings), key=Finding.sort_key)
 
 

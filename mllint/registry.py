@@ -36,6 +36,9 @@ class Rule:
     # Without all of these the rule cannot fire: the file is not parsed for it. An entry may
     # name alternatives, ``"torch|transformers"``: any one of them will do.
     requires: Tuple[str, ...] = ()
+    # A rule decided by the engine after ``# noqa`` suppression (ML100, unused noqa), from
+    # (path, source, suppressions, used, enabled codes); its ``check`` is not called.
+    check_noqa: Optional[Callable] = None
 
     def triggered_by(self, source: str) -> bool:
         return (not self.triggers or any(word in source for word in self.triggers)) and all(
@@ -70,6 +73,7 @@ def rule_from_module(mod) -> Rule:
         valid=tuple(_as_example(e) for e in getattr(mod, "VALID", ())),
         invalid=tuple(_as_example(e) for e in getattr(mod, "INVALID", ())),
         module=mod.__name__,
+        check_noqa=getattr(mod, "check_noqa", None),
     )
 
 

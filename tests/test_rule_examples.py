@@ -17,19 +17,26 @@ def _cases(kind):
             yield pytest.param(rule, example, id=f"{code}-{kind}-{index}")
 
 
+def _rules(rule):
+    """The rules an example is linted with: the rule alone, or, for a rule decided after
+    suppression from what the other rules reported (ML100, unused noqa), every rule, as
+    under --select ALL, through the same engine path (lint_source / fix_source)."""
+    return list(RULES.values()) if rule.check_noqa is not None else [rule]
+
+
 def _own(findings, rule):
     return [f for f in findings if f.code == rule.code]
 
 
 @pytest.mark.parametrize("rule,example", list(_cases("valid")))
 def test_valid_example_has_no_finding(rule, example):
-    findings = lint_source(example.code, "example.py", [rule])
+    findings = lint_source(example.code, "example.py", _rules(rule))
     assert _own(findings, rule) == [], "\n".join(f"{f.line}:{f.column} {f.message}" for f in findings)
 
 
 @pytest.mark.parametrize("rule,example", list(_cases("invalid")))
 def test_invalid_example_is_reported(rule, example):
-    findings = _own(lint_source(example.code, "example.py", [rule]), rule)
+    findings = _own(lint_source(example.code, "example.py", _rules(rule)), rule)
     assert findings, f"{rule.code} missed:\n{example.code}"
     for finding in findings:
         assert finding.name == rule.name and finding.message
@@ -41,11 +48,11 @@ def test_invalid_example_is_reported(rule, example):
 def test_invalid_example_fix(rule, example):
     from mllint.fixing import fix_source
 
-    outcome = fix_source(example.code, "example.py", [rule])
+    outcome = fix_source(example.code, "example.py", _rules(rule))
     assert outcome.rejected == []
     assert outcome.source == example.fixed
     assert _own(outcome.remaining, rule) == []
-    again = fix_source(outcome.source, "example.py", [rule])
+    again = fix_source(outcome.source, "example.py", _rules(rule))
     assert again.source == outcome.source and again.applied == []
 
 
@@ -71,9 +78,9 @@ def test_codes_are_unique_and_well_formed():
 def test_invalid_example_unsafe_fix(rule, example):
     from mllint.fixing import fix_source
 
-    assert fix_source(example.code, "example.py", [rule]).source == example.code  # not applied by plain --fix
-    outcome = fix_source(example.code, "example.py", [rule], unsafe=True)
+    assert fix_source(example.code, "example.py", _rules(rule)).source == example.code  # not applied by plain --fix
+    outcome = fix_source(example.code, "example.py", _rules(rule), unsafe=True)
     assert outcome.rejected == []
     assert outcome.source == example.unsafe_fixed
     assert _own(outcome.remaining, rule) == []
-    assert fix_source(outcome.source, "example.py", [rule], unsafe=True).source == outcome.source
+    assert fix_source(outcome.source, "example.py", _rules(rule), unsafe=True).source == outcome.source
