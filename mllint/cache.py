@@ -85,6 +85,8 @@ def finding_from_json(data: Dict[str, Any], path: str) -> Finding:
         message=str(data["message"]),
         severity=Severity(data["severity"]),
         fix=fix,
+        cell=None if data.get("cell") is None else int(data["cell"]),
+        json_line=None if data.get("json_line") is None else int(data["json_line"]),
     )
 
 

@@ -238,7 +238,8 @@ def _run_fixes(results, settings, unsafe: bool, write: bool):
             continue
         outcome = fix_file(result.path, rules_for(settings.codes_for(result.path)), unsafe=unsafe, write=write)
         for finding, reason in outcome.outcome.rejected:
-            _warn(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} fix not applied: {reason}")
+            cell = f"cell {finding.cell}:line " if finding.cell is not None else ""  # a notebook
+            _warn(f"{finding.path}:{cell}{finding.line}:{finding.column}: {finding.code} fix not applied: {reason}")
         if outcome.error:
             _warn(f"{result.path}: {outcome.error}")
         yield result, outcome

@@ -71,6 +71,7 @@ KNOWN_KEYS = (
     "extend-exclude",
     "torch-version",
     "cache-dir",
+    "notebooks",
 )
 
 _TORCH_VERSION = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9]+)?$")
@@ -92,6 +93,7 @@ class Settings:
     torch_version: Optional[str] = None
     cache_dir: Path = Path(DEFAULT_CACHE_DIR)
     force_exclude: bool = False
+    notebooks: bool = True  # lint *.ipynb files (`notebooks = false` leaves them out)
     _pfi_specs: Optional[list] = field(default=None, init=False, repr=False, compare=False)
 
     def codes_for(self, path: str) -> FrozenSet[str]:
@@ -349,7 +351,12 @@ def load_settings(paths: Sequence[str], overrides: Optional[Mapping[str, Any]] =
     if not cache_dir.is_absolute():
         cache_dir = root / cache_dir
 
+    notebooks = section.get("notebooks", True)
+    if not isinstance(notebooks, bool):
+        raise ConfigError(f"{where}: `notebooks` must be true or false, got {notebooks!r}")
+
     return Settings(
+        notebooks=notebooks,
         select=select,
         root=root,
         config_path=config_path,

@@ -1,7 +1,10 @@
 """The per-file pipeline: read bytes, prefilter, parse once, build the model once, run rules, noqa.
 
-``lint_source`` is the pure core (text in, findings out); ``lint_file`` adds reading
-and decoding; ``lint_paths`` runs many files (process pool, cache).
+``lint_source`` is the pure core (Python text in, findings out); ``lint_text`` is the
+one entry for a file's text (files and stdin): a ``.ipynb`` path is read as a notebook
+(its code cells as one program, findings placed in their cells; see mllint/notebook.py),
+anything else as Python; ``lint_file`` adds reading and decoding; ``lint_paths`` runs
+many files (process pool, cache).
 """
 
 from __future__ import annotations
@@ -143,6 +146,40 @@ def lint_source(source: str, path: str, rules: Sequence[Rule]) -> List[Finding]:
     return sorted(set(findings), key=Finding.sort_key)
 
 
+def lint_text(text: str, path: str, rules: Sequence[Rule]) -> FileResult:
+    """Lint the text of one file: a notebook (JSON) when `path` ends in ``.ipynb``, else Python.
+
+    A notebook that cannot be read is one ML000 finding (at its JSON position)."""
+    from mllint import notebook
+
+    if not notebook.is_notebook(path):
+        return FileResult(path, lint_source(text, path, rules), text)
+    try:
+        nb = notebook.load(text)
+    except notebook.NotebookError as exc:
+        return FileResult(path, [file_error(path, str(exc), exc.line, exc.column)], text)
+    if not nb.program.strip():
+        return FileResult(path, [], text)
+    findings = [nb.map_finding(f) for f in lint_source(nb.program, path, rules)]
+    return FileResult(path, sorted(set(findings), key=Finding.sort_key), text)
+
+
+def decode_file(path: str, data: bytes) -> Decoded:
+    """`decode`, except that a notebook is JSON: UTF-8 (a BOM is allowed), no coding cookie."""
+    from mllint.notebook import is_notebook
+
+    if not is_notebook(path):
+        return decode(data)
+    if b"\x00" in data:
+        raise UnreadableFile("binary file (contains NUL bytes)")
+    encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise UnreadableFile(f"cannot decode as utf-8: {exc.reason}") from None
+    return Decoded(text, encoding, "\r\n" if "\r\n" in text else "\n")
+
+
 def lint_file(path: str, rules: Sequence[Rule]) -> FileResult:
     try:
         with open(path, "rb") as handle:
@@ -152,11 +189,12 @@ def lint_file(path: str, rules: Sequence[Rule]) -> FileResult:
     if len(data) > MAX_FILE_BYTES:
         return FileResult(path, [file_error(path, f"file larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; skipped")])
     try:
-        decoded = decode(data)
+        decoded = decode_file(path, data)
     except UnreadableFile as exc:
         return FileResult(path, [file_error(path, str(exc))])
-    findings = lint_source(decoded.text, path, rules)
-    return FileResult(path, findings, decoded.text, decoded.encoding)
+    result = lint_text(decoded.text, path, rules)
+    result.encoding = decoded.encoding
+    return result
 
 
 # --- many files: cache and process pool (Helper A) ----------------------------------------
@@ -249,7 +287,7 @@ def lint_paths(
 
 def _cached_result(path: str, data: bytes, findings: List[Finding]) -> FileResult:
     try:
-        decoded = decode(data)
+        decoded = decode_file(path, data)
     except UnreadableFile:
         return FileResult(path, findings, cached=True)
     return FileResult(path, findings, decoded.text, decoded.encoding, cached=True)

@@ -1,13 +1,15 @@
 """Which files to lint: walk the given paths, honouring .gitignore files and excludes.
 
-- A directory is walked recursively for ``*.py`` files. Directories and files matched by
+- A directory is walked recursively for ``*.py`` files and Jupyter notebooks (``*.ipynb``,
+  linted as their code cells joined into one program, see mllint/notebook.py; the
+  ``notebooks = false`` setting leaves them out). Directories and files matched by
   ``exclude`` (default: Ruff's list of tool and virtualenv directories) or ``extend-exclude``
   (gitignore-style patterns relative to the project root), or by a ``.gitignore`` file
   (the ones in the walked directories, in their parents up to the git root, and
   ``.git/info/exclude``) are skipped.
 - A file named on the command line is always linted, whatever its extension, unless
-  ``--force-exclude`` is given and it (or a parent directory) is excluded. Notebooks
-  (``.ipynb``) are not supported yet and are skipped with a warning.
+  ``--force-exclude`` is given and it (or a parent directory) is excluded, or it is a
+  notebook and ``notebooks = false``.
 - Symbolic links are followed; a directory is entered once, so link loops cannot hang.
 - The result is sorted and free of duplicates (two paths to the same file count once).
 """
@@ -161,11 +163,11 @@ def discover(
         if settings.force_exclude and force_excluded(given, is_dir):
             continue
         if not is_dir:
-            if given.endswith(NOTEBOOK_SUFFIX):
-                warn(f"notebooks are not supported yet; skipping {given}")
+            if given.lower().endswith(NOTEBOOK_SUFFIX) and not getattr(settings, "notebooks", True):
                 continue
             add(given)
             continue
+        suffixes = (SOURCE_SUFFIX, NOTEBOOK_SUFFIX) if getattr(settings, "notebooks", True) else (SOURCE_SUFFIX,)
         base = os.path.abspath(given)
         # (directory, the .gitignore chain of its parent, or of itself when complete=True)
         stack = [(given, gitignores.chain_to(base), True)]
@@ -191,7 +193,7 @@ def discover(
             for entry in listing:
                 try:  # both follow symbolic links
                     entry_is_dir = entry.is_dir()
-                    if not entry_is_dir and not (entry.name.endswith(SOURCE_SUFFIX) and entry.is_file()):
+                    if not entry_is_dir and not (entry.name.endswith(suffixes) and entry.is_file()):
                         continue
                 except OSError:  # link loop, permission
                     continue

@@ -2,6 +2,11 @@
 
 Positions are 1-based lines and 1-based columns (as Ruff prints them); an end
 position points just past the last character. Edits use the same positions.
+
+In a notebook (``.ipynb``) a finding carries ``cell`` (1-based index among all the
+notebook's cells) and its positions are relative to that cell; ``json_line`` is the
+line of the raw ``.ipynb`` file that holds the reported source line (what GitHub and
+SARIF consumers can annotate). Both are None for a ``.py`` file.
 """
 
 from __future__ import annotations
@@ -68,13 +73,15 @@ class Finding:
     message: str
     severity: Severity = Severity.ERROR
     fix: Optional[Fix] = field(default=None, compare=False)
+    cell: Optional[int] = None  # notebooks: the cell (1-based among all cells)
+    json_line: Optional[int] = None  # notebooks: the line in the raw .ipynb JSON text
 
     @property
     def fixable(self) -> bool:
         return self.fix is not None and self.fix.applicability is Applicability.SAFE
 
-    def sort_key(self) -> Tuple[str, int, int, str]:
-        return (self.path, self.line, self.column, self.code)
+    def sort_key(self) -> Tuple[str, int, int, int, str]:
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -88,6 +95,8 @@ class Finding:
             "message": self.message,
             "severity": self.severity.value,
             "fix": self.fix.to_dict() if self.fix else None,
+            "cell": self.cell,
+            "json_line": self.json_line,
         }
 
 

@@ -1,7 +1,9 @@
 """Applying fixes: lint, apply, re-parse, re-lint, and write the file atomically.
 
-``fix_source`` is the pure core (text in, text and accounting out); ``fix_file``
-adds reading, decoding and the atomic write; ``unified_diff`` renders ``--diff``.
+``fix_source`` is the pure core (Python text in, text and accounting out);
+``fix_text`` is the one entry for a file's text (files and stdin; a ``.ipynb`` path is
+fixed as a notebook, see mllint/notebook.py); ``fix_file`` adds reading, decoding and
+the atomic write; ``unified_diff`` renders ``--diff`` (cell by cell for a notebook).
 
 A fix is kept only if, after applying it, the text still parses, the finding it
 was made for is gone, and no finding appears that was not there before. Findings
@@ -304,11 +306,15 @@ def fix_source(
     unsafe: bool = False,
     encoding: Optional[str] = None,
     max_iterations: int = MAX_ITERATIONS,
+    guard=None,
 ) -> FixOutcome:
     """Apply the applicable fixes of ``rules`` to ``source`` (see the module docstring).
 
     ``unsafe`` also applies fixes marked unsafe. With ``encoding``, a fix whose result
     cannot be encoded in it is rejected. Stops after ``max_iterations`` rounds.
+    ``guard`` (used for notebooks) may refuse a fix: ``guard.check(spans)`` returns a
+    reason or None for a fix's (start, end, replacement) offsets in the current text,
+    and ``guard.applied(spans)`` is told the spans of every batch that was kept.
     """
     rules = list(rules)
     newline = _newline_of(source)
@@ -335,6 +341,11 @@ def fix_source(
             spans = _spans(index, edits)
             if spans is None:
                 outcome.rejected.append((finding, "fix has invalid or overlapping edit positions"))
+                rejected_marks.append(mark)
+                continue
+            reason = guard.check(spans) if guard is not None else None
+            if reason is not None:
+                outcome.rejected.append((finding, reason))
                 rejected_marks.append(mark)
                 continue
             candidates.append(_Candidate(finding, spans))
@@ -365,6 +376,8 @@ def fix_source(
             continue
         iterations += 1
         new_text, new_findings, spans = result
+        if guard is not None:
+            guard.applied(spans)
         seen_texts.add(new_text)
         outcome.applied.extend(c.finding for c in batch)
         rejected_marks = [(m, _map_offset(o, spans)) for m, o in rejected_marks]
@@ -374,6 +387,59 @@ def fix_source(
     outcome.remaining = list(findings)
     outcome.iterations = iterations
     return outcome
+
+
+def fix_text(
+    text: str,
+    path: str,
+    rules,
+    unsafe: bool = False,
+    *,
+    encoding: Optional[str] = None,
+    max_iterations: int = MAX_ITERATIONS,
+) -> Tuple[str, FixOutcome]:
+    """Fix the text of one file (a file's or stdin's): (new text, outcome).
+
+    Dispatches as ``engine.lint_text`` does: a ``.ipynb`` path is a notebook (JSON).
+    Its code cells are fixed as one program (``fix_source``, with a guard that refuses
+    edits spanning cells or changing masked IPython syntax), then only the changed
+    cells' ``source`` values are rewritten in the original JSON text. The outcome's
+    findings are placed in their cells, and ``outcome.source`` is the new text.
+    """
+    from mllint import notebook
+
+    rules = list(rules)
+    if not notebook.is_notebook(path):
+        outcome = fix_source(text, path, rules, unsafe=unsafe, encoding=encoding, max_iterations=max_iterations)
+        return outcome.source, outcome
+    try:
+        nb = notebook.load(text)
+    except notebook.NotebookError as exc:
+        error = engine.file_error(path, str(exc), exc.line, exc.column)
+        return text, FixOutcome(source=text, remaining=[error], initial=[error])
+    if not nb.program.strip():
+        return text, FixOutcome(source=text)
+    guard = notebook.FixGuard(nb)
+    outcome = fix_source(nb.program, path, rules, unsafe=unsafe, max_iterations=max_iterations, guard=guard)
+    initial = [nb.map_finding(f) for f in outcome.initial]
+    new_text, new_nb = text, nb
+    if outcome.applied:
+        try:
+            new_text = nb.rewrite(outcome.source, guard.cell_starts, guard.mask_starts)
+            new_nb = notebook.load(new_text)
+        except notebook.NotebookError as exc:  # a bug: keep the notebook as it was
+            error = engine.file_error(path, f"could not write the fixes back into the notebook: {exc}")
+            return text, FixOutcome(source=text, remaining=initial + [error], initial=initial)
+    mapped = FixOutcome(
+        source=new_text,
+        applied=[nb.map_finding(f) for f in outcome.applied],
+        rejected=[(nb.map_finding(f), reason) for f, reason in outcome.rejected],
+        remaining=[new_nb.map_finding(f) for f in outcome.remaining],
+        initial=initial,
+        iterations=outcome.iterations,
+        hit_limit=outcome.hit_limit,
+    )
+    return new_text, mapped
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -464,6 +530,12 @@ def unified_diff(path: str, old: str, new: str) -> str:
     while name.startswith("./"):
         name = name[2:]
     name = name.lstrip("/")
+    from mllint import notebook
+
+    if notebook.is_notebook(path):  # the cells that change, not the JSON
+        cells = notebook.cell_diff(name, old, new)
+        if cells is not None:
+            return cells
     out = []
     for line in difflib.unified_diff(
         split_lines(old),
@@ -498,14 +570,14 @@ def fix_file(path: str, rules, *, unsafe: bool = False, write: bool = True, max_
     if len(data) > engine.MAX_FILE_BYTES:
         return _unreadable(path, f"file larger than {engine.MAX_FILE_BYTES // (1024 * 1024)} MiB; skipped")
     try:
-        decoded = engine.decode(data)
+        decoded = engine.decode_file(path, data)
     except engine.UnreadableFile as exc:
         return _unreadable(path, str(exc))
 
-    outcome = fix_source(
-        decoded.text, path, rules, unsafe=unsafe, encoding=decoded.encoding, max_iterations=max_iterations
+    new_text, outcome = fix_text(
+        decoded.text, path, rules, unsafe, encoding=decoded.encoding, max_iterations=max_iterations
     )
-    result = FileFixResult(path, decoded.text, outcome.source, outcome, decoded.encoding)
+    result = FileFixResult(path, decoded.text, new_text, outcome, decoded.encoding)
     if write and outcome.source != decoded.text:
         try:
             result.written = write_atomic(path, outcome.source, decoded.encoding)

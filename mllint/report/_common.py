@@ -184,6 +184,7 @@ class SourceCache:
 
     def __init__(self) -> None:
         self._lines: Dict[str, Optional[List[str]]] = {}
+        self._cells: Dict[Tuple[str, int], Optional[List[str]]] = {}
 
     def lines(self, result) -> Optional[List[str]]:
         path = result.path
@@ -194,6 +195,30 @@ class SourceCache:
             self._lines[path] = split_lines(text) if text is not None else None
         return self._lines[path]
 
+    def lines_for(self, result, finding: Finding) -> Optional[List[str]]:
+        """The lines positions of `finding` refer to: the file's, or in a notebook its cell's."""
+        if getattr(finding, "cell", None) is None:
+            return self.lines(result)
+        key = (result.path, finding.cell)
+        if key not in self._cells:
+            from mllint.notebook import NotebookError, load
+
+            text = getattr(result, "source", None)
+            if text is None:
+                text = _read_text(result.path)
+            try:
+                self._cells[key] = load(text).cell_lines(finding.cell) if text is not None else None
+            except NotebookError:
+                self._cells[key] = None
+        return self._cells[key]
+
+    def line_for(self, result, finding: Finding) -> str:
+        """The text of the line `finding` is reported on (in its cell, for a notebook)."""
+        lines = self.lines_for(result, finding)
+        if not lines or finding.line < 1 or finding.line > len(lines):
+            return ""
+        return lines[finding.line - 1]
+
     def line(self, result, number: int) -> str:
         lines = self.lines(result)
         if not lines or number < 1 or number > len(lines):
@@ -202,7 +227,7 @@ class SourceCache:
 
 
 def _read_text(path: str) -> Optional[str]:
-    from mllint.engine import MAX_FILE_BYTES, UnreadableFile, decode
+    from mllint.engine import MAX_FILE_BYTES, UnreadableFile, decode_file
 
     try:
         with open(path, "rb") as handle:
@@ -212,7 +237,7 @@ def _read_text(path: str) -> Optional[str]:
     if len(data) > MAX_FILE_BYTES:
         return None
     try:
-        return decode(data).text
+        return decode_file(path, data).text
     except UnreadableFile:
         return None
 

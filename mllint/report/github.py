@@ -6,7 +6,9 @@ Warnings use ``::warning``. Data (the text after ``::``) escapes ``%``, ``\\r`` 
 ``\\n``; property values also escape ``:`` and ``,`` (GitHub's rules, as in
 actions/toolkit). GitHub accepts ``col``/``endColumn`` only on a single-line
 annotation, so a finding that spans lines gets ``line``/``endLine`` only. Paths use
-forward slashes; nothing else is printed (no summary).
+forward slashes; nothing else is printed (no summary). A finding in a notebook gets
+``line=`` the line of the raw ``.ipynb`` file that holds its source line, and a message
+starting ``ML005 cell 7, line 3, col 5:``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ def escape_property(text: str) -> str:
 
 
 def annotation(finding: Finding, verification=None) -> str:
+    if finding.cell is not None:
+        return _notebook_annotation(finding, verification)
     line = max(1, finding.line)
     end_line = max(line, finding.end_line)
     props = [
@@ -43,6 +47,21 @@ def annotation(finding: Finding, verification=None) -> str:
         props.append(("endLine", str(end_line)))
     rendered = ",".join(f"{key}={escape_property(value)}" for key, value in props)
     text = f"{finding.code} {finding.message}"
+    if verification is not None:
+        text += f" [verify: {verification.summary}]"
+    return f"::{severity_level(finding)} {rendered}::{escape_data(text)}"
+
+
+def _notebook_annotation(finding: Finding, verification=None) -> str:
+    """In a notebook: ``line`` is the line of the raw .ipynb file that holds the source line
+    (what GitHub can annotate); the message names the cell, line and column."""
+    props = [
+        ("title", f"mllint ({finding.code})"),
+        ("file", finding.path.replace("\\", "/")),
+        ("line", str(max(1, finding.json_line or 1))),
+    ]
+    rendered = ",".join(f"{key}={escape_property(value)}" for key, value in props)
+    text = f"{finding.code} cell {finding.cell}, line {finding.line}, col {finding.column}: {finding.message}"
     if verification is not None:
         text += f" [verify: {verification.summary}]"
     return f"::{severity_level(finding)} {rendered}::{escape_data(text)}"

@@ -1,9 +1,12 @@
 """JSON: an array of Finding.to_dict() objects, sorted by path, line, column, code.
 
 Each object has exactly ``path, line, column, end_line, end_column, code, name,
-message, severity, fix`` (and, with --verify, ``verification``: ``{verdict, summary,
+message, severity, fix, cell, json_line`` (and, with --verify, ``verification``: ``{verdict, summary,
 evidence: [{metric, original, fixed, ratio, interval}], details}``); ``fix`` is null or ``{applicability, message, edits:
-[{line, column, end_line, end_column, content}]}``. Paths are as the CLI gave them.
+[{line, column, end_line, end_column, content}]}``. ``cell`` is null for a .py file; in a
+notebook it is the cell (1-based among all cells), line and column (and the edits') are
+in that cell, and ``json_line`` is the line of the raw .ipynb text holding the source
+line (null for .py). Paths are as the CLI gave them.
 Pretty-printed with an indent of 2 and a final newline; non-ASCII text is escaped
 so that the output is the same bytes whatever the stream's encoding.
 """

@@ -11,6 +11,11 @@ code points (``columnKind``), ``partialFingerprints`` and, when the finding has 
 fix, ``fixes`` with the replacements. A path outside the working directory becomes
 an absolute ``file:`` URI instead.
 
+A finding in a notebook points at the ``.ipynb`` file: its region is the line of the
+raw JSON text that holds the reported source line (``startLine`` only), and
+``properties`` holds ``cell``, ``cellLine``, ``cellColumn``, ``cellEndLine`` and
+``cellEndColumn``; it has no ``fixes`` (their positions are in the cell, not the file).
+
 The fingerprint (key ``mllintLineHash/v1``; GitHub's own ``primaryLocationLineHash``
 is left for GitHub to compute) hashes the code, the path and the text of the reported
 line with all whitespace removed, plus a counter for identical lines in the same file,
@@ -60,7 +65,7 @@ def build_log(results, opts: ReportOptions, cwd: Optional[str] = None) -> dict:
     sarif_results = []
     for result, finding in pairs:
         location = artifact_location(finding.path, cwd)
-        line_text = sources.line(result, finding.line)
+        line_text = sources.line_for(result, finding)
         digest = fingerprint(finding.code, location["uri"], line_text)
         seen[(location["uri"], digest)] = seen.get((location["uri"], digest), 0) + 1
         entry = {
@@ -71,11 +76,14 @@ def build_log(results, opts: ReportOptions, cwd: Optional[str] = None) -> dict:
             "locations": [{"physicalLocation": {"artifactLocation": location, "region": region(finding)}}],
             "partialFingerprints": {FINGERPRINT_KEY: f"{digest}:{seen[(location['uri'], digest)]}"},
         }
-        if finding.fix is not None and finding.fix.edits:
+        if finding.fix is not None and finding.fix.edits and finding.cell is None:
             entry["fixes"] = [sarif_fix(finding, location)]
+        if finding.cell is not None:  # a notebook: the region is the raw .ipynb line
+            entry["properties"] = {"cell": finding.cell, "cellLine": finding.line, "cellColumn": finding.column,
+                                   "cellEndLine": finding.end_line, "cellEndColumn": finding.end_column}
         verification = opts.verification(finding)
         if verification is not None:
-            entry["properties"] = {"verification": verification.to_dict()}
+            entry.setdefault("properties", {})["verification"] = verification.to_dict()
         sarif_results.append(entry)
 
     return {
@@ -211,6 +219,10 @@ def artifact_location(path: str, cwd: str) -> dict:
 
 
 def region(finding: Finding) -> dict:
+    if finding.cell is not None:
+        # Notebook: the line of the .ipynb file holding the source line (columns of the
+        # cell do not apply to the JSON text; the cell position is in the properties).
+        return {"startLine": max(1, finding.json_line or 1)}
     start_line = max(1, finding.line)
     start_column = max(1, finding.column)
     end_line = max(start_line, finding.end_line)

@@ -1,6 +1,7 @@
 """The default, human format (Ruff's layout).
 
     train.py:12:9: ML001 [*] Gradients accumulate across steps: ...
+    notebook.ipynb:cell 7:line 3:col 5: ML005 ...   (a notebook: the position in the cell)
 
 ``[*]`` marks a finding that ``--fix`` fixes. With ``show_source`` a code frame
 follows each finding: two lines of context either side, line numbers, and carets
@@ -8,7 +9,8 @@ under the reported columns (on every line of a finding that spans lines). Tabs
 expand to 4 columns, wide characters take two, and control or invisible format
 characters show as U+FFFD so that they cannot scramble the terminal. The source
 comes from FileResult.source; a cached result has none, so the file is read again
-(see ``SourceCache``); a file that cannot be read gets no frame.
+(see ``SourceCache``); a file that cannot be read gets no frame. In a notebook the
+frame shows the lines of the finding's cell.
 
 Then a blank line and the summary: ``Found 3 problems (2 fixable with --fix).``,
 ``Found 1 problem.`` or ``All checks passed!`` (preceded by ``Fixed N problems.``
@@ -58,7 +60,7 @@ def report(results, opts: ReportOptions, out: TextIO) -> None:
             out.write(finding_line(finding, opts, style, fix_marker=True) + "\n")
             for row in verification_lines(finding, opts, style):
                 out.write(row + "\n")
-            for row in code_frame(sources.lines(result), finding, style):
+            for row in code_frame(sources.lines_for(result, finding), finding, style):
                 out.write(row + "\n")
             out.write("\n")
     else:
@@ -74,8 +76,10 @@ def report(results, opts: ReportOptions, out: TextIO) -> None:
 
 def finding_line(finding: Finding, opts: ReportOptions, style: Style, *, fix_marker: bool) -> str:
     colon = style(":", "cyan")
+    cell = "" if finding.cell is None else f"cell {finding.cell}" + colon + "line "  # notebooks
+    col = "" if finding.cell is None else "col "
     location = (
-        style(finding.path, "bold") + colon + str(finding.line) + colon + str(finding.column) + colon
+        style(finding.path, "bold") + colon + cell + str(finding.line) + colon + col + str(finding.column) + colon
     )
     marker = ""
     if fix_marker and is_fixable(finding, opts):

@@ -423,6 +423,11 @@ def plan(results, options: VerifyOptions) -> Tuple[List[Target], Dict[Tuple, Ver
         findings = [f for f in result.findings if f.code != "ML000"]
         if not findings:
             continue
+        if any(getattr(f, "cell", None) is not None for f in findings):
+            for finding in findings:
+                verdicts[finding.sort_key()] = Verification(
+                    "could-not-run", "could not run: notebooks are not run by --verify (export the cells to a script)")
+            continue
         source = getattr(result, "source", None)
         if source is None:
             try:
