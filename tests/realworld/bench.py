@@ -338,6 +338,9 @@ def write_snapshot(project: Project, matched, new) -> None:
             fh.write("\t".join(str(r[k]).replace("\t", " ") for k in SNAPSHOT_HEADER) + "\n")
 
 
+REWRITTEN: collections.Counter = collections.Counter()  # what --check-fixes saw --fix rewrite
+
+
 def check_fixes(root: Path, select: Iterable[str]) -> List[str]:
     """Apply --fix to a copy of the tree; every rewritten file must still compile."""
     copy = Path(tempfile.mkdtemp(prefix="mllint-fixcheck-"))
@@ -349,6 +352,7 @@ def check_fixes(root: Path, select: Iterable[str]) -> List[str]:
         broken = []
         for path, data in before.items():
             if path.read_bytes() != data:
+                REWRITTEN["notebooks" if is_notebook(path.name) else "files"] += 1
                 problem = (notebook_fix_problem(data, path.read_bytes()) if is_notebook(path.name)
                            else _compile_problem(path.read_bytes(), str(path)))
                 if problem:
@@ -437,7 +441,8 @@ def precision(args, work: Path) -> int:
         for repo, r in gone_all:
             print(f"  [{r['verdict']}] {repo} {r['path']}:{r['line']} {r['rule']} {r['reason'][:100]}")
     if args.check_fixes:
-        print(f"\nsafe fixes that do not compile: {len(broken)}")
+        print(f"\n--fix rewrote {REWRITTEN['files']} .py files and {REWRITTEN['notebooks']} notebooks; "
+              f"safe fixes that do not compile (or, in a notebook, touch more than code cells' sources): {len(broken)}")
         for b in broken:
             print("  " + b)
     return 0
