@@ -163,6 +163,7 @@ class FixRow:
     cell: Optional[int] = None  # notebooks: the cell (1-based among all cells) holding ``line``
     outcome: str = "not-run"
     note: str = ""
+    fix_check: str = ""  # fixes --check-fixes: what --fix did to the buggy notebook
 
     @property
     def where(self) -> str:
@@ -218,6 +219,29 @@ def score_fixes(rows: List[FixRow], work: Path) -> None:
             row.outcome = "detected"
 
 
+def check_notebook_fixes(rows: List[FixRow], work: Path) -> None:
+    """--fix on a copy of each detected notebook row's buggy notebook (that row's rule only): the
+    rewrite may change nothing but code cells' sources, and the site's finding must be gone after it."""
+    for i, row in enumerate(rows):
+        if row.cell is None or row.outcome != "detected":
+            continue
+        src = work / f"{i:03d}/buggy/{row.path}"
+        copy = work / "fixcheck" / f"{i:03d}" / Path(row.path).name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(src.read_bytes())
+        subprocess.run([sys.executable, "-m", "mllint", "--no-cache", "--fix", "--exit-zero", "--select", row.rule,
+                        str(copy)], capture_output=True, cwd=copy.parent)
+        after = copy.read_bytes()
+        if after == src.read_bytes():
+            row.fix_check = "no fix (unsafe or none)"
+            continue
+        problem = notebook_fix_problem(src.read_bytes(), after)
+        left = [f for f in run_mllint(copy.parent, [row.rule])
+                if f.get("cell") == row.cell and abs(f["line"] - row.line) <= WINDOW]
+        row.fix_check = problem or ("fixed: only sources changed, site clean" if not left
+                                    else "fixed, but the site is still reported")
+
+
 def report_fixes(rows: List[FixRow], show: Optional[str]) -> None:
     table: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for row in rows:
@@ -234,13 +258,19 @@ def report_fixes(rows: List[FixRow], show: Optional[str]) -> None:
         rate = f"{c['detected'] / run:.0%}" if run else "-"
         print(f"{rule:6} {sum(c.values()):>5} {c['detected']:>9} {c['fired-both']:>11} {c['missed']:>7} "
               f"{c['not-run']:>8} {rate:>7}")
+    checked = [r for r in rows if r.fix_check]
+    if checked:
+        print(f"\n--fix on the buggy notebooks of the {len(checked)} detected notebook rows:")
+        for verdict, n in sorted(collections.Counter(r.fix_check for r in checked).items()):
+            print(f"  {n:3} {verdict}")
     if show:
         wanted = {"all": None}.get(show, show)
         print()
         for row in rows:
             if wanted is None or row.outcome == wanted or (wanted == "undetected" and row.outcome != "detected"):
                 print(f"{row.outcome:10} {row.rule} {row.repo} {row.fix[:10]} {row.where}"
-                      f"{'  (' + row.note + ')' if row.note else ''}\n           {row.reason}")
+                      f"{'  (' + row.note + ')' if row.note else ''}"
+                      f"{'  [--fix: ' + row.fix_check + ']' if row.fix_check else ''}\n           {row.reason}")
 
 
 # ------------------------------------------------------------------------------------------ precision
@@ -460,6 +490,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_fix = sub.add_parser("fixes", help="score the fix commits")
     p_fix.add_argument("--rule", action="append", help="only these rules (repeatable)")
+    p_fix.add_argument("--check-fixes", action="store_true",
+                       help="apply --fix to each detected notebook row's buggy notebook and check the rewrite")
     p_fix.add_argument("--show", choices=["missed", "fired-both", "undetected", "detected", "all"],
                        help="list rows with this outcome")
     p_prec = sub.add_parser("precision", help="compare findings with the reviewed snapshot")
@@ -475,6 +507,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "fixes":
             rows = [r for r in load_fix_rows() if not args.rule or r.rule in args.rule]
             score_fixes(rows, work)
+            if args.check_fixes:
+                check_notebook_fixes(rows, work)
             report_fixes(rows, args.show)
             return 0
         return precision(args, work)
