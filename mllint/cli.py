@@ -114,7 +114,7 @@ def lint_command(
     entry: Optional[str],
     rounds: Optional[int],
 ) -> int:
-    """Find silent ML bugs (PyTorch, scikit-learn) in Python files under PATHS (default: .)."""
+    """Find silent ML bugs (PyTorch, scikit-learn) in Python files and Jupyter notebooks under PATHS (default: .)."""
     from mllint import engine
     from mllint.config import load_settings
     from mllint.files import discover

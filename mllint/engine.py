@@ -160,7 +160,7 @@ def lint_text(text: str, path: str, rules: Sequence[Rule]) -> FileResult:
         return FileResult(path, [file_error(path, str(exc), exc.line, exc.column)], text)
     if not nb.program.strip():
         return FileResult(path, [], text)
-    findings = [nb.map_finding(f) for f in lint_source(nb.program, path, rules)]
+    findings = [nb.map_finding(f) for f in lint_source(nb.program, path, rules)] + nb.cell_errors(path)
     return FileResult(path, sorted(set(findings), key=Finding.sort_key), text)
 
 

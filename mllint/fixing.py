@@ -421,7 +421,7 @@ def fix_text(
         return text, FixOutcome(source=text)
     guard = notebook.FixGuard(nb)
     outcome = fix_source(nb.program, path, rules, unsafe=unsafe, max_iterations=max_iterations, guard=guard)
-    initial = [nb.map_finding(f) for f in outcome.initial]
+    initial = [nb.map_finding(f) for f in outcome.initial] + nb.cell_errors(path)
     new_text, new_nb = text, nb
     if outcome.applied:
         try:
@@ -434,7 +434,7 @@ def fix_text(
         source=new_text,
         applied=[nb.map_finding(f) for f in outcome.applied],
         rejected=[(nb.map_finding(f), reason) for f, reason in outcome.rejected],
-        remaining=[new_nb.map_finding(f) for f in outcome.remaining],
+        remaining=[new_nb.map_finding(f) for f in outcome.remaining] + new_nb.cell_errors(path),
         initial=initial,
         iterations=outcome.iterations,
         hit_limit=outcome.hit_limit,

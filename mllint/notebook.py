@@ -34,7 +34,6 @@ JSON position when there is one).
 from __future__ import annotations
 
 import bisect
-import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -170,6 +169,8 @@ def _python_magic_prefix(content: str) -> Optional[int]:
             pos = value.end()
     if pos >= len(content.rstrip()) or pos < 4:
         return None
+    if re.match(r"(?:for|while|if|with|def|class|try|async|match)\b", content[pos:]):
+        return None  # a compound statement cannot follow `(0);`: mask the whole line
     return pos
 
 
@@ -227,6 +228,28 @@ def _escaped(line: str, index: int) -> bool:
     while index - count - 1 >= 0 and line[index - count - 1] == "\\":
         count += 1
     return count % 2 == 1
+
+
+def leading_indent(text: str) -> Tuple[str, List[int]]:
+    """IPython's ``leading_indent`` transform: when the cell's first non-blank line is
+    indented, that indentation is removed from every line that starts with it (a cell
+    pasted with a leading space runs in Jupyter). The text, and the width removed per line."""
+    lines = split_lines(text)
+    first = next((line for line in lines if line.strip()), None)
+    if first is None:
+        return text, [0] * len(lines)
+    prefix = first[:len(first) - len(first.lstrip(" \t"))]
+    if not prefix:
+        return text, [0] * len(lines)
+    out, shifts = [], []
+    for line in lines:
+        if line.startswith(prefix):
+            out.append(line[len(prefix):])
+            shifts.append(len(prefix))
+        else:
+            out.append(line)
+            shifts.append(0)
+    return "".join(out), shifts
 
 
 def mask_cell(text: str) -> Tuple[str, List[Mask]]:
@@ -306,7 +329,39 @@ class CodeCell:
     start_line: int = 0  # first program line (1-based)
     line_count: int = 0
     added_newline: bool = False  # the program adds a line break after the cell's last line
+    error: Optional[Tuple[int, int, str]] = None  # (line, column, message): the cell does not parse; left out
+    dedented: str = ""  # the source as IPython runs it (common leading indentation removed)
+    shifts: List[int] = field(default_factory=list)  # per line: the width removed from its start
     json_lines: List[int] = field(default_factory=list)  # raw .ipynb line of each cell line
+
+    def shift(self, line: int) -> int:
+        return self.shifts[line - 1] if 0 < line <= len(self.shifts) else 0
+
+
+def _syntax_error(source: str) -> Optional[Tuple[int, int, str]]:
+    """(line, column, message) when `source` does not compile, else None."""
+    import ast
+
+    flags = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+    try:
+        compile(source, "<cell>", "exec", flags=flags, dont_inherit=True)
+    except SyntaxError as err:
+        if _libcst_parses(source):
+            return None  # newer syntax than the running Python knows (LibCST has its own grammar)
+        return err.lineno or 1, max(err.offset or 1, 1), f"SyntaxError: {err.msg}"
+    except (ValueError, RecursionError, MemoryError) as err:
+        return 1, 1, f"could not parse: {type(err).__name__}"
+    return None
+
+
+def _libcst_parses(source: str) -> bool:
+    import libcst
+
+    try:
+        libcst.parse_module(source)
+    except Exception:
+        return False
+    return True
 
 
 def _language_of(metadata: Any) -> Optional[str]:
@@ -338,6 +393,8 @@ class Notebook:
 
     def __init__(self, text: str):
         self.text = text
+        if not text.strip():
+            raise NotebookError("notebook is empty (a .ipynb file holds JSON)")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -349,9 +406,10 @@ class Notebook:
         version = data.get("nbformat")
         if version is None:
             raise NotebookError("not a Jupyter notebook: no `nbformat` key (nbformat 4 is required)")
-        if version != 4:
+        if version != 4 or isinstance(version, bool):
+            what = f"nbformat {version} notebooks are" if isinstance(version, int) else f"`nbformat` {version!r} is"
             raise NotebookError(
-                f"nbformat {version} notebooks are not supported (nbformat 4 is required;"
+                f"{what} not supported (nbformat 4 is required;"
                 " convert with `jupyter nbconvert --to notebook --nbformat 4`)"
             )
         cells = data.get("cells")
@@ -378,8 +436,39 @@ class Notebook:
                 source = _source_text(source_node)
                 if source is None:
                     continue
-                masked, masks = mask_cell(source)
-                self.cells.append(CodeCell(index, source_node, source, masked, masks))
+                dedented, shifts = leading_indent(source)
+                masked, masks = mask_cell(dedented)
+                self.cells.append(CodeCell(index, source_node, source, masked, masks, dedented=dedented,
+                                           shifts=shifts))
+        self._build_program()
+        if _syntax_error(self.program) is not None and len(self.cells) > 1:
+            self._skip_broken_cells()
+
+    def _skip_broken_cells(self) -> None:
+        """When the program does not parse, the cells that do not parse on their own (an
+        unfinished exercise cell, a typo) are left out, commented out in place, and each
+        is one ML000 (``CodeCell.error``), so that the other cells are still linted."""
+        broken = [cell for cell in self.cells if _syntax_error(cell.masked) is not None]
+        if not broken or len(broken) == len(self.cells):
+            return
+        for cell in broken:
+            cell.error = _syntax_error(cell.masked)
+            lines = split_lines(cell.masked)
+            masks = []
+            out = []
+            for number, line in enumerate(lines, 1):
+                body = line.rstrip("\r\n")
+                ending = line[len(body):]
+                indent = len(body) - len(body.lstrip())
+                if not body.strip():
+                    out.append(line)
+                    continue
+                original = split_lines(cell.dedented)[number - 1]
+                masked_line = body[:indent] + "#" + body[indent + 1:]
+                masks.append(Mask(number, indent, original[indent:], masked_line[indent:] + ending, True))
+                out.append(masked_line + ending)
+            cell.masked = "".join(out)
+            cell.masks = masks
         self._build_program()
 
     # -- the program
@@ -444,23 +533,41 @@ class Notebook:
         if where is None:
             return finding
         cell, line = where
-        end_line, end_column = finding.end_line, finding.end_column
-        end = self.locate(end_line)
+        column = finding.column + cell.shift(line)
+        end = self.locate(finding.end_line)
         if end is not None and end[0] is cell and finding.end_line <= cell.start_line + cell.line_count - 1:
-            end_line = end[1]
+            end_line, end_column = end[1], finding.end_column + cell.shift(end[1])
         else:  # a span leaving the cell: end it at the end of its start line
             cell_lines = split_lines(cell.text)
             width = len(cell_lines[line - 1].rstrip("\r\n")) if line <= len(cell_lines) else 0
-            end_line, end_column = line, max(finding.column, width + 1)
+            end_line, end_column = line, max(column, width + 1)
         fix = finding.fix
         if fix is not None:
             fix = Fix(fix.applicability, tuple(self._map_edit(e) for e in fix.edits), fix.description)
         json_line = cell.json_lines[line - 1] if line - 1 < len(cell.json_lines) else None
         return Finding(
-            path=finding.path, line=line, column=finding.column, end_line=end_line, end_column=end_column,
-            code=finding.code, name=finding.name, message=finding.message, severity=finding.severity,
+            path=finding.path, line=line, column=column, end_line=end_line, end_column=end_column,
+            code=finding.code, name=finding.name, message=self.map_message(finding.message), severity=finding.severity,
             fix=fix, cell=cell.number, json_line=json_line,
         )
+
+    def map_message(self, message: str) -> str:
+        """"line 58" in a message (another place the rule points at) becomes "cell 17, line 8";
+        text quoted in backticks is left alone."""
+        if "line " not in message or not self._line_cells:
+            return message
+
+        def replace(match: "re.Match") -> str:
+            number = int(match.group(1))
+            if number < 1 or number > len(self._line_cells):
+                return match.group(0)
+            cell, line = self.locate(number)
+            return f"cell {cell.number}, line {line}"
+
+        parts = message.split("`")
+        for index in range(0, len(parts), 2):  # outside backticks
+            parts[index] = re.sub(r"\bline (\d+)\b", replace, parts[index])
+        return "`".join(parts)
 
     def _map_edit(self, edit: Edit) -> Edit:
         start = self.locate(edit.line)
@@ -468,13 +575,32 @@ class Notebook:
         if start is None or end is None:
             return edit
         line = start[1]
+        shift = start[0].shift
         if end[0] is start[0]:
             end_line = end[1]
             if edit.end_line > start[0].start_line + start[0].line_count - 1:  # just past the cell's end
                 end_line = start[0].line_count + 1
         else:
             end_line = start[0].line_count + 1
-        return Edit(line, edit.column, end_line, edit.end_column, edit.content)
+        return Edit(line, edit.column + shift(line), end_line, edit.end_column + shift(end_line), edit.content)
+
+    def cell_errors(self, path: str) -> List[Finding]:
+        """ML000 for each cell left out because it does not parse on its own."""
+        from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME
+
+        out = []
+        for cell in self.cells:
+            if cell.error is None:
+                continue
+            line, column, message = cell.error
+            column += cell.shift(line)
+            line = min(max(line, 1), max(1, len(cell.json_lines)))
+            out.append(Finding(
+                path=path, line=line, column=column, end_line=line, end_column=column, code=PARSE_ERROR_CODE,
+                name=PARSE_ERROR_NAME, message=f"{message} (this cell is skipped; the other cells are linted)",
+                cell=cell.number, json_line=cell.json_lines[line - 1] if cell.json_lines else None,
+            ))
+        return out
 
     def cell_lines(self, number: int) -> Optional[List[str]]:
         cell = self.cell(number)
@@ -520,6 +646,10 @@ class Notebook:
             new = restored[cell_starts[index]:cell_starts[index + 1]]
             if cell.added_newline and new.endswith("\n"):
                 new = new[:-1]
+            if new == cell.dedented:
+                continue
+            if any(cell.shifts):  # the guard refuses fixes in such a cell
+                raise NotebookError(f"cell {cell.number} is indented as a whole; it is not rewritten")
             if new != cell.text:
                 replacements.append((cell.source_node, self._serialize(cell.source_node, new)))
         text = self.text
@@ -539,6 +669,8 @@ class Notebook:
         old_items = node.items or []
         old_values = [item.value for item in old_items]
         new_values = split_lines(new)
+        import difflib
+
         raws: List[str] = []
         matcher = difflib.SequenceMatcher(None, old_values, new_values, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -573,6 +705,8 @@ def cell_diff(path: str, old: str, new: str) -> Optional[str]:
         return None
     if len(old_cells) != len(new_cells):
         return None
+    import difflib
+
     out = []
     for number, (a, b) in enumerate(zip(old_cells, new_cells), 1):
         if a == b:
@@ -622,6 +756,9 @@ class FixGuard:
     def check(self, spans) -> Optional[str]:
         for start, end, _ in spans:
             index = self._cell_at(start)
+            if any(self.nb.cells[index].shifts):
+                return (f"cell {self.nb.cells[index].number} is indented as a whole (IPython removes the"
+                        " indentation when it runs it); mllint does not rewrite it")
             if end > self.cell_starts[index + 1]:
                 later = self.nb.cells[self._cell_at(end - 1)].number
                 return (f"fix would span cells {self.nb.cells[index].number} and {later} of the notebook"

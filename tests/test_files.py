@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import BAD, GOOD, assert_user_error, reported_paths, run, write
-from mllint.config import load_settings
+from mllint.config import ConfigError, load_settings
 from mllint.files import DiscoveryError, discover
 
 
@@ -37,8 +37,19 @@ def p(*parts: str) -> str:
 
 
 def test_python_files_sorted_recursively(tmp_path):
-    tree(tmp_path, ["b.py", "a.py", "pkg/z.py", "pkg/sub/c.py", "notes.txt", "data.json", "stub.pyi", "nb.ipynb"])
-    assert found(tmp_path) == ["a.py", "b.py", p("pkg", "sub", "c.py"), p("pkg", "z.py")]
+    tree(tmp_path, ["b.py", "a.py", "pkg/z.py", "pkg/sub/c.py", "notes.txt", "data.json", "stub.pyi", "nb.ipynb",
+                    "pkg/sub/lab.ipynb"])
+    assert found(tmp_path) == ["a.py", "b.py", "nb.ipynb", p("pkg", "sub", "c.py"), p("pkg", "sub", "lab.ipynb"),
+                               p("pkg", "z.py")]
+
+
+def test_notebooks_switch_leaves_them_out(tmp_path):
+    tree(tmp_path, ["a.py", "nb.ipynb", "pkg/lab.ipynb"])
+    assert found(tmp_path, ["nb.ipynb", "a.py"]) == ["a.py", "nb.ipynb"]
+    assert found(tmp_path, config="[tool.mllint]\nnotebooks = false\n") == ["a.py"]
+    assert found(tmp_path, ["nb.ipynb", "a.py"]) == ["a.py"]
+    with pytest.raises(ConfigError, match="`notebooks` must be true or false"):
+        found(tmp_path, config="[tool.mllint]\nnotebooks = \"no\"\n")
 
 
 def test_deterministic_order_across_argument_order(tmp_path):
@@ -69,7 +80,7 @@ def test_explicit_file_any_extension(tmp_path):
     assert found(tmp_path, ["bin/tool"]) == [p("bin", "tool")]
 
 
-def test_explicit_notebook_skipped_with_warning(tmp_path):
+def test_explicit_notebook_is_linted_without_warning(tmp_path):
     tree(tmp_path, ["nb.ipynb", "a.py"])
     warnings = []
     old = os.getcwd()
@@ -78,8 +89,8 @@ def test_explicit_notebook_skipped_with_warning(tmp_path):
         files = discover(["nb.ipynb", "a.py"], load_settings(["."]), on_warning=warnings.append)
     finally:
         os.chdir(old)
-    assert files == ["a.py"]
-    assert warnings == ["notebooks are not supported yet; skipping nb.ipynb"]
+    assert files == ["a.py", "nb.ipynb"]
+    assert warnings == []
 
 
 def test_gitignore_root_and_nested(tmp_path):

@@ -114,7 +114,8 @@ def test_json_format(project):
     assert proc.stdout.startswith("[\n  {\n") and proc.stdout.endswith("}\n]\n")
     data = json.loads(proc.stdout)
     assert [(d["path"], d["code"]) for d in data] == [("broken.py", "ML000"), ("train.py", "ML001")]
-    fields = ["path", "line", "column", "end_line", "end_column", "code", "name", "message", "severity", "fix"]
+    fields = ["path", "line", "column", "end_line", "end_column", "code", "name", "message", "severity", "fix",
+              "cell", "json_line"]
     assert all(list(d) == fields for d in data)
     grad = data[1]
     assert (grad["line"], grad["column"], grad["end_line"], grad["end_column"]) == (7, 2, 7, 17)

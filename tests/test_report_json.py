@@ -9,7 +9,8 @@ from mllint.engine import FileResult
 from mllint.findings import Applicability, Edit, Finding, Fix, Severity
 from mllint.report import REPORTERS, ReportOptions
 
-FIELDS = ["path", "line", "column", "end_line", "end_column", "code", "name", "message", "severity", "fix"]
+FIELDS = ["path", "line", "column", "end_line", "end_column", "code", "name", "message", "severity", "fix",
+          "cell", "json_line"]
 
 
 def render(results):

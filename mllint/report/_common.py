@@ -21,8 +21,10 @@ PARSE_ERROR_DOC = (
     "The file could not be read or parsed as Python.\n\n"
     "mllint reports ML000 instead of linting a file it cannot analyse: a syntax error "
     "(the message quotes the parser), a binary file, a file whose bytes do not match its "
-    "encoding (PEP 263 coding cookie, UTF-8 by default), an unreadable file, or a file "
-    "too large to lint. The rest of the run goes on.\n\n"
+    "encoding (PEP 263 coding cookie, UTF-8 by default), an unreadable file, a file "
+    "too large to lint, a notebook (.ipynb) that is not valid JSON, not nbformat 4 or has no "
+    "cells, or a notebook cell that does not parse (that cell is skipped, the others are "
+    "linted). The rest of the run goes on.\n\n"
     "Fix the syntax error or the encoding, or exclude the file with `exclude` / "
     "`extend-exclude` in `[tool.mllint]`. ML000 is always on."
 )
@@ -184,7 +186,7 @@ class SourceCache:
 
     def __init__(self) -> None:
         self._lines: Dict[str, Optional[List[str]]] = {}
-        self._cells: Dict[Tuple[str, int], Optional[List[str]]] = {}
+        self._notebooks: Dict[str, object] = {}  # path -> notebook.Notebook (None: unreadable)
 
     def lines(self, result) -> Optional[List[str]]:
         path = result.path
@@ -199,18 +201,18 @@ class SourceCache:
         """The lines positions of `finding` refer to: the file's, or in a notebook its cell's."""
         if getattr(finding, "cell", None) is None:
             return self.lines(result)
-        key = (result.path, finding.cell)
-        if key not in self._cells:
+        if result.path not in self._notebooks:
             from mllint.notebook import NotebookError, load
 
             text = getattr(result, "source", None)
             if text is None:
                 text = _read_text(result.path)
             try:
-                self._cells[key] = load(text).cell_lines(finding.cell) if text is not None else None
+                self._notebooks[result.path] = load(text) if text is not None else None
             except NotebookError:
-                self._cells[key] = None
-        return self._cells[key]
+                self._notebooks[result.path] = None
+        notebook = self._notebooks[result.path]
+        return notebook.cell_lines(finding.cell) if notebook is not None else None
 
     def line_for(self, result, finding: Finding) -> str:
         """The text of the line `finding` is reported on (in its cell, for a notebook)."""

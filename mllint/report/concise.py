@@ -1,4 +1,5 @@
-"""One line per finding, ``path:line:col: ML001 message``, then the summary line.
+"""One line per finding, ``path:line:col: ML001 message`` (in a notebook
+``path:cell N:line L:col C: ML001 message``), then the summary line.
 
 No code frames and no fix marker: a format for grepping and for editors' error
 parsers. ``statistics`` replaces the listing as in the text format.
