@@ -542,6 +542,8 @@ class Notebook:
             width = len(cell_lines[line - 1].rstrip("\r\n")) if line <= len(cell_lines) else 0
             end_line, end_column = line, max(column, width + 1)
         fix = finding.fix
+        if fix is not None and self.fix_refused(fix) is not None:
+            fix = None  # --fix would refuse it: not offered (no [*])
         if fix is not None:
             fix = Fix(fix.applicability, tuple(self._map_edit(e) for e in fix.edits), fix.description)
         json_line = cell.json_lines[line - 1] if line - 1 < len(cell.json_lines) else None
@@ -550,6 +552,23 @@ class Notebook:
             code=finding.code, name=finding.name, message=self.map_message(finding.message), severity=finding.severity,
             fix=fix, cell=cell.number, json_line=json_line,
         )
+
+    def fix_refused(self, fix: Fix) -> Optional[str]:
+        """Why ``FixGuard`` would refuse this fix (edits in program positions), or None."""
+        if getattr(self, "_guard", None) is None:
+            self._guard = FixGuard(self)
+            starts = [0]
+            for line in split_lines(self.program):
+                starts.append(starts[-1] + len(line))
+            self._line_starts = starts
+
+        def offset(line: int, column: int) -> int:
+            if line - 1 >= len(self._line_starts) - 1:
+                return len(self.program)
+            return self._line_starts[max(line, 1) - 1] + max(column, 1) - 1
+
+        spans = [(offset(e.line, e.column), offset(e.end_line, e.end_column), e.content) for e in fix.edits]
+        return self._guard.check(spans)
 
     def map_message(self, message: str) -> str:
         """"line 58" in a message (another place the rule points at) becomes "cell 17, line 8";

@@ -552,3 +552,15 @@ def test_a_cell_indented_as_a_whole_is_dedented_as_ipython_does():
 def test_top_level_await_is_not_a_syntax_error_in_a_notebook():
     cells = ["import asyncio\nawait asyncio.sleep(0)\n", SETUP, LOOP]
     assert where(lint(notebook_json(cells))) == [("ML001", 3, 3, 5)]
+
+
+def test_a_fix_the_notebook_cannot_take_is_not_offered():
+    build = ("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))\n"
+             "model.eval()\n")
+    [magic] = lint(notebook_json([build, "%time predictions = model(x_test)\n"]))
+    [plain] = lint(notebook_json([build, "predictions = model(x_test)\n"]))
+    assert magic.code == plain.code == "ML002"
+    assert magic.fix is None and plain.fix is not None  # no [*] where --fix would refuse
+    indented = "".join("  " + line for line in LOOP.splitlines(True))
+    [finding] = lint(notebook_json([SETUP, indented]))
+    assert finding.code == "ML001" and finding.fix is None
