@@ -420,10 +420,15 @@ def notebook_fix_problem(before: bytes, after: bytes) -> Optional[str]:
     from mllint.notebook import NotebookError, load  # the installed mllint's own reading of a notebook
 
     try:
-        program = load(after.decode("utf-8")).program
+        old_nb, new_nb = load(before.decode("utf-8")), load(after.decode("utf-8"))
     except (NotebookError, UnicodeDecodeError) as exc:
         return f"mllint cannot read it after --fix: {exc}"
-    return _compile_problem(program, "<notebook program>")
+    # mllint comments out the cells that do not parse (one ML000 each): a fix must not add any.
+    broken = sorted({c.number for c in new_nb.cells if getattr(c, "error", None)}
+                    - {c.number for c in old_nb.cells if getattr(c, "error", None)})
+    if broken:
+        return "--fix left cell " + ", ".join(map(str, broken)) + " not parsing"
+    return _compile_problem(new_nb.program, "<notebook program>")
 
 
 def precision(args, work: Path) -> int:
