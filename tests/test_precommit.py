@@ -15,6 +15,8 @@ PRE_COMMIT_HOME per session, so that environment is built once.
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import re
 import shutil
@@ -162,6 +164,100 @@ def test_mllint_fix_hook_passes_on_a_good_file(hook_repo, project):
     proc = try_repo(hook_repo, "mllint-fix", "good.py", project)
     assert proc.returncode == 0, proc.output
     assert (project / "good.py").read_text(encoding="utf-8") == GOOD
+
+
+# ------------------------------------------------------------------------------------- notebooks
+# The hooks declare `types_or: [python, jupyter]`, so pre-commit hands them .ipynb files too.
+
+def code_cell(source: str, count: int, outputs: list = ()) -> dict:
+    return {"cell_type": "code", "execution_count": count, "id": f"cell-{count}",
+            "metadata": {}, "outputs": list(outputs), "source": source.splitlines(keepends=True)}
+
+
+def notebook_text(training_cell: str) -> str:
+    """A notebook as Jupyter writes it (indent 1, keys sorted, non-ASCII kept, final newline)."""
+    cells = [
+        {"cell_type": "markdown", "id": "intro", "metadata": {}, "source": ["# Training — a notebook\n"]},
+        code_cell("%matplotlib inline\nimport torch\n", 1),
+        code_cell(training_cell, 2),
+        code_cell('print("defined")\n', 3,
+                  [{"name": "stdout", "output_type": "stream", "text": ["defined\n"]}]),
+    ]
+    nb = {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                      "name": "python3"},
+                                       "language_info": {"name": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+NB_BAD_CELL = """\
+def train(model, loader, optimizer: torch.optim.Optimizer, loss_fn):
+    for x, y in loader:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()"""
+NB_GOOD_CELL = """\
+def train(model, loader, optimizer: torch.optim.Optimizer, loss_fn):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()"""
+NB_BAD = notebook_text(NB_BAD_CELL)
+NB_GOOD = notebook_text(NB_GOOD_CELL)
+NB_BAD_CELL_NUMBER = 3  # the notebook's third cell (the first is markdown)
+NB_BAD_BACKWARD_LINE = 4  # line of loss.backward() inside that cell
+
+
+@pytest.fixture
+def nb_project(tmp_path) -> Path:
+    """A throwaway git repository with a bad and a good notebook, staged."""
+    repo = tmp_path / "nbproject"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    (repo / "bad.ipynb").write_text(NB_BAD, encoding="utf-8", newline="\n")
+    (repo / "good.ipynb").write_text(NB_GOOD, encoding="utf-8", newline="\n")
+    git("add", "bad.ipynb", "good.ipynb", cwd=repo)
+    return repo
+
+
+def test_mllint_hook_blocks_a_bad_notebook_at_its_cell(hook_repo, nb_project):
+    proc = try_repo(hook_repo, "mllint", "bad.ipynb", nb_project)
+    assert proc.returncode == 1, proc.output
+    assert re.search(r"^mllint\.+Failed$", proc.output, re.MULTILINE), proc.output
+    position = r"bad\.ipynb:cell %d:(?:line )?%d:(?:col )?\d+: ML001" % (NB_BAD_CELL_NUMBER, NB_BAD_BACKWARD_LINE)
+    assert re.search(position, proc.output), proc.output
+    assert "Traceback" not in proc.output
+    assert (nb_project / "bad.ipynb").read_text(encoding="utf-8") == NB_BAD  # the check hook never writes
+
+
+def test_mllint_hook_passes_a_good_notebook(hook_repo, nb_project):
+    proc = try_repo(hook_repo, "mllint", "good.ipynb", nb_project)
+    assert proc.returncode == 0, proc.output
+    assert re.search(r"^mllint\.+Passed$", proc.output, re.MULTILINE), proc.output
+    assert (nb_project / "good.ipynb").read_text(encoding="utf-8") == NB_GOOD
+
+
+def test_mllint_fix_hook_fixes_a_notebook_changing_only_source_lines(hook_repo, nb_project):
+    proc = try_repo(hook_repo, "mllint-fix", "bad.ipynb", nb_project)
+    assert proc.returncode == 1, proc.output
+    assert re.search(r"^mllint \(fix\)\.+Failed$", proc.output, re.MULTILINE), proc.output
+    assert "files were modified by this hook" in proc.output
+    fixed_text = (nb_project / "bad.ipynb").read_text(encoding="utf-8")
+    fixed, before = json.loads(fixed_text), json.loads(NB_BAD)
+    old_src = before["cells"][NB_BAD_CELL_NUMBER - 1]["source"]
+    new_src = fixed["cells"][NB_BAD_CELL_NUMBER - 1]["source"]
+    # Only lines were added to that cell's source: the zero_grad() call, first in the loop body.
+    ops = difflib.SequenceMatcher(None, old_src, new_src, autojunk=False).get_opcodes()
+    assert {op[0] for op in ops} == {"equal", "insert"}, ops
+    body = "".join(new_src).split("for x, y in loader:\n", 1)[1]
+    assert body.lstrip().startswith("optimizer.zero_grad()"), "".join(new_src)
+    # Everything else (other cells, outputs, execution counts, metadata, the JSON layout and
+    # the final newline) is byte for byte what it was: put the new source into the old notebook.
+    before["cells"][NB_BAD_CELL_NUMBER - 1]["source"] = new_src
+    assert fixed_text == json.dumps(before, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    again = try_repo(hook_repo, "mllint", "bad.ipynb", nb_project)
+    assert again.returncode == 0, again.output  # the fixed notebook passes the check hook
 
 
 def use_config(project: Path, hook_repo: Path) -> None:

@@ -13,17 +13,22 @@ read from bare git mirrors at run time (``$MLLINT_MIRRORS/<owner>+<name>/repo``,
 a mirror that is missing is reported with the repository to fetch, and its rows are counted as not run).
 
 fixes: for each row, the file at the parent commit (buggy) and at the fix commit (fixed) is linted with
-the row's rule. detected = a finding of the rule within WINDOW lines of the row's line on the buggy file,
+the row's rule. A row for a notebook (``.ipynb``) gives its position as ``CELL:LINE``: the cell (1-based
+among all the notebook's cells, markdown included, as mllint reports it) and the line in that cell; a
+finding is at the site when it is in that cell and within WINDOW lines of that line. detected = a finding of the rule within WINDOW lines of the row's line on the buggy file,
 and fewer findings of the rule on the fixed file than on the buggy one (the site's finding went away);
 fired-both = the site is reported but the fixed file keeps as many findings; missed = no finding at the
 site.
 
 precision: each snapshot/<owner>+<name>.tsv starts with ``# repo=... commit=... kind=... include=...``
 and lists every finding with a hand verdict (true / false / arguable) and a reason. The run extracts the
-project's .py files under ``include`` at ``commit``, lints them, and joins the findings with the rows by
+project's files under ``include`` at ``commit`` (``.py``, or the suffixes in ``ext=``: a notebook
+snapshot has ``ext=.ipynb``), lints them, and joins the findings with the rows by
 (path, line, rule), falling back to (path, rule, source text) when a report moved. Precision per rule is
 true / (true + false); findings with no row are 'unreviewed' and listed. --check-fixes also applies
-``--fix`` to a copy of every project and checks that each rewritten file still compiles.
+``--fix`` to a copy of every project and checks that each rewritten file still compiles (a notebook: that
+it is still JSON, that nothing but code cells' sources changed, and that its program still compiles).
+In a notebook snapshot ``line`` is ``CELL:LINE`` and ``source`` is that line of the cell.
 """
 from __future__ import annotations
 
@@ -47,6 +52,42 @@ CORE = ["ML001", "ML002", "ML003", "ML004", "ML005"]
 WINDOW = 15
 VERDICTS = ("true", "false", "arguable", "?")
 SNAPSHOT_HEADER = ["path", "line", "rule", "verdict", "reason", "source"]
+
+
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(".ipynb")
+
+
+def parse_position(text: str) -> Tuple[Optional[int], int]:
+    """``LINE`` (a .py file) or ``CELL:LINE`` (a notebook) -> (cell or None, line)."""
+    if ":" in text:
+        cell, line = text.split(":", 1)
+        return int(cell), int(line)
+    return None, int(text)
+
+
+def position(finding: dict) -> str:
+    """A finding's position as the TSV files write it: ``LINE``, or ``CELL:LINE`` in a notebook."""
+    cell = finding.get("cell")
+    return f"{cell}:{finding['line']}" if cell is not None else str(finding["line"])
+
+
+def position_key(text: str) -> Tuple[int, int]:
+    cell, line = parse_position(text)
+    return (cell or 0, line)
+
+
+def source_lines(path: Path, cell: Optional[int]) -> List[str]:
+    """The lines of a .py file, or of one cell of a notebook (1-based among all cells)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if cell is None:
+        return text.splitlines()
+    try:
+        cells = json.loads(text).get("cells") or []
+        source = cells[cell - 1].get("source", "")
+    except (ValueError, AttributeError, IndexError, TypeError):
+        return []
+    return ("".join(source) if isinstance(source, list) else str(source)).splitlines()
 
 
 def mirrors_root() -> Path:
@@ -119,16 +160,25 @@ class FixRow:
     rule: str
     reason: str
     source: str  # the tsv file the row came from
+    cell: Optional[int] = None  # notebooks: the cell (1-based among all cells) holding ``line``
     outcome: str = "not-run"
     note: str = ""
+    fix_check: str = ""  # fixes --check-fixes: what --fix did to the buggy notebook
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:cell {self.cell}:{self.line}" if self.cell is not None else f"{self.path}:{self.line}"
 
 
 def load_fix_rows() -> List[FixRow]:
     rows = []
     for tsv in sorted(FIX_DIR.glob("*.tsv")):
         for r in read_tsv(tsv)[1]:
-            rows.append(FixRow(r["repo"], r["fix_commit"], r["parent_commit"], r["path"], int(r["line"]),
-                               r["rule"], r["reason"], tsv.name))
+            cell, line = parse_position(r["line"])
+            if (cell is not None) != is_notebook(r["path"]):
+                sys.exit(f"bench: {tsv.name}: {r['path']}: a notebook's line is CELL:LINE, a .py file's is LINE")
+            rows.append(FixRow(r["repo"], r["fix_commit"], r["parent_commit"], r["path"], line,
+                               r["rule"], r["reason"], tsv.name, cell))
     return rows
 
 
@@ -157,15 +207,39 @@ def score_fixes(rows: List[FixRow], work: Path) -> None:
     for row, b_rel, f_rel in placed:
         on_buggy = [f for f in findings.get(b_rel, []) if f["code"] == row.rule]
         on_fixed = [f for f in findings.get(f_rel, []) if f["code"] == row.rule]
-        at_site = [f for f in on_buggy if abs(f["line"] - row.line) <= WINDOW]
+        at_site = [f for f in on_buggy
+                   if f.get("cell") == row.cell and abs(f["line"] - row.line) <= WINDOW]
         if not at_site:
             row.outcome = "missed"
             row.note = f"{len(on_buggy)} elsewhere" if on_buggy else ""
         elif len(on_fixed) >= len(on_buggy):
             row.outcome = "fired-both"
-            row.note = "fixed file still: " + ", ".join(str(f["line"]) for f in on_fixed)
+            row.note = "fixed file still: " + ", ".join(position(f) for f in on_fixed)
         else:
             row.outcome = "detected"
+
+
+def check_notebook_fixes(rows: List[FixRow], work: Path) -> None:
+    """--fix on a copy of each detected notebook row's buggy notebook (that row's rule only): the
+    rewrite may change nothing but code cells' sources, and the site's finding must be gone after it."""
+    for i, row in enumerate(rows):
+        if row.cell is None or row.outcome != "detected":
+            continue
+        src = work / f"{i:03d}/buggy/{row.path}"
+        copy = work / "fixcheck" / f"{i:03d}" / Path(row.path).name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(src.read_bytes())
+        subprocess.run([sys.executable, "-m", "mllint", "--no-cache", "--fix", "--exit-zero", "--select", row.rule,
+                        str(copy)], capture_output=True, cwd=copy.parent)
+        after = copy.read_bytes()
+        if after == src.read_bytes():
+            row.fix_check = "no fix (unsafe or none)"
+            continue
+        problem = notebook_fix_problem(src.read_bytes(), after)
+        left = [f for f in run_mllint(copy.parent, [row.rule])
+                if f.get("cell") == row.cell and abs(f["line"] - row.line) <= WINDOW]
+        row.fix_check = problem or ("fixed: only sources changed, site clean" if not left
+                                    else "fixed, but the site is still reported")
 
 
 def report_fixes(rows: List[FixRow], show: Optional[str]) -> None:
@@ -174,7 +248,9 @@ def report_fixes(rows: List[FixRow], show: Optional[str]) -> None:
         table[row.rule][row.outcome] += 1
         table["all"][row.outcome] += 1
     repos = len({r.repo for r in rows})
-    print(f"fix commits: {len(rows)} rows from {repos} repositories (window +-{WINDOW} lines)\n")
+    notebooks = sum(1 for r in rows if r.cell is not None)
+    print(f"fix commits: {len(rows)} rows ({notebooks} in notebooks) from {repos} repositories "
+          f"(window +-{WINDOW} lines, in the same cell for a notebook)\n")
     print(f"{'rule':6} {'rows':>5} {'detected':>9} {'fired-both':>11} {'missed':>7} {'not-run':>8} {'rate':>7}")
     for rule in sorted(k for k in table if k != "all") + ["all"]:
         c = table[rule]
@@ -182,13 +258,19 @@ def report_fixes(rows: List[FixRow], show: Optional[str]) -> None:
         rate = f"{c['detected'] / run:.0%}" if run else "-"
         print(f"{rule:6} {sum(c.values()):>5} {c['detected']:>9} {c['fired-both']:>11} {c['missed']:>7} "
               f"{c['not-run']:>8} {rate:>7}")
+    checked = [r for r in rows if r.fix_check]
+    if checked:
+        print(f"\n--fix on the buggy notebooks of the {len(checked)} detected notebook rows:")
+        for verdict, n in sorted(collections.Counter(r.fix_check for r in checked).items()):
+            print(f"  {n:3} {verdict}")
     if show:
         wanted = {"all": None}.get(show, show)
         print()
         for row in rows:
             if wanted is None or row.outcome == wanted or (wanted == "undetected" and row.outcome != "detected"):
-                print(f"{row.outcome:10} {row.rule} {row.repo} {row.fix[:10]} {row.path}:{row.line}"
-                      f"{'  (' + row.note + ')' if row.note else ''}\n           {row.reason}")
+                print(f"{row.outcome:10} {row.rule} {row.repo} {row.fix[:10]} {row.where}"
+                      f"{'  (' + row.note + ')' if row.note else ''}"
+                      f"{'  [--fix: ' + row.fix_check + ']' if row.fix_check else ''}\n           {row.reason}")
 
 
 # ------------------------------------------------------------------------------------------ precision
@@ -201,6 +283,7 @@ class Project:
     kind: str
     include: List[str]
     rows: List[Dict[str, str]] = field(default_factory=list)
+    ext: List[str] = field(default_factory=lambda: [".py"])  # the file suffixes linted
 
 
 def load_projects(only: Optional[List[str]] = None) -> List[Project]:
@@ -218,7 +301,9 @@ def load_projects(only: Optional[List[str]] = None) -> List[Project]:
         if only and meta["repo"] not in only:
             continue
         include = [p.strip().strip("/") for p in meta.get("include", ".").split(",") if p.strip()]
-        projects.append(Project(tsv, meta["repo"], meta["commit"], meta.get("kind", ""), include or ["."], rows))
+        ext = [e.strip() for e in meta.get("ext", ".py").split(",") if e.strip()] or [".py"]
+        projects.append(Project(tsv, meta["repo"], meta["commit"], meta.get("kind", ""), include or ["."], rows,
+                                ext))
     return projects
 
 
@@ -228,7 +313,7 @@ def extract_project(project: Project, root: Path) -> bool:
         return False
     names = git(gdir, "ls-tree", "-r", "-z", "--name-only", project.commit).decode().split("\0")
     for name in names:
-        if not name.endswith(".py"):
+        if not name.lower().endswith(tuple(project.ext)):
             continue
         if "." not in project.include and not any(name == p or name.startswith(p + "/") for p in project.include):
             continue
@@ -242,23 +327,24 @@ def _key_source(text: str) -> str:
     return " ".join(text.split())[:100]
 
 
-def join_snapshot(project: Project, findings: List[dict], root: Path, sources: Dict[str, List[str]]):
+def join_snapshot(project: Project, findings: List[dict], root: Path, sources: Dict[Tuple[str, Optional[int]], List[str]]):
     """Pair the current findings with the reviewed rows; returns (matched, new, gone)."""
-    by_pos = {(r["path"], int(r["line"]), r["rule"]): r for r in project.rows}
+    by_pos = {(r["path"], position_key(r["line"]), r["rule"]): r for r in project.rows}
     by_text: Dict[Tuple[str, str, str], List[Dict[str, str]]] = collections.defaultdict(list)
     for r in project.rows:
         by_text[(r["path"], r["rule"], _key_source(r.get("source", "")))].append(r)
     used, matched, new = set(), [], []
     for f in findings:
         rel = Path(f["path"]).resolve().relative_to(root.resolve()).as_posix()
-        if rel not in sources:
-            sources[rel] = (root / rel).read_text(encoding="utf-8", errors="replace").splitlines()
-        lines = sources[rel]
+        cell = f.get("cell")
+        if (rel, cell) not in sources:
+            sources[(rel, cell)] = source_lines(root / rel, cell)
+        lines = sources[(rel, cell)]
         text = _key_source(lines[f["line"] - 1]) if 0 < f["line"] <= len(lines) else ""
-        row = by_pos.get((rel, f["line"], f["code"]))
+        row = by_pos.get((rel, position_key(position(f)), f["code"]))
         if row is None or id(row) in used:
             row = next((r for r in by_text.get((rel, f["code"], text), []) if id(r) not in used), None)
-        current = {"path": rel, "line": str(f["line"]), "rule": f["code"], "source": text,
+        current = {"path": rel, "line": position(f), "rule": f["code"], "source": text,
                    "message": f["message"]}
         if row is None:
             new.append(current)
@@ -272,13 +358,17 @@ def join_snapshot(project: Project, findings: List[dict], root: Path, sources: D
 def write_snapshot(project: Project, matched, new) -> None:
     rows = [dict(cur, verdict=row["verdict"], reason=row["reason"]) for cur, row in matched]
     rows += [dict(cur, verdict="?", reason="") for cur in new]
-    rows.sort(key=lambda r: (r["path"], int(r["line"]), r["rule"]))
+    rows.sort(key=lambda r: (r["path"], position_key(r["line"]), r["rule"]))
+    ext = "" if project.ext == [".py"] else " ext=" + ",".join(project.ext)
     with project.file.open("w", encoding="utf-8", newline="") as fh:
         fh.write(f"# repo={project.repo} commit={project.commit} kind={project.kind} "
-                 f"include={','.join(project.include)}\n")
+                 f"include={','.join(project.include)}{ext}\n")
         fh.write("\t".join(SNAPSHOT_HEADER) + "\n")
         for r in rows:
             fh.write("\t".join(str(r[k]).replace("\t", " ") for k in SNAPSHOT_HEADER) + "\n")
+
+
+REWRITTEN: collections.Counter = collections.Counter()  # what --check-fixes saw --fix rewrite
 
 
 def check_fixes(root: Path, select: Iterable[str]) -> List[str]:
@@ -286,19 +376,59 @@ def check_fixes(root: Path, select: Iterable[str]) -> List[str]:
     copy = Path(tempfile.mkdtemp(prefix="mllint-fixcheck-"))
     try:
         shutil.copytree(root, copy / "t")
-        before = {p: p.read_bytes() for p in (copy / "t").rglob("*.py")}
+        before = {p: p.read_bytes() for p in (copy / "t").rglob("*") if p.suffix.lower() in (".py", ".ipynb")}
         subprocess.run([sys.executable, "-m", "mllint", "--no-cache", "--fix", "--exit-zero", "--select",
                         ",".join(select), str(copy / "t")], capture_output=True, cwd=copy)
         broken = []
         for path, data in before.items():
             if path.read_bytes() != data:
-                try:
-                    compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
-                except (SyntaxError, ValueError) as exc:
-                    broken.append(f"{path.relative_to(copy / 't')}: {exc}")
+                REWRITTEN["notebooks" if is_notebook(path.name) else "files"] += 1
+                problem = (notebook_fix_problem(data, path.read_bytes()) if is_notebook(path.name)
+                           else _compile_problem(path.read_bytes(), str(path)))
+                if problem:
+                    broken.append(f"{path.relative_to(copy / 't')}: {problem}")
         return broken
     finally:
         shutil.rmtree(copy, ignore_errors=True)
+
+
+def _compile_problem(source, name: str) -> Optional[str]:
+    try:
+        compile(source, name, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+def notebook_fix_problem(before: bytes, after: bytes) -> Optional[str]:
+    """What is wrong with a notebook rewritten by --fix: not JSON, something besides code cells'
+    sources changed, or its program (code cells, IPython syntax masked by mllint) does not compile."""
+    try:
+        old, new = json.loads(before), json.loads(after)
+    except ValueError as exc:
+        return f"not JSON after --fix: {exc}"
+
+    def without_sources(nb: dict) -> dict:
+        nb = json.loads(json.dumps(nb))
+        for cell in nb.get("cells", []):
+            if cell.get("cell_type") == "code":
+                cell.pop("source", None)
+        return nb
+
+    if without_sources(old) != without_sources(new):
+        return "--fix changed more than code cells' sources (outputs, metadata or other cells)"
+    from mllint.notebook import NotebookError, load  # the installed mllint's own reading of a notebook
+
+    try:
+        old_nb, new_nb = load(before.decode("utf-8")), load(after.decode("utf-8"))
+    except (NotebookError, UnicodeDecodeError) as exc:
+        return f"mllint cannot read it after --fix: {exc}"
+    # mllint comments out the cells that do not parse (one ML000 each): a fix must not add any.
+    broken = sorted({c.number for c in new_nb.cells if getattr(c, "error", None)}
+                    - {c.number for c in old_nb.cells if getattr(c, "error", None)})
+    if broken:
+        return "--fix left cell " + ", ".join(map(str, broken)) + " not parsing"
+    return _compile_problem(new_nb.program, "<notebook program>")
 
 
 def precision(args, work: Path) -> int:
@@ -339,13 +469,15 @@ def precision(args, work: Path) -> int:
     if unreviewed:
         print(f"\nunreviewed findings ({len(unreviewed)}): mark them in snapshot/ after --update")
         for repo, cur in unreviewed:
-            print(f"  {repo} {cur['path']}:{cur['line']} {cur['rule']} {cur['message'][:110]}")
+            print(f"  {repo} {cur['path']}:{cur['line']} {cur['rule']} {cur['message'][:110]}\n"
+                  f"      {cur['source'][:110]}")
     if gone_all:
         print(f"\nreviewed rows no longer reported ({len(gone_all)}):")
         for repo, r in gone_all:
             print(f"  [{r['verdict']}] {repo} {r['path']}:{r['line']} {r['rule']} {r['reason'][:100]}")
     if args.check_fixes:
-        print(f"\nsafe fixes that do not compile: {len(broken)}")
+        print(f"\n--fix rewrote {REWRITTEN['files']} .py files and {REWRITTEN['notebooks']} notebooks; "
+              f"safe fixes that do not compile (or, in a notebook, touch more than code cells' sources): {len(broken)}")
         for b in broken:
             print("  " + b)
     return 0
@@ -363,6 +495,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_fix = sub.add_parser("fixes", help="score the fix commits")
     p_fix.add_argument("--rule", action="append", help="only these rules (repeatable)")
+    p_fix.add_argument("--check-fixes", action="store_true",
+                       help="apply --fix to each detected notebook row's buggy notebook and check the rewrite")
     p_fix.add_argument("--show", choices=["missed", "fired-both", "undetected", "detected", "all"],
                        help="list rows with this outcome")
     p_prec = sub.add_parser("precision", help="compare findings with the reviewed snapshot")
@@ -378,6 +512,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "fixes":
             rows = [r for r in load_fix_rows() if not args.rule or r.rule in args.rule]
             score_fixes(rows, work)
+            if args.check_fixes:
+                check_notebook_fixes(rows, work)
             report_fixes(rows, args.show)
             return 0
         return precision(args, work)
