@@ -124,11 +124,15 @@ def _spans(text: _Text, edits: Sequence[Edit]) -> Optional[List[_Span]]:
     return spans
 
 
-def _map_offset(offset: int, spans: Sequence[_Span]) -> int:
-    """Where an offset of the old text lands in the new text (inside a replaced range: its start)."""
+def map_offset(offset: int, spans: Sequence[_Span], *, boundary: bool = False) -> int:
+    """Where an offset of the old text lands in the new text (inside a replaced range: its start).
+
+    An insertion exactly at the offset moves the old text right. With ``boundary`` (a cell
+    boundary of a notebook) an insertion exactly there goes to the cell that starts there
+    (the boundary stays before it), and a replacement ending there to the cell before."""
     delta = 0
     for start, end, content in spans:
-        if offset >= end:  # includes an insertion exactly at the offset: the old text moves right
+        if offset > end or (offset == end and (not boundary or start < end)):
             delta += len(content) - (end - start)
         elif offset >= start:
             return start + delta
@@ -216,7 +220,7 @@ def _check(
     new_index = _Text(new_text)
 
     def old_at(f: Finding) -> Tuple[Tuple[str, str, str], int]:
-        return (_key(f), _map_offset(old.clamped_offset(f.line, f.column), spans))
+        return (_key(f), map_offset(old.clamped_offset(f.line, f.column), spans))
 
     def new_at(f: Finding) -> Tuple[Tuple[str, str, str], int]:
         return (_key(f), new_index.clamped_offset(f.line, f.column))
@@ -381,7 +385,7 @@ def fix_source(
             guard.applied(spans)
         seen_texts.add(new_text)
         outcome.applied.extend(c.finding for c in batch)
-        rejected_marks = [(m, _map_offset(o, spans)) for m, o in rejected_marks]
+        rejected_marks = [(m, map_offset(o, spans)) for m, o in rejected_marks]
         text, findings = new_text, new_findings
 
     outcome.source = text

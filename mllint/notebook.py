@@ -790,22 +790,8 @@ class FixGuard:
         return None
 
     def applied(self, spans) -> None:
-        from mllint.fixing import _map_offset
+        from mllint.fixing import map_offset
 
         spans = sorted(spans, key=lambda s: (s[0], s[1]))
-        self.cell_starts = [_map_boundary(offset, spans) for offset in self.cell_starts]
-        self.mask_starts = [_map_offset(offset, spans) for offset in self.mask_starts]
-
-
-def _map_boundary(offset: int, spans) -> int:
-    """Where a cell boundary lands after the edits: an insertion exactly at the boundary
-    goes to the cell that starts there; a replacement ending there, to the cell before."""
-    delta = 0
-    for start, end, content in spans:
-        if offset > end or (offset == end and start < end):
-            delta += len(content) - (end - start)
-        elif offset >= start:
-            return start + delta
-        else:
-            break
-    return offset + delta
+        self.cell_starts = [map_offset(offset, spans, boundary=True) for offset in self.cell_starts]
+        self.mask_starts = [map_offset(offset, spans) for offset in self.mask_starts]

@@ -97,10 +97,24 @@ def check_noqa(path: str, source: str, suppressions, used, enabled) -> List[Find
             code=CODE,
             name=NAME,
             message=f"unused `noqa` directive ({'; '.join(parts)})",
+            detail=_detail(unused, unknown, duplicate, kept),
             severity=Severity.WARNING,
             fix=Fix(Applicability.SAFE, (edit,), "remove unused noqa codes") if edit else None,
         ))
     return findings
+
+
+def _detail(unused, unknown, duplicate, kept) -> str:
+    """Why each code is reported, and what the fix leaves (the message only lists the codes)."""
+    why = []
+    if unused:
+        why.append(f"no {', '.join(unused)} finding is reported on this line, so the code suppresses nothing")
+    if unknown:
+        why.append(f"{', '.join(unknown)} names no mllint rule (see `mllint rules`)")
+    if duplicate:
+        why.append(f"{', '.join(duplicate)} is named more than once")
+    rest = f"the fix keeps {', '.join(kept)}" if kept else "the fix removes the directive"
+    return "; ".join(why) + f"; {rest}."
 
 
 def _removal(directive, kept, text: str, line: int, line_count: int) -> Optional[Edit]:

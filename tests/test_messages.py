@@ -23,7 +23,10 @@ EXAMPLES = [(code, index, example) for code, rule in all_rules().items() for ind
 
 @pytest.mark.parametrize("code,index,example", EXAMPLES, ids=[f"{c}-{i}" for c, i, _ in EXAMPLES])
 def test_invalid_example_messages_are_one_line_with_a_detail(code, index, example):
-    findings = [f for f in lint_source(example.code, "example.py", [all_rules()[code]]) if f.code == code]
+    rule = all_rules()[code]
+    # ML100 judges the other rules' noqa directives: its examples run with every rule
+    rules = list(all_rules().values()) if rule.check_noqa else [rule]
+    findings = [f for f in lint_source(example.code, "example.py", rules) if f.code == code]
     assert findings
     for finding in findings:
         assert "\n" not in finding.message
