@@ -199,8 +199,11 @@ def _helper_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
     (``y_pred = self.infer(x)`` in ``validation_step``, where ``infer`` is also what the
     training step calls): the helper's forward is not evaluation code, the call is."""
     off = phases.grad_off_functions()
+    # ``self.forward(x)`` / ``model.forward(x)`` is both a forward of the model and a call of
+    # the local method ``forward``: one site, judged once, by the forward pass in check()
+    forward_sites = {e.node for e in phases.forwards()}
     for effect in model.effects:
-        if effect.kind != CALL or not effect.callee or effect.callee in off:
+        if effect.kind != CALL or not effect.callee or effect.callee in off or effect.node in forward_sites:
             continue
         summary = model.summaries.get(effect.callee)
         if summary is None or not summary.forwards or phases.trains(effect.callee):
