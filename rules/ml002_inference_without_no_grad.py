@@ -32,8 +32,9 @@ When the code is fine
     - its output feeds ``backward()`` or ``torch.autograd.grad`` (training, a
       frozen teacher in a training step, adversarial examples, saliency maps);
     - every parameter of the model is frozen (``requires_grad_(False)``);
-    - a smoke test: a model built right there, never trained or loaded, run once
-      to check shapes;
+    - a smoke test: a model built right there, not trained or loaded before it
+      runs (training that only comes later, as in a notebook that checks shapes
+      first, does not count), run once to check shapes;
     - a model's other methods (``forward`` and what it calls, ``sample`` of a
       policy, a ``predict`` step that returns differentiable values): they run in
       whatever grad mode the caller chose;

@@ -51,9 +51,10 @@ When the code is fine
     - ``.eval()`` applied through a loop over a tuple, list or dict of models
       reaches each of them; a type check (``if isinstance(net, nn.Module):
       net.train()``) does not make a switch conditional;
-    - a shape check of a freshly built model (never trained or loaded, or run on
-      ``torch.randn`` input); objects that are not torch models (Pyro models and
-      guides wrapped by ``poutine``, a filter's ``predict`` step other code builds on);
+    - a shape check of a freshly built model (not trained or loaded before it
+      runs: later training does not count; or run on ``torch.randn`` input);
+      objects that are not torch models (Pyro models and guides wrapped by
+      ``poutine``, a filter's ``predict`` step other code builds on);
     - a method that a base class defined elsewhere may call (template methods such
       as ``_valid_epoch``), for a model it receives as an argument.
 
