@@ -32,8 +32,9 @@ When the code is fine
     - its output feeds ``backward()`` or ``torch.autograd.grad`` (training, a
       frozen teacher in a training step, adversarial examples, saliency maps);
     - every parameter of the model is frozen (``requires_grad_(False)``);
-    - a smoke test: a model built right there, never trained or loaded, run once
-      to check shapes;
+    - a smoke test: a model built right there, not trained or loaded before it
+      runs (training that only comes later, as in a notebook that checks shapes
+      first, does not count), run once to check shapes;
     - a model's other methods (``forward`` and what it calls, ``sample`` of a
       policy, a ``predict`` step that returns differentiable values): they run in
       whatever grad mode the caller chose;
@@ -199,8 +200,11 @@ def _helper_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
     (``y_pred = self.infer(x)`` in ``validation_step``, where ``infer`` is also what the
     training step calls): the helper's forward is not evaluation code, the call is."""
     off = phases.grad_off_functions()
+    # ``self.forward(x)`` / ``model.forward(x)`` is both a forward of the model and a call of
+    # the local method ``forward``: one site, judged once, by the forward pass in check()
+    forward_sites = {e.node for e in phases.forwards()}
     for effect in model.effects:
-        if effect.kind != CALL or not effect.callee or effect.callee in off:
+        if effect.kind != CALL or not effect.callee or effect.callee in off or effect.node in forward_sites:
             continue
         summary = model.summaries.get(effect.callee)
         if summary is None or not summary.forwards or phases.trains(effect.callee):
@@ -699,6 +703,55 @@ def fit(model, loader, optimizer):
         step(model, batch, optimizer, update=True)
 """,
 
+    # a notebook's look at a freshly built, untrained model on one validation batch; the model
+    # trained later is a new object (the name is rebound after the forward)
+    """
+import torch
+from torch import nn
+
+dataset = torch.utils.data.TensorDataset(torch.randn(32, 6), torch.randint(0, 3, (32,)))
+train_loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+valid_loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+
+# look at the output of an untrained model on one validation batch
+net = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+inputs, targets = next(iter(valid_loader))
+probs = torch.softmax(net(inputs), dim=1)
+print(probs.shape)
+
+# then the model that is really trained (same name, a new object)
+net = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+opt = torch.optim.Adam(net.parameters())
+for epoch in range(2):
+    for inputs, targets in train_loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(net(inputs), targets).backward()
+        opt.step()
+""",
+    # a shape check of a fresh model on a `test_*` tensor, before a helper trains another model
+    """
+import torch
+from torch import nn
+
+# check the output shape of a freshly built model before training anything
+probe = nn.GRU(1, 8, batch_first=True)
+test_batch = torch.zeros(2, 5, 1)
+test_out, test_h = probe(test_batch)
+print(test_out.shape, test_h.shape)
+
+
+def fit(model, steps):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(steps):
+        opt.zero_grad()
+        out, _ = model(torch.randn(4, 5, 1))
+        out.pow(2).mean().backward()
+        opt.step()
+    return model
+
+
+gru = fit(nn.GRU(1, 8, batch_first=True), 100)
+""",
 ]
 
 INVALID = [
@@ -1385,6 +1438,132 @@ def report(path, test_loader):
     for x, _ in test_loader:
         reco = vae.reconstruct_img(x)
         print(((reco - x) ** 2).mean().item())
+""",
+    ),
+    # module-level evaluation of a model trained in a loop above: the shape-check exception does not apply
+    Example(
+        """
+import torch
+from torch import nn
+
+train_set = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+train_loader = torch.utils.data.DataLoader(train_set, batch_size=16)
+test_loader = torch.utils.data.DataLoader(train_set, batch_size=16)
+
+net = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.1), nn.Linear(16, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for xb, yb in train_loader:
+    opt.zero_grad()
+    nn.functional.mse_loss(net(xb), yb).backward()
+    opt.step()
+
+# the model trained above, evaluated on a test batch
+xb, yb = next(iter(test_loader))
+net.eval()
+print(nn.functional.mse_loss(net(xb), yb).item())
+""",
+        fixed="""
+import torch
+from torch import nn
+
+train_set = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+train_loader = torch.utils.data.DataLoader(train_set, batch_size=16)
+test_loader = torch.utils.data.DataLoader(train_set, batch_size=16)
+
+net = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.1), nn.Linear(16, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for xb, yb in train_loader:
+    opt.zero_grad()
+    nn.functional.mse_loss(net(xb), yb).backward()
+    opt.step()
+
+# the model trained above, evaluated on a test batch
+xb, yb = next(iter(test_loader))
+net.eval()
+with torch.no_grad():
+    print(nn.functional.mse_loss(net(xb), yb).item())
+""",
+    ),
+    # module-level evaluation of a model trained by a helper called above: the shape-check exception does not apply
+    Example(
+        """
+import torch
+from torch import nn
+
+
+def fit(model, steps):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        model(torch.randn(8, 4)).pow(2).mean().backward()
+        opt.step()
+
+
+regressor = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 1))
+fit(regressor, 100)  # trained by a helper before the evaluation
+test_x = torch.randn(8, 4)
+regressor.eval()
+test_pred = regressor(test_x)
+print(test_pred.mean().item())
+""",
+        fixed="""
+import torch
+from torch import nn
+
+
+def fit(model, steps):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        model(torch.randn(8, 4)).pow(2).mean().backward()
+        opt.step()
+
+
+regressor = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 1))
+fit(regressor, 100)  # trained by a helper before the evaluation
+test_x = torch.randn(8, 4)
+regressor.eval()
+with torch.no_grad():
+    test_pred = regressor(test_x)
+print(test_pred.mean().item())
+""",
+    ),
+    # module-level evaluation of a model weights loaded: the shape-check exception does not apply
+    Example(
+        """
+import torch
+from torch import nn
+
+net = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.5), nn.Linear(16, 1))
+net.load_state_dict(torch.load("net.pt"))
+test_x = torch.randn(8, 4)
+net.eval()
+print(net(test_x).mean().item())
+
+# a model trained afterwards is another one: the loaded model is evaluated above
+other = nn.Linear(4, 1)
+opt = torch.optim.SGD(other.parameters(), lr=0.1)
+opt.zero_grad()
+other(torch.randn(8, 4)).sum().backward()
+opt.step()
+""",
+        fixed="""
+import torch
+from torch import nn
+
+net = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.5), nn.Linear(16, 1))
+net.load_state_dict(torch.load("net.pt"))
+test_x = torch.randn(8, 4)
+net.eval()
+with torch.no_grad():
+    print(net(test_x).mean().item())
+
+# a model trained afterwards is another one: the loaded model is evaluated above
+other = nn.Linear(4, 1)
+opt = torch.optim.SGD(other.parameters(), lr=0.1)
+opt.zero_grad()
+other(torch.randn(8, 4)).sum().backward()
+opt.step()
 """,
     ),
 ]

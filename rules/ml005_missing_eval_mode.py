@@ -51,9 +51,10 @@ When the code is fine
     - ``.eval()`` applied through a loop over a tuple, list or dict of models
       reaches each of them; a type check (``if isinstance(net, nn.Module):
       net.train()``) does not make a switch conditional;
-    - a shape check of a freshly built model (never trained or loaded, or run on
-      ``torch.randn`` input); objects that are not torch models (Pyro models and
-      guides wrapped by ``poutine``, a filter's ``predict`` step other code builds on);
+    - a shape check of a freshly built model (not trained or loaded before it
+      runs: later training does not count; or run on ``torch.randn`` input);
+      objects that are not torch models (Pyro models and guides wrapped by
+      ``poutine``, a filter's ``predict`` step other code builds on);
     - a method that a base class defined elsewhere may call (template methods such
       as ``_valid_epoch``), for a model it receives as an argument.
 
@@ -772,6 +773,55 @@ def evaluate(model, loader):
     model.eval()
     return sum((model(x) - y).abs().sum().item() for x, y in loader)
 """,
+    # a notebook's look at a freshly built, untrained model on one validation batch; the model
+    # trained later is a new object (the name is rebound after the forward)
+    """
+import torch
+from torch import nn
+
+dataset = torch.utils.data.TensorDataset(torch.randn(32, 6), torch.randint(0, 3, (32,)))
+train_loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+valid_loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+
+# look at the output of an untrained model on one validation batch
+net = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+inputs, targets = next(iter(valid_loader))
+probs = torch.softmax(net(inputs), dim=1)
+print(probs.shape)
+
+# then the model that is really trained (same name, a new object)
+net = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+opt = torch.optim.Adam(net.parameters())
+for epoch in range(2):
+    for inputs, targets in train_loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(net(inputs), targets).backward()
+        opt.step()
+""",
+    # a shape check of a fresh model on a `test_*` tensor, before a helper trains another model
+    """
+import torch
+from torch import nn
+
+# check the output shape of a freshly built model before training anything
+probe = nn.GRU(1, 8, batch_first=True)
+test_batch = torch.zeros(2, 5, 1)
+test_out, test_h = probe(test_batch)
+print(test_out.shape, test_h.shape)
+
+
+def fit(model, steps):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(steps):
+        opt.zero_grad()
+        out, _ = model(torch.randn(4, 5, 1))
+        out.pow(2).mean().backward()
+        opt.step()
+    return model
+
+
+gru = fit(nn.GRU(1, 8, batch_first=True), 100)
+""",
 ]
 
 INVALID = [
@@ -1451,6 +1501,132 @@ def test(loader):
         for x, y in loader:
             correct += (net(x).argmax(1) == y).sum().item()
     return correct
+""",
+    ),
+    # module-level evaluation of a model trained in a loop above: the shape-check exception does not apply
+    Example(
+        """
+import torch
+from torch import nn
+
+train_set = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+train_loader = torch.utils.data.DataLoader(train_set, batch_size=16)
+test_loader = torch.utils.data.DataLoader(train_set, batch_size=16)
+
+net = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.1), nn.Linear(16, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for xb, yb in train_loader:
+    opt.zero_grad()
+    nn.functional.mse_loss(net(xb), yb).backward()
+    opt.step()
+
+# the model trained above, evaluated on a test batch
+xb, yb = next(iter(test_loader))
+with torch.no_grad():
+    print(nn.functional.mse_loss(net(xb), yb).item())
+""",
+        fixed="""
+import torch
+from torch import nn
+
+train_set = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+train_loader = torch.utils.data.DataLoader(train_set, batch_size=16)
+test_loader = torch.utils.data.DataLoader(train_set, batch_size=16)
+
+net = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.1), nn.Linear(16, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for xb, yb in train_loader:
+    opt.zero_grad()
+    nn.functional.mse_loss(net(xb), yb).backward()
+    opt.step()
+
+# the model trained above, evaluated on a test batch
+xb, yb = next(iter(test_loader))
+net.eval()
+with torch.no_grad():
+    print(nn.functional.mse_loss(net(xb), yb).item())
+""",
+    ),
+    # module-level evaluation of a model trained by a helper called above: the shape-check exception does not apply
+    Example(
+        """
+import torch
+from torch import nn
+
+
+def fit(model, steps):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        model(torch.randn(8, 4)).pow(2).mean().backward()
+        opt.step()
+
+
+regressor = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 1))
+fit(regressor, 100)  # trained by a helper before the evaluation
+test_x = torch.randn(8, 4)
+with torch.no_grad():
+    test_pred = regressor(test_x)
+print(test_pred.mean().item())
+""",
+        fixed="""
+import torch
+from torch import nn
+
+
+def fit(model, steps):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        model(torch.randn(8, 4)).pow(2).mean().backward()
+        opt.step()
+
+
+regressor = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 1))
+fit(regressor, 100)  # trained by a helper before the evaluation
+test_x = torch.randn(8, 4)
+regressor.eval()
+with torch.no_grad():
+    test_pred = regressor(test_x)
+print(test_pred.mean().item())
+""",
+    ),
+    # module-level evaluation of a model weights loaded: the shape-check exception does not apply
+    Example(
+        """
+import torch
+from torch import nn
+
+net = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.5), nn.Linear(16, 1))
+net.load_state_dict(torch.load("net.pt"))
+test_x = torch.randn(8, 4)
+with torch.no_grad():
+    print(net(test_x).mean().item())
+
+# a model trained afterwards is another one: the loaded model is evaluated above
+other = nn.Linear(4, 1)
+opt = torch.optim.SGD(other.parameters(), lr=0.1)
+opt.zero_grad()
+other(torch.randn(8, 4)).sum().backward()
+opt.step()
+""",
+        fixed="""
+import torch
+from torch import nn
+
+net = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.5), nn.Linear(16, 1))
+net.load_state_dict(torch.load("net.pt"))
+test_x = torch.randn(8, 4)
+net.eval()
+with torch.no_grad():
+    print(net(test_x).mean().item())
+
+# a model trained afterwards is another one: the loaded model is evaluated above
+other = nn.Linear(4, 1)
+opt = torch.optim.SGD(other.parameters(), lr=0.1)
+opt.zero_grad()
+other(torch.randn(8, 4)).sum().backward()
+opt.step()
 """,
     ),
 ]

@@ -54,3 +54,26 @@ def test_the_eval_fix_switches_back_to_training_mode_when_evaluation_runs_in_a_t
     assert "    model.eval()\n    return" in outcome.source
     assert "for epoch in range(10):\n    model.train()\n" in outcome.source
     assert lint_source(outcome.source, "example.py", BOTH) == []
+
+
+def test_a_models_own_predict_calling_self_forward_is_one_ml002_finding():
+    # ``self.forward(x)`` is a forward of the model and a call of the local method ``forward``:
+    # one site, one finding (also when ``forward`` takes an extra flag)
+    for params in ("self, x", "self, x, training=False"):
+        source = (
+            "import torch\n"
+            "from torch import nn\n"
+            "\n"
+            "class Scorer(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.head = nn.Linear(3, 1)\n"
+            "\n"
+            f"    def forward({params}):\n"
+            "        return self.head(x)\n"
+            "\n"
+            "    def predict(self, x):\n"
+            "        return (self.forward(x)[:, 0] > 0).float()\n"
+        )
+        found = [(f.line, f.column) for f in lint_source(source, "example.py", [RULES["ML002"]])]
+        assert found == [(13, 17)], params

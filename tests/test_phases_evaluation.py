@@ -304,3 +304,32 @@ def test_lightning_hook_names_need_a_lightning_class():
     )
     assert evidence_kind(ph, "self.model") == "function"
     assert evidence_kind(ph, "self.net") is None  # an unseen base may be a LightningModule
+
+
+def test_a_shape_check_before_any_training_is_not_evaluation_but_after_training_or_loading_it_is():
+    ph = phases_of(
+        """
+        import torch
+        from torch import nn
+
+        probe = nn.Linear(4, 2)
+        images, labels = next(iter(testloader))
+        print(probe(images).shape)
+
+        model = nn.Linear(4, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for images, labels in trainloader:
+            optimizer.zero_grad()
+            model(images).sum().backward()
+            optimizer.step()
+        images, labels = next(iter(testloader))
+        print(model(images).shape)
+
+        loaded = nn.Linear(4, 2)
+        loaded.load_state_dict(torch.load("w.pt"))
+        print(loaded(test_x).shape)
+        """
+    )
+    assert evidence_kind(ph, "probe") is None  # a fresh model, nothing trained yet
+    assert evidence_kind(ph, "model", 1) == "data"  # trained above, then evaluated
+    assert evidence_kind(ph, "loaded") == "data"  # weights loaded

@@ -96,3 +96,35 @@ def test_feeds_backward_follows_returns_and_stops_at_reassignment():
 # --- grad protection ---------------------------------------------------------------------------------------------
 
 
+
+
+# --- training before a point -------------------------------------------------------------------------------
+
+
+def test_trained_before_counts_earlier_training_and_loops_around_not_later_training():
+    ph = phases_of(
+        """
+        import torch
+        from torch import nn
+
+        def fit(net):
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            opt.zero_grad()
+            net(x).sum().backward()
+            opt.step()
+
+        fresh = nn.Linear(4, 2)
+        fresh(x_test)
+        model = nn.Linear(4, 2)
+        fit(model)
+        model(x_test)
+        for epoch in range(3):
+            model(x_val)
+            fit(model)
+        """
+    )
+    module = [e for e in ph.forwards() if e.ctx.scope == "<module>"]
+    assert [e.ref for e in module] == ["fresh", "model", "model"]
+    assert not ph.trained_before(module[0])  # only later code trains
+    assert ph.trained_before(module[1])  # fit(model) ran before
+    assert ph.trained_before(module[2])  # the loop's next iteration comes after fit()

@@ -12,7 +12,9 @@ Facts:
   trains nothing and whose result feeds no backward pass; in a loop over
   validation/test data that runs no backward pass; in a helper every caller of which
   is evaluation code; on validation/test data (``model(X_val)``); or in an inference
-  script (weights loaded, nothing trained). Code after ``.eval()`` in the same
+  script (weights loaded, nothing trained); a shape check of a model built right there and
+  not trained or loaded by then (``trained_before``: training earlier in program order or in
+  a loop around it; later training does not count) is not. Code after ``.eval()`` in the same
   function that never calls backward counts for ML002 (``mode_evidence``). Framework
   code (Lightning evaluation hooks, HF ``Trainer``/skorch ``NeuralNet`` subclasses, HF
   generation and pipelines), unit tests and model internals (methods of classes that

@@ -509,8 +509,11 @@ class EvaluationFacts:
         return None
 
     def smoke_test(self, effect: Effect) -> bool:
-        """A forward of a model built right there and never trained or loaded (``net = Net();
-        y = net(torch.randn(2, 3, 32, 32)); print(y.shape)``): a shape check, not evaluation."""
+        """A forward of a model built right there and not trained or loaded by then (``net = Net();
+        y = net(torch.randn(2, 3, 32, 32)); print(y.shape)``): a shape check, not evaluation.
+        Training that only runs later in the scope (a notebook that checks the shape of a fresh
+        model, then builds and trains the real one) does not make it evaluation
+        (``trained_before``)."""
         ref, scope = effect.ref, effect.ctx.scope
         if _head(ref) in ("self", "cls") or ref != _head(ref):
             return False
@@ -538,7 +541,7 @@ class EvaluationFacts:
                     return False  # torchvision's resnet50(weights=...): trained weights
         if self._weights_loaded(ref, scope):
             return False
-        return not any(e.kind in (BACKWARD, STEP) or (e.kind == CALL and e.callee in self.backprop_functions) for e in self.m.effects_in(scope))
+        return not self.trained_before(effect)
 
     def _synthetic_input(self, effect: Effect) -> bool:
         """The forward's inputs are made up right there (``torch.randn``, ``torch.randint``,

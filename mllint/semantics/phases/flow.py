@@ -14,6 +14,7 @@ from mllint.semantics.model import (
     BACKWARD,
     CALL,
     MODULE_SCOPE,
+    Effect,
     STEP,
     FileModel,
     Loop,
@@ -148,6 +149,33 @@ class BackwardFlow:
 
     def trains(self, key: str) -> bool:
         return key in self.backprop_functions or key in self.step_functions
+
+    def trained_before(self, effect: Effect) -> bool:
+        """Whether training may have run in ``effect``'s scope by the time it runs: a backward
+        pass, an optimizer step, ``torch.autograd.grad`` or a call of a training helper
+        (``train(model)``) earlier in program order, or anywhere in a loop around it (its next
+        iteration comes after). Training that only comes later in straight-line code (a
+        shape check of a fresh model, then the real model is built and trained) does not count."""
+        loops: List[Loop] = []
+        loop = effect.ctx.loop
+        while loop is not None:
+            loops.append(loop)
+            loop = loop.parent
+
+        def before(order: int, other_loop: Optional[Loop]) -> bool:
+            return order < effect.order or any(outer.encloses(other_loop) for outer in loops)
+
+        scope = effect.ctx.scope
+        for other in self.m.effects_in(scope):
+            training = other.kind in (BACKWARD, STEP) or (
+                other.kind == CALL and (other.callee in self.backprop_functions or other.callee in self.step_functions)
+            )
+            if training and before(other.order, other.ctx.loop):
+                return True
+        for call, ctx in self.calls_in(scope):
+            if self._autograd_call(call) and before(self.m.call_order.get(call, effect.order), ctx.loop):
+                return True
+        return False
 
     def file_trains(self) -> bool:
         return any(e.kind in (BACKWARD, STEP) for e in self.m.effects) or any(self._autograd_call(c) for c, _ in self.m.calls)
