@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import csv
 import json
 import os
@@ -355,9 +356,15 @@ def join_snapshot(project: Project, findings: List[dict], root: Path, sources: D
     return matched, new, gone
 
 
-def write_snapshot(project: Project, matched, new) -> None:
+def selected(rule: str, select: Iterable[str]) -> bool:
+    """Is `rule` reported by a run with --select `select` (ML000 always is)?"""
+    return rule == "ML000" or any(s == "ALL" or rule.startswith(s) for s in select)
+
+
+def write_snapshot(project: Project, matched, new, others=()) -> None:
     rows = [dict(cur, verdict=row["verdict"], reason=row["reason"]) for cur, row in matched]
     rows += [dict(cur, verdict="?", reason="") for cur in new]
+    rows += [dict(r) for r in others]  # rows of rules the run did not select, kept as they were
     rows.sort(key=lambda r: (r["path"], position_key(r["line"]), r["rule"]))
     ext = "" if project.ext == [".py"] else " ext=" + ",".join(project.ext)
     with project.file.open("w", encoding="utf-8", newline="") as fh:
@@ -443,7 +450,10 @@ def precision(args, work: Path) -> int:
             missing.append(project.repo)
             continue
         findings = run_mllint(root, args.select)
-        matched, new, gone = join_snapshot(project, findings, root, {})
+        # Rows of rules this run did not select are neither matched nor lost by --update.
+        others = [r for r in project.rows if not selected(r["rule"], args.select)]
+        chosen = dataclasses.replace(project, rows=[r for r in project.rows if selected(r["rule"], args.select)])
+        matched, new, gone = join_snapshot(chosen, findings, root, {})
         for cur, row in matched:
             totals[cur["rule"]][row["verdict"]] += 1
         for cur in new:
@@ -451,7 +461,7 @@ def precision(args, work: Path) -> int:
             unreviewed.append((project.repo, cur))
         gone_all += [(project.repo, r) for r in gone]
         if args.update:
-            write_snapshot(project, matched, new)
+            write_snapshot(project, matched, new, others)
         if args.check_fixes:
             broken += [f"{project.repo}: {b}" for b in check_fixes(root, args.select)]
     if missing:
