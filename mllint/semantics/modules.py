@@ -1,0 +1,75 @@
+"""Which references hold a torch ``nn.Module`` instance, on evidence stronger than spelling.
+
+Rules that rewrite calls on a model (ML011: ``model.forward(x)`` -> ``model(x)``) need to
+know that the object is an ``nn.Module`` and that calling it runs ``Module.__call__``
+(hooks, then ``forward``). ``known_module`` answers from the semantic model's facts:
+a class defined in the file that derives from ``nn.Module`` (through local bases too),
+a name bound to a torch layer, a torchvision/timm/transformers model or a wrapper of
+one (``DDP``, ``torch.compile``), an ``nn.Module`` annotation, or a use only modules have
+(``.eval()``, ``.parameters()`` handed on). The spelling of the name alone
+(``model``, ``net``) is never enough.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from mllint.semantics import roles as R
+from mllint.semantics.model import ANY, FileModel
+
+# The evidence ``known_module`` found.
+LOCAL_CLASS = "local class"  # an instance of a class defined in the file that derives from nn.Module
+BOUND = "bound"  # constructor, annotation or use says it is a model
+
+
+def local_module_class(model: FileModel, ref: str, scope: str) -> Optional[str]:
+    """The class defined in this file whose instance ``ref`` holds, when it is a module."""
+    name = model.instance_of.get(scope, ref) or model.instance_of.get(scope, model.canonical(ref, scope))
+    if name is None:
+        return None
+    info = model.classes.get(name)
+    return name if info is not None and is_module_class(model, name) else None
+
+
+def is_module_class(model: FileModel, name: str, seen: Optional[set] = None) -> bool:
+    """Whether a class defined in this file derives (through local bases) from an nn.Module base."""
+    seen = seen if seen is not None else set()
+    info = model.classes.get(name)
+    if info is None or name in seen:
+        return False
+    seen.add(name)
+    if info.is_module:
+        return True
+    for base in info.bases:
+        if R.is_module_base(model.imports.qualify(base) or base) or is_module_class(model, base.rsplit(".", 1)[-1], seen):
+            return True
+    return False
+
+
+def overrides_call(model: FileModel, name: str, seen: Optional[set] = None) -> bool:
+    """Whether a class defined in this file (or a local base of it) defines its own ``__call__``."""
+    seen = seen if seen is not None else set()
+    info = model.classes.get(name)
+    if info is None or name in seen:
+        return False
+    seen.add(name)
+    if "__call__" in info.methods:
+        return True
+    return any(overrides_call(model, base.rsplit(".", 1)[-1], seen) for base in info.bases)
+
+
+def known_module(model: FileModel, ref: Optional[str], scope: str) -> Optional[str]:
+    """How we know ``ref`` (seen from ``scope``) holds an nn.Module instance: LOCAL_CLASS,
+    BOUND, or None when we do not (spelling alone is not evidence)."""
+    if not ref or ref == ANY or ref in ("self", "cls"):
+        return None
+    head = ref.split(".", 1)[0].split("[", 1)[0]
+    if head in model.classes or (head in model.imports.aliases and head == ref.split("[", 1)[0]):
+        return None  # ``Base.forward(self, x)``, ``nn.Linear.forward``: a class, not an instance
+    if local_module_class(model, ref, scope) is not None:
+        return LOCAL_CLASS
+    if model.instance_of.get(scope, ref) is not None:
+        return None  # an instance of a local class that is not a module
+    if model.has_role(ref, R.MODEL, scope, by_name=False):
+        return BOUND
+    return None

@@ -1,0 +1,474 @@
+"""``model.forward(x)`` on an nn.Module from outside it skips its hooks: call ``model(x)``.
+
+Why it matters
+    Calling a module runs ``nn.Module.__call__``: the forward pre-hooks, then ``forward``,
+    then the forward hooks (and the backward hooks it registers). ``model.forward(x)``
+    runs ``forward`` alone. Whatever was attached with ``register_forward_hook`` /
+    ``register_forward_pre_hook`` is silently skipped: feature extractors and activation
+    recorders see nothing, pruning and weight-norm/spectral-norm parametrisations that
+    recompute weights in a pre-hook use stale weights, quantisation observers, DDP's and
+    FSDP's own bookkeeping, ``torch.compile`` and libraries that wrap a model with hooks
+    (accelerate's device hooks, PEFT) are bypassed. No error is raised
+    (fixtures/ml011: a forward hook that normalises a layer's activations; ``.forward(x)``
+    gives outputs whose mean is 3.2 instead of 0.0 and a different loss).
+
+When the code is fine
+    - ``self.forward(x)`` inside the module's own class, ``super().forward(x)`` and
+      ``Base.forward(self, x)`` (a subclass extending its parent);
+    - ``self.module.forward(x)`` / ``self.model.forward(x)`` inside a wrapper's own
+      ``forward`` (or ``__call__``): EMA, DDP-like and compile shims delegate on purpose,
+      their own ``__call__`` already ran the hooks;
+    - ``.forward`` taken but not called (``fn = model.forward``,
+      ``torch.jit.trace(model.forward, x)``, ``torch.func.functional_call``);
+    - objects not known to be nn.Modules: only a class of the file deriving from
+      ``nn.Module``, a name bound to a torch layer or model, a torchvision/timm/transformers
+      model or wrapper, an ``nn.Module`` annotation, or a name that ``.eval()`` /
+      ``.parameters()`` are called on count; a name that merely looks like a model
+      (``model``, ``net``) does not.
+
+How to fix
+    Call the module: ``model(x, mask=m)`` instead of ``model.forward(x, mask=m)``.
+    ``--fix`` rewrites the call, keeping its arguments as they are, when the object is a
+    known nn.Module whose ``__call__`` is ``Module.__call__`` (no fix for a class of the
+    file that defines its own ``__call__``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from mllint.findings import Applicability, Finding
+from mllint.registry import Example
+from mllint.semantics.model import FileModel
+from mllint.semantics.modules import LOCAL_CLASS, known_module, local_module_class, overrides_call
+from mllint.semantics.names import ref_of, shorten
+
+CODE = "ML011"
+NAME = "forward-called-directly"
+MESSAGE = "`model.forward(x)` skips the module's hooks: call `model(x)`"
+TRIGGERS = (".forward(",)
+DEFAULT_ENABLED = True
+FIX = "safe"
+
+# Methods whose body is a module's own forward pass (a wrapper's forward delegating to the module it wraps).
+_FORWARD_METHOD = re.compile(r"^(_*forward\w*|\w+_forward|__call__)$")
+
+
+def _in_own_forward(model: FileModel, scope: str) -> bool:
+    """Whether ``scope`` is (or is nested in) a forward-like method of a class of the file."""
+    cls = model.class_scope_of(scope)
+    if cls is None:
+        return False
+    rest = scope[len(cls) + 1:].split(".")
+    return bool(rest) and bool(_FORWARD_METHOD.match(rest[0]))
+
+
+def _fixable(model: FileModel, ref: str, scope: str, evidence: str) -> bool:
+    if evidence == LOCAL_CLASS:
+        cls = local_module_class(model, ref, scope)
+        return cls is not None and not overrides_call(model, cls)
+    return True
+
+
+def check(model: FileModel) -> Iterable[Finding]:
+    for call, ctx in model.calls:
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "forward":
+            continue
+        ref = ref_of(func.value)
+        if ref is None:
+            continue  # super().forward(x), make_model().forward(x)
+        head = ref.split(".", 1)[0].split("[", 1)[0]
+        canonical = model.canonical(ref, ctx.scope)
+        if (head == "self" or canonical.split(".", 1)[0] == "self") and _in_own_forward(model, ctx.scope):
+            continue  # a wrapper's own forward delegating to the module it wraps
+        evidence = known_module(model, ref, ctx.scope)
+        if evidence is None:
+            continue
+        receiver = model.code_of(func.value)
+        args = ", ".join(model.code_of(a).rstrip(", ") for a in call.args) if call.args else ""
+        shown = shorten(receiver, 24)
+        message = f"`{shown}.forward(...)` skips the module's hooks: call `{shown}(...)`"
+        detail = (
+            f"`{receiver}` is an nn.Module: calling `{receiver}.forward({shorten(args, 40)})` runs `forward` alone, "
+            f"without `Module.__call__`, so forward pre-hooks and hooks registered on it (feature recorders, pruning and "
+            f"weight-norm pre-hooks, DDP/FSDP, accelerate and PEFT wrappers) are skipped. Call `{receiver}(...)` "
+            f"with the same arguments."
+        )
+        fix = None
+        if _fixable(model, ref, ctx.scope, evidence):
+            fix = model.fix_replacing(
+                call, call.with_changes(func=func.value), Applicability.SAFE, f"call `{shorten(receiver, 40)}(...)` instead of `.forward(...)`"
+            )
+        yield model.finding(call, CODE, NAME, message, fix, detail)
+
+
+# ---------------------------------------------------------------------------------------
+# Examples (collected by the test suite). INVALID examples carry the expected --fix output.
+
+VALID = [
+    # a wrapper's own forward delegating to the module it wraps (EMA shim)
+    """
+    import copy
+    import torch.nn as nn
+
+    class ModelEMA(nn.Module):
+        def __init__(self, model, decay=0.999):
+            super().__init__()
+            self.module = copy.deepcopy(model).eval()
+            self.decay = decay
+
+        def forward(self, *args, **kwargs):
+            return self.module.forward(*args, **kwargs)
+    """,
+    # super().forward and self.forward inside the class
+    """
+    import torch.nn as nn
+
+    class MaskedLinear(nn.Linear):
+        def forward(self, x):
+            return super().forward(x) * self.mask
+
+        def predict(self, x):
+            return self.forward(x).argmax(-1)
+    """,
+    # Base.forward(self, x): a subclass calling its parent's forward explicitly
+    """
+    import torch.nn as nn
+
+    class Backbone(nn.Module):
+        def forward(self, x):
+            return x
+
+    class Head(Backbone):
+        def forward(self, x):
+            return Backbone.forward(self, x) + 1
+    """,
+    # .forward taken but not called: tracing
+    """
+    import torch
+    import torchvision
+
+    model = torchvision.models.resnet18()
+    example = torch.randn(1, 3, 224, 224)
+    traced = torch.jit.trace(model.forward, example)
+    fn = model.forward
+    """,
+    # a name that only looks like a model: nothing says it is an nn.Module
+    """
+    from mypkg import load_pipeline
+
+    model = load_pipeline("ckpt/")
+    for batch in batches:
+        out = model.forward(batch)
+    """,
+    # a parameter of a helper named net: spelling alone is not evidence
+    """
+    def run(net, x):
+        return net.forward(x)
+    """,
+    # a class of the file that is not an nn.Module (a numpy network)
+    """
+    import numpy as np
+
+    class TwoLayerNet:
+        def __init__(self):
+            self.w = np.zeros((4, 2))
+
+        def forward(self, x):
+            return x @ self.w
+
+    net = TwoLayerNet()
+    scores = net.forward(np.ones((3, 4)))
+    """,
+    # a DDP-like wrapper's __call__ that delegates to the wrapped model
+    """
+    import torch.nn as nn
+
+    class Shim:
+        def __init__(self, model: nn.Module):
+            self.model = model
+
+        def __call__(self, x):
+            return self.model.forward(x)
+    """,
+    # a wrapper's forward_features delegating to a submodule's forward
+    """
+    import torch.nn as nn
+
+    class Wrapper(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+        def forward_features(self, x):
+            return self.body.forward(x)
+    """,
+    # a gradient-checkpointing closure inside the module's own forward
+    """
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+    class Stage(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = nn.Sequential(nn.Linear(16, 16), nn.GELU())
+
+        def forward(self, x):
+            block = self.block
+
+            def run(*inputs):
+                return block.forward(*inputs)
+
+            return checkpoint(run, x, use_reentrant=False)
+    """,
+]
+
+INVALID = [
+    # a torchvision model run with .forward in an evaluation loop
+    Example(
+        """
+    import torch
+    import torchvision
+
+    model = torchvision.models.resnet18(num_classes=10)
+    model.eval()
+    with torch.no_grad():
+        for images, labels in loader:
+            logits = model.forward(images)
+    """,
+        fixed="""
+    import torch
+    import torchvision
+
+    model = torchvision.models.resnet18(num_classes=10)
+    model.eval()
+    with torch.no_grad():
+        for images, labels in loader:
+            logits = model(images)
+    """,
+    ),
+    # a module of the file, with keyword arguments kept exactly
+    Example(
+        """
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        def forward(self, x, mask=None):
+            return x
+
+    encoder = Encoder()
+    hidden = encoder.forward(tokens, mask=attention_mask)
+    """,
+        fixed="""
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        def forward(self, x, mask=None):
+            return x
+
+    encoder = Encoder()
+    hidden = encoder(tokens, mask=attention_mask)
+    """,
+    ),
+    # a Lightning module's training_step calling a submodule's forward
+    Example(
+        """
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import lightning as L
+
+    class LitClassifier(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.backbone = nn.Sequential(nn.Linear(28 * 28, 64), nn.ReLU(), nn.Linear(64, 10))
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            logits = self.backbone.forward(x.view(x.size(0), -1))
+            return F.cross_entropy(logits, y)
+    """,
+        fixed="""
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import lightning as L
+
+    class LitClassifier(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.backbone = nn.Sequential(nn.Linear(28 * 28, 64), nn.ReLU(), nn.Linear(64, 10))
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            logits = self.backbone(x.view(x.size(0), -1))
+            return F.cross_entropy(logits, y)
+    """,
+    ),
+    # a Hugging Face model called with keyword-only extras
+    Example(
+        """
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+    outputs = model.forward(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    """,
+        fixed="""
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+    outputs = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    """,
+    ),
+    # a parameter annotated nn.Module in an evaluation helper
+    Example(
+        """
+    import torch
+    from torch import nn
+
+    @torch.no_grad()
+    def evaluate(net: nn.Module, loader):
+        correct = 0
+        for x, y in loader:
+            correct += (net.forward(x).argmax(1) == y).sum().item()
+        return correct
+    """,
+        fixed="""
+    import torch
+    from torch import nn
+
+    @torch.no_grad()
+    def evaluate(net: nn.Module, loader):
+        correct = 0
+        for x, y in loader:
+            correct += (net(x).argmax(1) == y).sum().item()
+        return correct
+    """,
+    ),
+    # a training loop on a local module, feature hook registered
+    Example(
+        """
+    import torch
+    import torch.nn as nn
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    net = MLP()
+    net.fc.register_forward_hook(lambda m, i, o: feats.append(o))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for x, y in loader:
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(net.forward(x), y)
+        loss.backward()
+        opt.step()
+    """,
+        fixed="""
+    import torch
+    import torch.nn as nn
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    net = MLP()
+    net.fc.register_forward_hook(lambda m, i, o: feats.append(o))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for x, y in loader:
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(net(x), y)
+        loss.backward()
+        opt.step()
+    """,
+    ),
+    # a timm model wrapped by DDP
+    Example(
+        """
+    import timm
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(timm.create_model("vit_small_patch16_224").cuda(), device_ids=[rank])
+    out = model.forward(images)
+    """,
+        fixed="""
+    import timm
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(timm.create_model("vit_small_patch16_224").cuda(), device_ids=[rank])
+    out = model(images)
+    """,
+    ),
+    # a torch layer bound to a name, called with .forward in a script
+    Example(
+        """
+    import torch
+    import torch.nn as nn
+
+    proj = nn.Linear(16, 4)
+    nn.utils.parametrizations.weight_norm(proj)
+    y = proj.forward(torch.randn(2, 16))
+    """,
+        fixed="""
+    import torch
+    import torch.nn as nn
+
+    proj = nn.Linear(16, 4)
+    nn.utils.parametrizations.weight_norm(proj)
+    y = proj(torch.randn(2, 16))
+    """,
+    ),
+    # a module class with its own __call__: reported, but no automatic fix
+    Example(
+        """
+    import torch.nn as nn
+
+    class Policy(nn.Module):
+        def forward(self, obs):
+            return obs
+
+        def __call__(self, obs, deterministic=False):
+            return self.forward(obs)
+
+    policy = Policy()
+    action = policy.forward(observation)
+    """,
+    ),
+    # a name the file calls .eval() on, run with .forward in a helper of another class
+    Example(
+        """
+    import torch
+
+    class Evaluator:
+        def __init__(self, model):
+            self.model = model
+            self.model.eval()
+
+        def score(self, batch):
+            with torch.no_grad():
+                return self.model.forward(batch)
+    """,
+        fixed="""
+    import torch
+
+    class Evaluator:
+        def __init__(self, model):
+            self.model = model
+            self.model.eval()
+
+        def score(self, batch):
+            with torch.no_grad():
+                return self.model(batch)
+    """,
+    ),
+]
