@@ -9,8 +9,8 @@ Why it matters
     recompute weights in a pre-hook use stale weights, quantisation observers, DDP's and
     FSDP's own bookkeeping, ``torch.compile`` and libraries that wrap a model with hooks
     (accelerate's device hooks, PEFT) are bypassed. No error is raised
-    (fixtures/ml011: a forward hook that normalises a layer's activations; ``.forward(x)``
-    gives outputs whose mean is 3.2 instead of 0.0 and a different loss).
+    (fixtures/ml011: a forward hook that standardises the model's output; ``.forward(x)``
+    gives outputs with mean 2.29 instead of 0.00, and a final loss of 6.49 instead of 1.89).
 
 When the code is fine
     - ``self.forward(x)`` inside the module's own class, ``super().forward(x)`` and
@@ -20,17 +20,22 @@ When the code is fine
       their own ``__call__`` already ran the hooks;
     - ``.forward`` taken but not called (``fn = model.forward``,
       ``torch.jit.trace(model.forward, x)``, ``torch.func.functional_call``);
+    - unit tests (``def test_forward(): out = model.forward(x); assert ...``): a test
+      exercising ``forward`` itself on a module without hooks;
     - objects not known to be nn.Modules: only a class of the file deriving from
       ``nn.Module``, a name bound to a torch layer or model, a torchvision/timm/transformers
       model or wrapper, an ``nn.Module`` annotation, or a name that ``.eval()`` /
-      ``.parameters()`` are called on count; a name that merely looks like a model
-      (``model``, ``net``) does not.
+      ``.parameters()`` are called on count. A name that only looks like a model
+      (``self.policy``, ``self.model.generator``) counts in a file that works with
+      ``torch.nn`` (and no other framework with ``forward`` methods), with an unsafe fix
+      only; elsewhere (a numpy ``net.forward(x)``) it does not.
 
 How to fix
     Call the module: ``model(x, mask=m)`` instead of ``model.forward(x, mask=m)``.
     ``--fix`` rewrites the call, keeping its arguments as they are, when the object is a
     known nn.Module whose ``__call__`` is ``Module.__call__`` (no fix for a class of the
-    file that defines its own ``__call__``).
+    file that defines its own ``__call__``); when only the name says it is a module, the
+    same rewrite is offered as an unsafe fix (``--unsafe-fixes``).
 """
 
 from __future__ import annotations
@@ -42,8 +47,9 @@ import libcst as cst
 
 from mllint.findings import Applicability, Finding
 from mllint.registry import Example
-from mllint.semantics.model import FileModel
-from mllint.semantics.modules import LOCAL_CLASS, known_module, local_module_class, overrides_call
+from mllint.semantics.model import MODULE_SCOPE, FileModel
+from mllint.semantics.phases import Phases
+from mllint.semantics.modules import LOCAL_CLASS, NAMED, known_module, local_module_class, overrides_call
 from mllint.semantics.names import ref_of, shorten
 
 CODE = "ML011"
@@ -66,6 +72,17 @@ def _in_own_forward(model: FileModel, scope: str) -> bool:
     return bool(rest) and bool(_FORWARD_METHOD.match(rest[0]))
 
 
+def _in_unit_test(model: FileModel, scope: str) -> bool:
+    """Whether ``scope`` is a unit test or nested in one (``Phases.unit_test``, judged by the code)."""
+    phases = Phases.of(model)
+    parts = scope.split(".") if scope != MODULE_SCOPE else []
+    for end in range(len(parts), 0, -1):
+        fn = model.functions.get(".".join(parts[:end]))
+        if fn is not None and phases.unit_test(fn):
+            return True
+    return False
+
+
 def _fixable(model: FileModel, ref: str, scope: str, evidence: str) -> bool:
     if evidence == LOCAL_CLASS:
         cls = local_module_class(model, ref, scope)
@@ -86,8 +103,8 @@ def check(model: FileModel) -> Iterable[Finding]:
         if (head == "self" or canonical.split(".", 1)[0] == "self") and _in_own_forward(model, ctx.scope):
             continue  # a wrapper's own forward delegating to the module it wraps
         evidence = known_module(model, ref, ctx.scope)
-        if evidence is None:
-            continue
+        if evidence is None or _in_unit_test(model, ctx.scope):
+            continue  # not known to be a module; a unit test exercising ``forward`` itself
         receiver = model.code_of(func.value)
         args = ", ".join(model.code_of(a).rstrip(", ") for a in call.args) if call.args else ""
         shown = shorten(receiver, 24)
@@ -100,8 +117,10 @@ def check(model: FileModel) -> Iterable[Finding]:
         )
         fix = None
         if _fixable(model, ref, ctx.scope, evidence):
+            # Only its name says it is a module (its ``__call__`` is not known): the same rewrite, as unsafe.
+            applicability = Applicability.UNSAFE if evidence == NAMED else Applicability.SAFE
             fix = model.fix_replacing(
-                call, call.with_changes(func=func.value), Applicability.SAFE, f"call `{shorten(receiver, 40)}(...)` instead of `.forward(...)`"
+                call, call.with_changes(func=func.value), applicability, f"call `{shorten(receiver, 40)}(...)` instead of `.forward(...)`"
             )
         yield model.finding(call, CODE, NAME, message, fix, detail)
 
@@ -206,6 +225,16 @@ VALID = [
 
         def forward_features(self, x):
             return self.body.forward(x)
+    """,
+    # a unit test exercising forward itself
+    """
+    import torch
+    import timm
+
+    def test_forward_without_head():
+        model = timm.create_model("resnet18", num_classes=0)
+        out = model.forward(torch.randn(2, 3, 64, 64))
+        assert out.shape == (2, 512)
     """,
     # a gradient-checkpointing closure inside the module's own forward
     """
@@ -426,6 +455,31 @@ INVALID = [
     proj = nn.Linear(16, 4)
     nn.utils.parametrizations.weight_norm(proj)
     y = proj(torch.randn(2, 16))
+    """,
+    ),
+    # an attribute known only by its name, in a file working with torch.nn: unsafe fix
+    Example(
+        """
+    import torch
+    import torch.nn as nn
+
+    class Translator:
+        def __init__(self, model):
+            self.model = model
+
+        def step(self, dec_out):
+            return self.model.generator.forward(dec_out.squeeze(0))
+    """,
+        unsafe_fixed="""
+    import torch
+    import torch.nn as nn
+
+    class Translator:
+        def __init__(self, model):
+            self.model = model
+
+        def step(self, dec_out):
+            return self.model.generator(dec_out.squeeze(0))
     """,
     ),
     # a module class with its own __call__: reported, but no automatic fix

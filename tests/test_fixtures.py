@@ -21,6 +21,7 @@ ML003 = FIXTURES / "ml003"
 ML004 = FIXTURES / "ml004"
 ML002 = FIXTURES / "ml002"
 ML005 = FIXTURES / "ml005"
+ML011 = FIXTURES / "ml011"
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -246,3 +247,26 @@ def test_mllint_reports_ml002_and_ml005_at_the_forward_of_the_bad_fixture_only(f
     line = line_containing(folder / "bad_eval.py", forward)
     assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_eval.py", code, line)]
     assert findings[0]["fix"]["applicability"] == "safe"
+
+
+# --- ML011 -------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_ml011_forward_skips_the_hook_and_the_call_runs_it():
+    bad = run_script(ML011 / "bad_features.py")
+    assert bad.returncode == 0, bad.stderr
+    good = run_script(ML011 / "good_features.py")
+    assert good.returncode == 0, good.stderr
+    assert "hook calls 0" in bad.stdout and "hook calls 21" in good.stdout
+    mean = lambda out: float(re.search(r"output mean (\S+)", out).group(1))
+    assert abs(mean(good.stdout)) < 0.01 and mean(bad.stdout) > 1.0, (bad.stdout, good.stdout)
+
+
+def test_mllint_reports_ml011_on_the_bad_fixture_only_with_a_safe_fix():
+    proc = run_mllint("--format", "json", "--select", "ML011", str(ML011))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = json.loads(proc.stdout)
+    lines = [i for i, line in enumerate((ML011 / "bad_features.py").read_text().splitlines(), 1) if "model.forward(x)" in line and not line.lstrip().startswith(("\"", "A", "e"))]
+    assert sorted((Path(f["path"]).name, f["code"], f["line"]) for f in findings) == [("bad_features.py", "ML011", n) for n in lines]
+    assert all(f["fix"] is not None and f["fix"]["applicability"] == "safe" for f in findings)
