@@ -26,8 +26,8 @@ When the code is fine
       ``nn.Module``, a name bound to a torch layer or model, a torchvision/timm/transformers
       model or wrapper, an ``nn.Module`` annotation, or a name that ``.eval()`` /
       ``.parameters()`` are called on count. A name that only looks like a model
-      (``self.policy``, ``self.model.generator``) counts in a file that works with
-      ``torch.nn`` (and no other framework with ``forward`` methods), with an unsafe fix
+      (``self.policy``, ``self.model.generator``) counts in a file that imports
+      torch (and no other framework with ``forward`` methods), with an unsafe fix
       only; elsewhere (a numpy ``net.forward(x)``) it does not.
 
 How to fix
@@ -457,7 +457,7 @@ INVALID = [
     y = proj(torch.randn(2, 16))
     """,
     ),
-    # an attribute known only by its name, in a file working with torch.nn: unsafe fix
+    # an attribute known only by its name, in a file importing torch: unsafe fix
     Example(
         """
     import torch

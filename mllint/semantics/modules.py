@@ -20,7 +20,7 @@ from mllint.semantics.model import ANY, FileModel
 # The evidence ``known_module`` found.
 LOCAL_CLASS = "local class"  # an instance of a class defined in the file that derives from nn.Module
 BOUND = "bound"  # constructor, annotation or use says it is a model
-NAMED = "named"  # only its spelling (``self.policy``, ``model``) in a file that uses torch.nn: no safe fix on it
+NAMED = "named"  # only its spelling (``self.policy``, ``model``) in a file that imports torch: no safe fix on it
 
 
 def local_module_class(model: FileModel, ref: str, scope: str) -> Optional[str]:
@@ -80,10 +80,8 @@ def known_module(model: FileModel, ref: Optional[str], scope: str) -> Optional[s
 
 
 def _defines_torch_modules(model: FileModel) -> bool:
-    """The file works with torch modules: it imports ``torch.nn`` (or Lightning) and not
-    another framework whose objects also have ``forward`` (numpy nets, Keras, JAX, MXNet, Paddle)."""
+    """The file works with torch (imports it, or Lightning) and not with another framework whose
+    objects also have ``forward`` (Keras, JAX, MXNet, Paddle, Chainer)."""
     if any(model.imports.imports_module(p) for p in ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle", "chainer")):
         return False
-    return any(model.imports.imports_module(p) for p in ("torch.nn", "lightning", "pytorch_lightning")) or any(
-        v.startswith("torch") for v in model.imports.aliases.values()
-    ) and any(is_module_class(model, name) for name in model.classes)
+    return any(model.imports.imports_module(p) for p in ("torch", "lightning", "pytorch_lightning"))
