@@ -246,3 +246,24 @@ def test_mllint_reports_ml002_and_ml005_at_the_forward_of_the_bad_fixture_only(f
     line = line_containing(folder / "bad_eval.py", forward)
     assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_eval.py", code, line)]
     assert findings[0]["fix"]["applicability"] == "safe"
+
+
+ML010 = FIXTURES / "ml010"
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml010_crafted_checkpoint_runs_code_only_without_weights_only():
+    bad = run_script(ML010 / "bad_load.py")
+    assert bad.returncode == 0, bad.stderr
+    assert "code executed while loading: True" in bad.stdout
+    good = run_script(ML010 / "good_load.py")
+    assert good.returncode == 0, good.stderr
+    assert "crafted checkpoint refused: True" in good.stdout
+    assert "code executed while loading: False" in good.stdout
+    assert "state_dict loaded: True" in good.stdout
+
+
+def test_ml010_mllint_reports_only_the_bad_fixture():
+    result = run_mllint("--select", "ML010", "--output-format", "json", str(ML010))
+    found = [(Path(f["path"]).name, f["code"]) for f in json.loads(result.stdout)]
+    assert found == [("bad_load.py", "ML010")], result.stdout
