@@ -345,7 +345,11 @@ def _run_fixes(results, settings, unsafe: bool, write: bool):
     for result in results:
         if not _fixable(result, unsafe):
             continue
-        outcome = fix_file(result.path, rules_for(settings.codes_for(result.path)), unsafe=unsafe, write=write)
+        from mllint.semantics.options import ModelOptions
+
+        options = ModelOptions.from_settings(settings.settings_for(result.path))
+        outcome = fix_file(result.path, rules_for(settings.codes_for(result.path)), unsafe=unsafe, write=write,
+                           options=options)
         for finding, reason in outcome.outcome.rejected:
             cell = f"cell {finding.cell}:line " if finding.cell is not None else ""  # a notebook
             _warn(f"{finding.path}:{cell}{finding.line}:{finding.column}: {finding.code} fix not applied: {reason}")

@@ -118,8 +118,11 @@ def syntax_error(source: str, path: str, exc: Optional[cst.ParserSyntaxError] = 
     return file_error(path, f"SyntaxError (LibCST): {text}", line, column)
 
 
-def lint_source(source: str, path: str, rules: Sequence[Rule]) -> List[Finding]:
-    """Lint Python source text with the given rules. Never raises for bad user code."""
+def lint_source(source: str, path: str, rules: Sequence[Rule], options=None) -> List[Finding]:
+    """Lint Python source text with the given rules. Never raises for bad user code.
+
+    `options` (a ``semantics.options.ModelOptions``, e.g. from the file's settings) tells
+    the model what the settings say about the environment (``torch-version``)."""
     suppressions = noqa.scan(source)
     if suppressions is not None and suppressions.skip_file:
         return []
@@ -137,7 +140,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule]) -> List[Finding]:
 
     from mllint.semantics import build_model
 
-    model = build_model(module, source, path)
+    model = build_model(module, source, path, options)
     findings: List[Finding] = []
     for rule in active:
         findings.extend(rule.check(model))
@@ -157,21 +160,21 @@ def _suppress(findings, source, path, rules, suppressions) -> List[Finding]:
     return sorted(set(findings), key=Finding.sort_key)
 
 
-def lint_text(text: str, path: str, rules: Sequence[Rule]) -> FileResult:
+def lint_text(text: str, path: str, rules: Sequence[Rule], options=None) -> FileResult:
     """Lint the text of one file: a notebook (JSON) when `path` ends in ``.ipynb``, else Python.
 
     A notebook that cannot be read is one ML000 finding (at its JSON position)."""
     from mllint import notebook
 
     if not notebook.is_notebook(path):
-        return FileResult(path, lint_source(text, path, rules), text)
+        return FileResult(path, lint_source(text, path, rules, options), text)
     try:
         nb = notebook.load(text)
     except notebook.NotebookError as exc:
         return FileResult(path, [file_error(path, str(exc), exc.line, exc.column)], text)
     if not nb.program.strip():
         return FileResult(path, [], text)
-    findings = [nb.map_finding(f) for f in lint_source(nb.program, path, rules)] + nb.cell_errors(path)
+    findings = [nb.map_finding(f) for f in lint_source(nb.program, path, rules, options)] + nb.cell_errors(path)
     return FileResult(path, sorted(set(findings), key=Finding.sort_key), text)
 
 
@@ -191,7 +194,7 @@ def decode_file(path: str, data: bytes) -> Decoded:
     return Decoded(text, encoding, "\r\n" if "\r\n" in text else "\n")
 
 
-def lint_file(path: str, rules: Sequence[Rule]) -> FileResult:
+def lint_file(path: str, rules: Sequence[Rule], options=None) -> FileResult:
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
@@ -203,7 +206,7 @@ def lint_file(path: str, rules: Sequence[Rule]) -> FileResult:
         decoded = decode_file(path, data)
     except UnreadableFile as exc:
         return FileResult(path, [file_error(path, str(exc))])
-    result = lint_text(decoded.text, path, rules)
+    result = lint_text(decoded.text, path, rules, options)
     result.encoding = decoded.encoding
     return result
 
@@ -218,11 +221,11 @@ class InternalError(Exception):
 
 
 def _lint_one(item):
-    path, codes = item
+    path, codes, options = item
     from mllint.registry import rules_for
 
     try:
-        return lint_file(path, rules_for(codes))
+        return lint_file(path, rules_for(codes), options)
     except Exception as exc:  # a rule or the model crashed: name the file for the bug report
         raise InternalError(f"while linting {path}: {type(exc).__name__}: {exc}") from exc
 
@@ -269,10 +272,13 @@ def lint_paths(
         return caches[key]
 
     results: List[Optional[FileResult]] = [None] * len(files)
-    pending = []  # (index, path, codes, digest, cache)
+    from mllint.semantics.options import ModelOptions
+
+    pending = []  # (index, path, codes, options, digest, cache)
     for index, path in enumerate(files):
         own = settings.settings_for(path)
         codes = tuple(sorted(own.codes_for(path)))
+        options = ModelOptions.from_settings(own)
         cache = cache_for(own)
         digest = None
         if cache is not None:
@@ -283,9 +289,9 @@ def lint_paths(
                 if findings is not None:
                     results[index] = _cached_result(path, data, findings)
                     continue
-        pending.append((index, path, codes, digest, cache))
+        pending.append((index, path, codes, options, digest, cache))
 
-    items = [(path, codes) for _, path, codes, _, _ in pending]
+    items = [(path, codes, options) for _, path, codes, options, _, _ in pending]
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     linted = None
     used = 1
@@ -296,7 +302,7 @@ def lint_paths(
         used = 1
         linted = [_lint_one(item) for item in items]
 
-    for (index, path, _, digest, cache), result in zip(pending, linted):
+    for (index, path, _, _, digest, cache), result in zip(pending, linted):
         results[index] = result
         if cache is not None and digest is not None:
             cache.put(os.path.abspath(path), digest, result.findings)

@@ -280,6 +280,7 @@ def _try(
     path: str,
     rules,
     encoding: Optional[str],
+    options=None,
 ):
     """Apply a batch to the text; (new text, its findings, spans) if it passes, else a reason."""
     spans = sorted((s for cand in batch for s in cand.spans), key=lambda s: (s[0], s[1]))
@@ -296,7 +297,7 @@ def _try(
     reason = _parses(new_text)
     if reason is not None:
         return reason
-    new_findings = engine.lint_source(new_text, path, rules)
+    new_findings = engine.lint_source(new_text, path, rules, options)
     reason = _check(index, findings, batch, new_text, new_findings, spans)
     if reason is not None:
         return reason
@@ -312,6 +313,7 @@ def fix_source(
     encoding: Optional[str] = None,
     max_iterations: int = MAX_ITERATIONS,
     guard=None,
+    options=None,
 ) -> FixOutcome:
     """Apply the applicable fixes of ``rules`` to ``source`` (see the module docstring).
 
@@ -324,7 +326,7 @@ def fix_source(
     rules = list(rules)
     newline = _newline_of(source)
     text = source
-    findings = engine.lint_source(text, path, rules)
+    findings = engine.lint_source(text, path, rules, options)
     outcome = FixOutcome(source=source, initial=list(findings))
     rejected_marks: List[Tuple[tuple, int]] = []
     seen_texts = {text}
@@ -368,7 +370,7 @@ def fix_source(
             if all(not _spans_overlap(cand.spans, other.spans) for other in batch):
                 batch.append(cand)
         while True:
-            result = _try(index, findings, batch, path, rules, encoding)
+            result = _try(index, findings, batch, path, rules, encoding, options)
             if not isinstance(result, str) and result[0] in seen_texts:
                 result = "fix returns the file to an earlier state"  # never cycle
             if not isinstance(result, str) or len(batch) == 1:
@@ -402,6 +404,7 @@ def fix_text(
     *,
     encoding: Optional[str] = None,
     max_iterations: int = MAX_ITERATIONS,
+    options=None,
 ) -> Tuple[str, FixOutcome]:
     """Fix the text of one file (a file's or stdin's): (new text, outcome).
 
@@ -415,7 +418,8 @@ def fix_text(
 
     rules = list(rules)
     if not notebook.is_notebook(path):
-        outcome = fix_source(text, path, rules, unsafe=unsafe, encoding=encoding, max_iterations=max_iterations)
+        outcome = fix_source(text, path, rules, unsafe=unsafe, encoding=encoding, max_iterations=max_iterations,
+                             options=options)
         return outcome.source, outcome
     try:
         nb = notebook.load(text)
@@ -425,7 +429,8 @@ def fix_text(
     if not nb.program.strip():
         return text, FixOutcome(source=text)
     guard = notebook.FixGuard(nb)
-    outcome = fix_source(nb.program, path, rules, unsafe=unsafe, max_iterations=max_iterations, guard=guard)
+    outcome = fix_source(nb.program, path, rules, unsafe=unsafe, max_iterations=max_iterations, guard=guard,
+                         options=options)
     initial = [nb.map_finding(f) for f in outcome.initial] + nb.cell_errors(path)
     new_text, new_nb = text, nb
     if outcome.applied:
@@ -560,7 +565,8 @@ def unified_diff(path: str, old: str, new: str) -> str:
 
 # --- one file --------------------------------------------------------------------------
 
-def fix_file(path: str, rules, *, unsafe: bool = False, write: bool = True, max_iterations: int = MAX_ITERATIONS) -> FileFixResult:
+def fix_file(path: str, rules, *, unsafe: bool = False, write: bool = True, max_iterations: int = MAX_ITERATIONS,
+             options=None) -> FileFixResult:
     """Read, fix and (if ``write`` and the text changed) atomically rewrite one file.
 
     Never raises for a bad file: an unreadable file gives an ML000 finding, a failed
@@ -580,7 +586,7 @@ def fix_file(path: str, rules, *, unsafe: bool = False, write: bool = True, max_
         return _unreadable(path, str(exc))
 
     new_text, outcome = fix_text(
-        decoded.text, path, rules, unsafe, encoding=decoded.encoding, max_iterations=max_iterations
+        decoded.text, path, rules, unsafe, encoding=decoded.encoding, max_iterations=max_iterations, options=options
     )
     result = FileFixResult(path, decoded.text, new_text, outcome, decoded.encoding)
     if write and outcome.source != decoded.text:

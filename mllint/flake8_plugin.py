@@ -59,5 +59,8 @@ class MLLintChecker:
             yield 1, 0, f"ML000 mllint configuration error: {settings}", type(self)
             return
         rules = rules_for(settings.codes_for(path))
-        for finding in lint_source("".join(self.lines), self.filename, rules):
+        from mllint.semantics.options import ModelOptions
+
+        options = ModelOptions.from_settings(settings.settings_for(path))
+        for finding in lint_source("".join(self.lines), self.filename, rules, options):
             yield finding.line, max(finding.column - 1, 0), f"{finding.code} {finding.message}", type(self)

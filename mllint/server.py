@@ -139,14 +139,14 @@ def noqa_edit(text: str, finding: Finding) -> Optional[Tuple[int, int, str]]:
 class Document:
     """One text as the server lints it: findings plus the settings used for them."""
 
-    def __init__(self, text: str, path: str, rules, units):
+    def __init__(self, text: str, path: str, rules, units, options=None):
         from mllint.engine import lint_source
 
         self.text = text
         self.path = path
         self.rules = rules
         self.positions = Positions(text, units)
-        self.findings: List[Finding] = lint_source(text, path, rules)
+        self.findings: List[Finding] = lint_source(text, path, rules, options)
 
     def range(self, finding: Finding):
         start = self.positions.lsp(finding.line, finding.column)
@@ -205,7 +205,10 @@ def build_server():
                 server.window_show_message(t.ShowMessageParams(type=t.MessageType.Error, message=message))
             return None
         rules = rules_for(settings.codes_for(path))
-        return Document(doc.source, path, rules, doc.position_codec.client_num_units)
+        from mllint.semantics.options import ModelOptions
+
+        return Document(doc.source, path, rules, doc.position_codec.client_num_units,
+                        ModelOptions.from_settings(settings))
 
     def lsp_range(start, end) -> "t.Range":
         return t.Range(start=t.Position(line=start[0], character=start[1]),

@@ -56,18 +56,19 @@ def stdin_path(paths: Sequence[str], stdin_filename: Optional[str]) -> Optional[
 # (its JSON text), anything else Python source.
 
 
-def lint_text(text: str, path: str, rules, encoding: str = "utf-8") -> FileResult:
+def lint_text(text: str, path: str, rules, encoding: str = "utf-8", options=None) -> FileResult:
     """Findings of `text` linted as the file `path`."""
-    result = engine.lint_text(text, path, rules)
+    result = engine.lint_text(text, path, rules, options)
     result.encoding = encoding
     return result
 
 
-def fix_text(text: str, path: str, rules, unsafe: bool, encoding: Optional[str] = None) -> Tuple[str, FixOutcome]:
+def fix_text(text: str, path: str, rules, unsafe: bool, encoding: Optional[str] = None,
+             options=None) -> Tuple[str, FixOutcome]:
     """(fixed text, outcome) of applying the applicable fixes to `text` as the file `path`."""
     from mllint import fixing
 
-    return fixing.fix_text(text, path, rules, unsafe, encoding=encoding)
+    return fixing.fix_text(text, path, rules, unsafe, encoding=encoding, options=options)
 
 
 # --- the command -----------------------------------------------------------------------------
@@ -105,8 +106,12 @@ def run(
     from mllint.registry import rules_for
     from mllint.report import REPORTERS, ReportOptions
 
+    from mllint.semantics.options import ModelOptions
+
     codes = settings.settings_for_dir(os.getcwd()).select if path == DASH else settings.codes_for(path)
     rules = rules_for(codes)
+    own = settings.settings_for_dir(os.getcwd()) if path == DASH else settings.settings_for(path)
+    model_options = ModelOptions.from_settings(own)
     data, decoded, error = _read(path)
 
     fixed = 0
@@ -116,7 +121,8 @@ def run(
         old_text = new_text = None
     elif fix or diff:
         old_text = decoded.text
-        new_text, outcome = fix_text(old_text, path, rules, unsafe=unsafe_fixes or diff, encoding=decoded.encoding)
+        new_text, outcome = fix_text(old_text, path, rules, unsafe=unsafe_fixes or diff, encoding=decoded.encoding,
+                                       options=model_options)
         for finding, reason in outcome.rejected:
             cell = f"cell {finding.cell}:line " if getattr(finding, "cell", None) is not None else ""  # a notebook
             _warn(f"{finding.path}:{cell}{finding.line}:{finding.column}: {finding.code} fix not applied: {reason}")
@@ -124,7 +130,7 @@ def run(
         result = FileResult(path, sorted(outcome.remaining, key=lambda f: f.sort_key()), new_text, decoded.encoding)
         new_bytes = data if new_text == old_text else new_text.encode(decoded.encoding)
     else:
-        result = lint_text(decoded.text, path, rules, decoded.encoding)
+        result = lint_text(decoded.text, path, rules, decoded.encoding, model_options)
         new_bytes = data
         old_text = new_text = decoded.text
 

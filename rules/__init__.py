@@ -11,6 +11,7 @@ RULE_MODULES = [
     "ml003_data_leakage",
     "ml004_per_batch_tensor_allocation",
     "ml005_missing_eval_mode",
+    "ml010_unsafe_torch_load",
     "ml011_forward_called_directly",
     "ml100_unused_noqa",
 ]

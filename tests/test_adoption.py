@@ -13,7 +13,7 @@ EVAL = textwrap.dedent(
     """\
     import torch
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
-    model.load_state_dict(torch.load("w.pt"))
+    model.load_state_dict(torch.load("w.pt", weights_only=True))
     for x in test_loader:
         preds = model(x, '''
         a note''')

@@ -270,3 +270,24 @@ def test_mllint_reports_ml011_on_the_bad_fixture_only_with_a_safe_fix():
     lines = [i for i, line in enumerate((ML011 / "bad_features.py").read_text().splitlines(), 1) if "model.forward(x)" in line and not line.lstrip().startswith(("\"", "A", "e"))]
     assert sorted((Path(f["path"]).name, f["code"], f["line"]) for f in findings) == [("bad_features.py", "ML011", n) for n in lines]
     assert all(f["fix"] is not None and f["fix"]["applicability"] == "safe" for f in findings)
+
+
+ML010 = FIXTURES / "ml010"
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml010_crafted_checkpoint_runs_code_only_without_weights_only():
+    bad = run_script(ML010 / "bad_load.py")
+    assert bad.returncode == 0, bad.stderr
+    assert "code executed while loading: True" in bad.stdout
+    good = run_script(ML010 / "good_load.py")
+    assert good.returncode == 0, good.stderr
+    assert "crafted checkpoint refused: True" in good.stdout
+    assert "code executed while loading: False" in good.stdout
+    assert "state_dict loaded: True" in good.stdout
+
+
+def test_ml010_mllint_reports_only_the_bad_fixture():
+    result = run_mllint("--select", "ML010", "--output-format", "json", str(ML010))
+    found = [(Path(f["path"]).name, f["code"]) for f in json.loads(result.stdout)]
+    assert found == [("bad_load.py", "ML010")], result.stdout

@@ -125,7 +125,7 @@ EVAL_MULTILINE = src(
     '''\
     import torch
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
-    model.load_state_dict(torch.load("w.pt"))
+    model.load_state_dict(torch.load("w.pt", weights_only=True))
     for x in test_loader:
         preds = model(x, """
         a note""")
@@ -137,7 +137,7 @@ EVAL_CONTINUATION = src(
     '''\
     import torch
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
-    model.load_state_dict(torch.load("w.pt"))
+    model.load_state_dict(torch.load("w.pt", weights_only=True))
     for x in test_loader:
         preds = model(x) + \\
             0

@@ -3,10 +3,14 @@
 from mllint.semantics.model import FileModel
 
 
-def build_model(module, source: str, path: str) -> FileModel:
+def build_model(module, source: str, path: str, options=None) -> FileModel:
+    """The model of one file; `options` (a `ModelOptions`) carries what the settings say
+    about the environment (``torch-version``), as ``model.options``."""
     from mllint.semantics import builder, summaries
+    from mllint.semantics.options import DEFAULT
 
     model = builder.build(module, source, path)
+    model.options = options if options is not None else DEFAULT
     model.index_effects()
     model.summaries = summaries.compute(model)
     return model

@@ -202,6 +202,9 @@ class FileModel:
         self.aliases = ScopedTable(self)  # ref -> the ref it was assigned from (model = net; net.to(dev))
         self.iteration_vars: Set[str] = set()  # names bound by loops/comprehensions
         self.summaries: Dict[str, Summary] = {}
+        from mllint.semantics.options import DEFAULT
+
+        self.options = DEFAULT  # what the settings say about the environment (see options.py)
         self._wrapper: Optional[MetadataWrapper] = None
         self._positions = None
 
