@@ -12,5 +12,6 @@ RULE_MODULES = [
     "ml004_per_batch_tensor_allocation",
     "ml005_missing_eval_mode",
     "ml007_host_sync_in_hot_loop",
+    "ml008_dataloader_not_tuned",
     "ml100_unused_noqa",
 ]
