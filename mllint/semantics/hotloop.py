@@ -46,7 +46,7 @@ def targets_device(model: FileModel) -> bool:
                 return True
             if attr == "to" and call.args and _DEVICE_WORDS.search(model.code_of(call.args[0].value)):
                 return True
-            if attr in ("prepare", "setup") and "accelerat" in model.code_of(func.value).lower() + "fabric":
+            if attr in ("prepare", "setup") and any(w in model.code_of(func.value).lower() for w in ("accelerat", "fabric")):
                 return True
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == "device" and "cuda" in model.code_of(arg.value).lower():
@@ -102,6 +102,8 @@ def _produces_tensor(model: FileModel, value: cst.BaseExpression, scope: str, kn
     function (``model(x)``, ``criterion(out, y)``, ``F.cross_entropy(...)``), or anything
     computed from one through methods, indexing and arithmetic."""
     for leaf in _operands(value):
+        if _read_on_host(leaf):
+            continue  # loss.item(), out.cpu().numpy(): a Python number or host data now
         base = _base(leaf)
         if isinstance(base, cst.Call) and _callee_is_net(model, base, scope):
             return True
@@ -109,6 +111,22 @@ def _produces_tensor(model: FileModel, value: cst.BaseExpression, scope: str, kn
         if root is not None and (root in known or root.split(".")[0] in known):
             return True
     return False
+
+
+_HOST_READS = frozenset({"item", "tolist", "numpy", "cpu"})
+
+
+def _read_on_host(expr: cst.BaseExpression) -> bool:
+    """Whether a receiver chain passes through a host read (``loss.item()``, ``x.cpu()``)."""
+    while True:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            if expr.func.attr.value in _HOST_READS:
+                return True
+            expr = expr.func.value
+        elif isinstance(expr, (cst.Subscript, cst.Attribute)):
+            expr = expr.value
+        else:
+            return False
 
 
 def _base(expr: cst.BaseExpression) -> cst.BaseExpression:
