@@ -109,22 +109,24 @@ def check(model: FileModel) -> Iterable[Finding]:
         if mover is None:
             continue
         no_workers, unpinned = settings
-        what = " and ".join(
-            part for part, flag in (("no workers", no_workers), ("unpinned memory", unpinned)) if flag
-        )
-        fix = " and ".join(
-            part for part, flag in (("`num_workers=4`", no_workers), ("`pin_memory=True`", unpinned)) if flag
-        )
-        message = f"`{shorten(name, 24)}` feeds the GPU with {what}: pass {fix}"
-        detail = (
-            f"The batches of `{name}` are moved to the GPU in a training loop (`{model.code_of(mover)}`), but "
-            + ("the main process loads every batch between steps while the GPU waits (num_workers is 0)" if no_workers else "")
-            + ("; " if no_workers and unpinned else "")
-            + ("each batch is copied from pageable memory through a staging buffer, and a non-blocking copy "
-               "cannot overlap with compute (pin_memory is off)" if unpinned else "")
-            + ". Set the workers to what the machine has (or read them from the configuration)."
-        )
-        yield model.finding(call, CODE, NAME, message, None, detail)
+        short = shorten(name, 24)
+        moved = shorten(model.code_of(mover), 50)
+        if no_workers:
+            message = f"`{short}` feeds CUDA training from the main process: pass `num_workers=` (e.g. 4)"
+            detail = (
+                f"The batches of `{name}` are moved to the GPU in a training loop (`{moved}`), but with num_workers "
+                "missing or 0 the main process loads and collates every batch between steps while the GPU waits. "
+                "Set the workers to what the machine has (or read them from the configuration)."
+            )
+            yield model.finding(call, CODE, NAME, message, None, detail)
+        if unpinned:
+            message = f"`{short}` feeds CUDA training from pageable memory: pass `pin_memory=True`"
+            detail = (
+                f"The batches of `{name}` are moved to the GPU in a training loop (`{moved}`), but without "
+                "pin_memory=True each batch is copied through a staging buffer and a non_blocking copy cannot "
+                "overlap with compute."
+            )
+            yield model.finding(call, CODE, NAME, message, None, detail)
 
 
 VALID = [
