@@ -11,9 +11,9 @@ Why it matters
     little), and a CPU run cannot show the effect (so there is no runnable fixture).
 
 When the code is fine
-    - ``num_workers`` and ``pin_memory`` come from variables or configuration
-      (``num_workers=args.workers``, ``pin_memory=cfg.pin``, ``**loader_kwargs``): the
-      author chose them, and a run may set them;
+    - a setting that comes from a variable or the configuration (``num_workers=args.workers``,
+      ``pin_memory=cfg.pin``) is the author's choice and is never reported (the other one,
+      when missing, still is); with ``**loader_kwargs`` nothing is reported;
     - the loader's batches are never moved to CUDA in a training loop (CPU training,
       evaluation loaders, loaders whose batches stay on the host); ``.to(device)`` counts
       only when ``device`` is derived from ``"cuda"`` in the file;
@@ -48,16 +48,22 @@ DEFAULT_ENABLED = False
 FIX = None
 
 
+# DataLoaders that are torch's (or subclass it and pass num_workers/pin_memory through).
+_LOADERS = frozenset({
+    "torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader", "monai.data.DataLoader",
+    "monai.data.dataloader.DataLoader", "torch_geometric.loader.DataLoader", "torch_geometric.data.DataLoader",
+})
+
+
 def _is_dataloader(model: FileModel, call: cst.Call) -> bool:
     qual = model.imports.qualname(call.func) or ""
-    return qual in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader") or (
-        qual.endswith(".DataLoader") and qual.startswith("torch.")
-    )
+    return qual in _LOADERS or (qual.endswith(".DataLoader") and qual.startswith("torch."))
 
 
 def _settings(call: cst.Call) -> Optional[Tuple[bool, bool]]:
-    """(no workers, not pinned) for a DataLoader call; None when either setting comes from
-    a variable or ``**kwargs``, or is passed positionally (the author chose it)."""
+    """(no workers, not pinned) for a DataLoader call: each true when the setting is missing
+    or a literal 0/False; a setting from a variable (``num_workers=args.workers``) is the
+    author's choice and is not reported. None for ``**kwargs`` or settings passed positionally."""
     workers = pinned = None
     for index, arg in enumerate(call.args):
         if arg.star:
@@ -73,10 +79,7 @@ def _settings(call: cst.Call) -> Optional[Tuple[bool, bool]]:
             pinned = arg.value
     no_workers = workers is None or (isinstance(workers, cst.Integer) and workers.value == "0")
     unpinned = pinned is None or (isinstance(pinned, cst.Name) and pinned.value == "False")
-    if workers is not None and not isinstance(workers, cst.Integer):
-        return None
-    if pinned is not None and not (isinstance(pinned, cst.Name) and pinned.value in ("True", "False")):
-        return None
+    # A setting read from a variable or the configuration is the author's choice: not reported.
     return no_workers, unpinned
 
 
@@ -409,5 +412,24 @@ INVALID = [
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+    """,
+    # workers from the configuration (the author's choice, not reported), pinned memory missing
+    """
+    import torch
+    from torch.utils.data import DataLoader
+
+    class Trainer:
+        def __init__(self, config):
+            self.config = config
+            self.device = torch.cuda.current_device()
+
+        def train(self, model, optimizer, data):
+            loader = DataLoader(data, batch_size=self.config.batch_size, num_workers=self.config.num_workers)
+            for x, y in loader:
+                x, y = x.to(self.device), y.to(self.device)
+                loss = model(x, y)
+                model.zero_grad()
+                loss.backward()
+                optimizer.step()
     """,
 ]

@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from mllint.semantics import roles as R
-from mllint.semantics.model import BACKWARD, CALL, STEP, FileModel, Loop, conds_within
+from mllint.semantics.model import BACKWARD, CALL, STEP, FileModel, Loop, conds_within, counts_iterations
 from mllint.semantics.names import dotted
 
 _DEVICE_WORDS = re.compile(r"cuda|device|\bdev\b|gpu|rank", re.IGNORECASE)
@@ -220,8 +220,25 @@ def is_tensor(model: FileModel, expr: cst.BaseExpression, scope: str, known: Set
 
 def every_iteration(model: FileModel, loop: Loop, ctx) -> bool:
     """Code directly in ``loop``'s body (not in a nested loop, a lambda or a comprehension's
-    own loop) and under no condition inside it: it runs on every iteration."""
-    return ctx.loop is loop and not conds_within(ctx.conds, loop)
+    own loop) that runs on every iteration: under no condition inside the loop, or only
+    under conditions the loop never changes (``if args.loss == "r1":`` holds on every
+    iteration or on none). A condition that counts iterations (``if step % 10 == 0``),
+    tests anything the loop changes (``if not torch.isfinite(loss)``), or an ``except``
+    handler runs some iterations only."""
+    if ctx.loop is not loop:
+        return False
+    conds = conds_within(ctx.conds, loop)
+    if not conds:
+        return True
+    from mllint.semantics.invariance import analysis
+
+    facts = analysis(model).facts(loop)
+    for cond in conds:
+        if cond.branch == "except" or cond.node is None or counts_iterations(cond, loop.targets):
+            return False
+        if not facts.invariant(cond.node):
+            return False
+    return True
 
 
 # --- DataLoaders -----------------------------------------------------------------------------
@@ -275,7 +292,11 @@ def moves_to_cuda(model: FileModel, loop: Loop) -> Optional[cst.Call]:
 def loops_over(model: FileModel, name: str, scope: str, depth: int = 0) -> List[Loop]:
     """Loops that iterate the object ``name`` of ``scope`` holds: loops of ``scope`` over
     it, and loops of local functions it is passed to, over the parameter it lands in."""
-    found = [loop for loop in model.loops if loop.scope == scope and loop.iter_ref == name]
+    names = {name}
+    for targets, value, ctx in model.assignments:  # pbar = tqdm(enumerate(loader)); it = iter(loader)
+        if ctx.scope == scope and len(targets) == 1 and _wraps(value, name):
+            names.add(targets[0])
+    found = [loop for loop in model.loops if loop.scope == scope and loop.iter_ref in names]
     if depth >= 2:
         return found
     for effect in model.effects_in(scope):
@@ -285,3 +306,16 @@ def loops_over(model: FileModel, name: str, scope: str, depth: int = 0) -> List[
             if arg == name:
                 found.extend(loops_over(model, param, effect.callee, depth + 1))
     return found
+
+
+_WRAPPERS = frozenset({"tqdm", "enumerate", "iter", "trange", "track"})
+
+
+def _wraps(value: cst.BaseExpression, name: str) -> bool:
+    """``tqdm(enumerate(loader), ...)``: a progress bar or counter around the object ``name``."""
+    while isinstance(value, cst.Call):
+        callee = dotted(value.func) or ""
+        if callee.rsplit(".", 1)[-1] not in _WRAPPERS or not value.args:
+            return False
+        value = value.args[0].value
+    return dotted(value) == name
