@@ -52,6 +52,7 @@ FIX = None
 _LOADERS = frozenset({
     "torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader", "monai.data.DataLoader",
     "monai.data.dataloader.DataLoader", "torch_geometric.loader.DataLoader", "torch_geometric.data.DataLoader",
+    "torch_frame.data.DataLoader",
 })
 
 

@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from mllint.semantics import roles as R
-from mllint.semantics.model import BACKWARD, CALL, STEP, FileModel, Loop, conds_within, counts_iterations
+from mllint.semantics.model import BACKWARD, CALL, MODULE_SCOPE, STEP, FileModel, Loop, conds_within, counts_iterations
 from mllint.semantics.names import dotted
 
 _DEVICE_WORDS = re.compile(r"cuda|device|\bdev\b|gpu|rank", re.IGNORECASE)
@@ -297,6 +297,11 @@ def loops_over(model: FileModel, name: str, scope: str, depth: int = 0) -> List[
         if ctx.scope == scope and len(targets) == 1 and _wraps(value, name):
             names.add(targets[0])
     found = [loop for loop in model.loops if loop.scope == scope and loop.iter_ref in names]
+    if scope == MODULE_SCOPE:  # a module-level loader read by a function (def train(): for x in train_loader)
+        found += [
+            loop for loop in model.loops
+            if loop.scope != scope and loop.iter_ref == name and name not in model.locals.get(loop.scope, set())
+        ]
     if depth >= 2:
         return found
     for effect in model.effects_in(scope):
