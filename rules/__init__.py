@@ -11,6 +11,8 @@ RULE_MODULES = [
     "ml003_data_leakage",
     "ml004_per_batch_tensor_allocation",
     "ml005_missing_eval_mode",
+    "ml007_host_sync_in_hot_loop",
+    "ml008_dataloader_not_tuned",
     "ml010_unsafe_torch_load",
     "ml011_forward_called_directly",
     "ml100_unused_noqa",
