@@ -6,7 +6,7 @@ Why it matters
     element is also a kernel launch and often a device sync. The same arithmetic on
     whole tensors (``out = x * w + b``) is one op. No error is raised, the loop is just
     slow, and the cost grows with the tensor (fixtures/ml009: 20,000 elements on CPU,
-    the loop 0.16 s against 0.00005 s for the vectorised op, about 3,000 times slower).
+    the two loops 1.7 to 3.0 s against 0.0003 to 0.007 s for the vectorised ops).
 
 When the code is fine
     The rule reports only loops it can see are element-wise: ``for i in range(n)`` where

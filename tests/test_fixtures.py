@@ -246,3 +246,31 @@ def test_mllint_reports_ml002_and_ml005_at_the_forward_of_the_bad_fixture_only(f
     line = line_containing(folder / "bad_eval.py", forward)
     assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_eval.py", code, line)]
     assert findings[0]["fix"]["applicability"] == "safe"
+
+
+# --- ML009 -------------------------------------------------------------------------------------
+
+ML009 = FIXTURES / "ml009"
+
+
+def _seconds(stdout: str) -> float:
+    return float(re.search(r"^seconds (\S+)$", stdout, re.MULTILINE).group(1))
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml009_scripts_agree_and_the_loops_are_slower():
+    good = run_script(ML009 / "good_scale.py")
+    assert good.returncode == 0, good.stderr
+    bad = run_script(ML009 / "bad_scale.py")
+    assert bad.returncode == 0, bad.stderr
+    result = re.compile(r"^result (\S+)$", re.MULTILINE)
+    assert result.search(bad.stdout).group(1) == result.search(good.stdout).group(1)
+    assert _seconds(bad.stdout) > 10 * _seconds(good.stdout), (bad.stdout, good.stdout)
+
+
+def test_mllint_reports_ml009_at_both_loops_of_the_bad_fixture_only():
+    proc = run_mllint("--format", "json", "--select", "ML009", str(ML009))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = json.loads(proc.stdout)
+    lines = [n for n, t in enumerate((ML009 / "bad_scale.py").read_text(encoding="utf-8").splitlines(), 1) if t.startswith("for i in range(")]
+    assert sorted((Path(f["path"]).name, f["code"], f["line"]) for f in findings) == [("bad_scale.py", "ML009", l) for l in lines]
