@@ -13,6 +13,7 @@ RULE_MODULES = [
     "ml005_missing_eval_mode",
     "ml007_host_sync_in_hot_loop",
     "ml008_dataloader_not_tuned",
+    "ml009_python_loop_over_tensor",
     "ml010_unsafe_torch_load",
     "ml011_forward_called_directly",
     "ml100_unused_noqa",

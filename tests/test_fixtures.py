@@ -291,3 +291,31 @@ def test_ml010_mllint_reports_only_the_bad_fixture():
     result = run_mllint("--select", "ML010", "--output-format", "json", str(ML010))
     found = [(Path(f["path"]).name, f["code"]) for f in json.loads(result.stdout)]
     assert found == [("bad_load.py", "ML010")], result.stdout
+
+
+# --- ML009 -------------------------------------------------------------------------------------
+
+ML009 = FIXTURES / "ml009"
+
+
+def _seconds(stdout: str) -> float:
+    return float(re.search(r"^seconds (\S+)$", stdout, re.MULTILINE).group(1))
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml009_scripts_agree_and_the_loops_are_slower():
+    good = run_script(ML009 / "good_scale.py")
+    assert good.returncode == 0, good.stderr
+    bad = run_script(ML009 / "bad_scale.py")
+    assert bad.returncode == 0, bad.stderr
+    result = re.compile(r"^result (\S+)$", re.MULTILINE)
+    assert result.search(bad.stdout).group(1) == result.search(good.stdout).group(1)
+    assert _seconds(bad.stdout) > 10 * _seconds(good.stdout), (bad.stdout, good.stdout)
+
+
+def test_mllint_reports_ml009_at_both_loops_of_the_bad_fixture_only():
+    proc = run_mllint("--format", "json", "--select", "ML009", str(ML009))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = json.loads(proc.stdout)
+    lines = [n for n, t in enumerate((ML009 / "bad_scale.py").read_text(encoding="utf-8").splitlines(), 1) if t.startswith("for i in range(")]
+    assert sorted((Path(f["path"]).name, f["code"], f["line"]) for f in findings) == [("bad_scale.py", "ML009", l) for l in lines]
