@@ -125,6 +125,17 @@ def _fix(model: FileModel, origin: cst.CSTNode) -> Optional[Fix]:
     if not isinstance(origin, cst.Call):
         return None
     func = origin.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "add_module":
+        # model.add_module("softmax", nn.Softmax()): remove the statement
+        for node in _walk(model.module):
+            if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(node.body[0], cst.Expr) \
+                    and node.body[0].value is origin:
+                try:
+                    fixed = model.module.deep_remove(node)
+                except Exception:
+                    return None
+                return model.fix_from_module(fixed, Applicability.UNSAFE, description) if isinstance(fixed, cst.Module) else None
+        return None
     if isinstance(func, cst.Attribute) and func.attr.value == "softmax" and tensor_method_receiver(model, func) and not _is_qual(
         model, func, frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.special.softmax"})
     ):

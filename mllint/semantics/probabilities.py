@@ -40,10 +40,12 @@ CROSS_ENTROPY_FUNCTIONS = frozenset({"torch.nn.functional.cross_entropy"})
 CROSS_ENTROPY_LOSSES = frozenset({"torch.nn.CrossEntropyLoss", "torch.nn.modules.loss.CrossEntropyLoss"})
 _KEEP_VALUES = frozenset({
     "view", "reshape", "squeeze", "unsqueeze", "contiguous", "float", "double", "half", "to", "cuda", "cpu",
-    "permute", "transpose", "flatten", "view_as", "reshape_as", "type_as", "clone", "t",
+    "permute", "transpose", "flatten", "view_as", "reshape_as", "type_as", "clone", "t", "resize", "resize_as",
 })
+LOG_SOFTMAX_FUNCTIONS = frozenset({"torch.nn.functional.log_softmax", "torch.log_softmax", "torch.special.log_softmax"})
+LOG_SOFTMAX_LAYERS = frozenset({"torch.nn.LogSoftmax", "torch.nn.modules.activation.LogSoftmax"})
 _WRAPPERS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "train", "eval"})
-_MAX_DEPTH = 6
+_MAX_DEPTH = 14
 # Calling the object is the softmax (it is an ``nn.Softmax`` layer): the caller reports its call.
 _CALL_SITE = cst.Name("__softmax_layer_call__")
 
@@ -149,6 +151,8 @@ def is_cross_entropy(m: FileModel, func: cst.BaseExpression, scope: str, depth: 
         return True
     if isinstance(func, cst.Call):
         return _is_qual(m, func.func, CROSS_ENTROPY_LOSSES)
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        return is_cross_entropy(m, func.value, scope, depth + 1)  # criterion.forward(out, y)
     ref = dotted(func)
     if ref is None:
         return False
@@ -193,10 +197,47 @@ def softmax_origin(m: FileModel, expr: cst.BaseExpression, scope: str, at: Optio
         return expr  # z.softmax(dim=1)
     if isinstance(func, cst.Call) and _is_qual(m, func.func, SOFTMAX_LAYERS):
         return expr  # nn.Softmax(dim=1)(z)
+    exp_of = _exp_argument(m, expr)
+    if exp_of is not None:
+        # torch.exp(F.log_softmax(z, 1)): softmax spelled out
+        return expr if _is_log_softmax(m, exp_of, scope, depth + 1) else None
     if isinstance(func, cst.Attribute) and func.attr.value in _KEEP_VALUES:
         return softmax_origin(m, func.value, scope, at, depth + 1)
     # a call of a function, method or module defined in (or built in) this file
     return _callee_origin(m, expr, scope, depth)
+
+
+def _exp_argument(m: FileModel, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """``z`` of ``torch.exp(z)`` or ``z.exp()``."""
+    if m.imports.qualname(call.func) == "torch.exp":
+        return _first_arg(call)
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "exp" and not call.args:
+        if dotted(call.func.value) is None or not _is_module_path(m, call.func.value):
+            return call.func.value
+    return None
+
+
+def _is_log_softmax(m: FileModel, expr: cst.BaseExpression, scope: str, depth: int) -> bool:
+    """A direct log_softmax: ``F.log_softmax(z)``, ``z.log_softmax(1)``, an ``nn.LogSoftmax`` layer called."""
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        ref = dotted(expr)
+        values = _values_of(m, ref, scope, depth) if ref else None
+        return bool(values) and len(values) == 1 and isinstance(values[0][0], cst.Call) and _is_log_softmax(
+            m, values[0][0], values[0][1], depth + 1)
+    if not isinstance(expr, cst.Call) or depth > _MAX_DEPTH:
+        return False
+    func = expr.func
+    if _is_qual(m, func, LOG_SOFTMAX_FUNCTIONS):
+        return True
+    if isinstance(func, cst.Attribute) and func.attr.value == "log_softmax" and tensor_method_receiver(m, func):
+        return not _is_module_path(m, func.value)
+    if isinstance(func, cst.Call) and _is_qual(m, func.func, LOG_SOFTMAX_LAYERS):
+        return True
+    ref = dotted(func)
+    if ref is not None and ref.startswith("self.") and ref.count(".") == 1:
+        values = _values_of(m, ref, scope, depth)
+        return bool(values) and all(isinstance(v, cst.Call) and _is_qual(m, v.func, LOG_SOFTMAX_LAYERS) for v, _ in values)
+    return False
 
 
 def tensor_method_receiver(m: FileModel, func: cst.Attribute) -> bool:
@@ -256,6 +297,8 @@ def _callee_origin(m: FileModel, call: cst.Call, scope: str, depth: int) -> Opti
         return _returns_softmax(m, key, depth + 1)
     if ref in m.classes:
         return None  # Net(x): building an instance
+    if ref.endswith(".forward") and ref != "self.forward":
+        ref = ref[: -len(".forward")]  # model.forward(x): what calling the model gives
     found = _module_origin(m, ref, scope, depth + 1)
     return call if found is _CALL_SITE else found
 
@@ -267,6 +310,12 @@ def _module_origin(m: FileModel, ref: str, scope: str, depth: int) -> Optional[c
     cls_name = m.instance_of.get(scope, ref) or m.instance_of.get(scope, m.canonical(ref, scope))
     if cls_name in m.classes:
         return _class_origin(m, cls_name, depth)
+    added = _last_added_module(m, ref, scope)
+    if added is not None:
+        layer = _first_arg(added, "module") if len(added.args) < 2 else added.args[1].value
+        if layer is not None and isinstance(layer, cst.Call) and _is_qual(m, layer.func, SOFTMAX_LAYERS):
+            return added  # model.add_module("softmax", nn.Softmax()): the last layer
+        return None
     values = _values_of(m, ref, scope, depth)
     if not values:
         return None
@@ -286,6 +335,8 @@ def _object_origin(m: FileModel, value: cst.BaseExpression, scope: str, depth: i
         name = dotted(value.func)
         if name in m.classes:
             return _class_origin(m, name, depth)
+        if name in m.functions and "." not in name:
+            return _factory_origin(m, name, depth + 1)  # model = build_model(...)
         if _is_qual(m, value.func, frozenset({"torch.nn.Sequential"})):
             layers = [a for a in value.args if a.keyword is None]
             if not layers or layers[-1].star:
@@ -336,6 +387,54 @@ def _returns_softmax(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode
             return None
         found = softmax_origin(m, ret.value, key, ret, depth + 1)
         if found is None:
+            return None
+        origin = found
+    return origin
+
+
+def _last_added_module(m: FileModel, ref: str, scope: str) -> Optional[cst.Call]:
+    """The last ``ref.add_module(name, layer)`` call building ``ref`` (in ``scope``, or for
+    ``self.x`` in the class's methods), or None when it is not built that way."""
+    cls_scope = m.class_scope_of(scope) if scope != MODULE_SCOPE else None
+    found = []
+    for call, ctx in m.calls:
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_module"):
+            continue
+        if dotted(call.func.value) != ref:
+            continue
+        if ctx.scope == scope or (ref.startswith("self.") and cls_scope is not None and m.class_scope_of(ctx.scope) == cls_scope):
+            pos = m.position(call).start
+            found.append(((ctx.scope, pos.line, pos.column), call))
+    if not found:
+        return None
+    scopes = {key[0] for key, _c in found}
+    if len(scopes) > 1:
+        return None
+    return max(found, key=lambda item: item[0])[1]
+
+
+def _factory_origin(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode]:
+    """Calling the object every ``return`` of function ``key`` hands back gives softmax output."""
+    if depth > _MAX_DEPTH:
+        return None
+    fn = m.functions.get(key)
+    if fn is None:
+        return None
+    returns = []
+    stack = list(fn.node.body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Return):
+            returns.append(node)
+        stack.extend(node.children)
+    origin = None
+    for ret in returns:
+        if ret.value is None:
+            return None
+        found = _object_origin(m, _unwrap(ret.value), key, depth + 1)
+        if found is None or found is _CALL_SITE:
             return None
         origin = found
     return origin
