@@ -144,6 +144,21 @@ def _fix(model: FileModel, origin: cst.CSTNode) -> Optional[Fix]:
         inner = _first_arg(origin)
     if inner is None:
         return None
+    if isinstance(inner, cst.Name):
+        # ``x = F.softmax(x, dim=1)`` becomes nothing rather than ``x = x``
+        for node in _walk(model.module):
+            if isinstance(node, cst.IndentedBlock) and len(node.body) > 1:
+                for line in node.body:
+                    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(line.body[0], cst.Assign):
+                        assign = line.body[0]
+                        if assign.value is origin and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) \
+                                and assign.targets[0].target.value == inner.value:
+                            try:
+                                fixed = model.module.deep_remove(line)
+                            except Exception:
+                                return None
+                            if isinstance(fixed, cst.Module):
+                                return model.fix_from_module(fixed, Applicability.UNSAFE, description)
     if not isinstance(inner, _ATOMIC):
         inner = inner.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return model.fix_replacing(origin, inner, Applicability.UNSAFE, description)
@@ -522,7 +537,6 @@ INVALID = [
             def forward(self, x):
                 x = F.relu(self.conv(x)).flatten(1)
                 x = self.fc(x)
-                x = x
                 return x
 
         def train(model, loader, criterion, optimizer):
@@ -589,7 +603,6 @@ INVALID = [
 
             def forward(self, x):
                 out = self.body(x)
-                out = out
                 return out
 
         model = Net().to(device)
