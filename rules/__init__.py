@@ -16,5 +16,6 @@ RULE_MODULES = [
     "ml009_python_loop_over_tensor",
     "ml010_unsafe_torch_load",
     "ml011_forward_called_directly",
+    "ml013_softmax_before_cross_entropy",
     "ml100_unused_noqa",
 ]

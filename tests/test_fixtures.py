@@ -319,3 +319,45 @@ def test_mllint_reports_ml009_at_both_loops_of_the_bad_fixture_only():
     findings = json.loads(proc.stdout)
     lines = [n for n, t in enumerate((ML009 / "bad_scale.py").read_text(encoding="utf-8").splitlines(), 1) if t.startswith("for i in range(")]
     assert sorted((Path(f["path"]).name, f["code"], f["line"]) for f in findings) == [("bad_scale.py", "ML009", l) for l in lines]
+
+
+# --- ML013 -------------------------------------------------------------------------------------
+
+ML013 = FIXTURES / "ml013"
+
+
+def accuracy_of(stdout: str) -> float:
+    match = re.search(r"^accuracy (\S+)$", stdout, re.MULTILINE)
+    assert match, f"no 'accuracy' line in:\n{stdout}"
+    return float(match.group(1))
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml013_scripts_run_and_the_softmax_one_trains_slower():
+    good = run_script(ML013 / "good_train.py")
+    assert good.returncode == 0, good.stderr
+    bad = run_script(ML013 / "bad_train.py")
+    assert bad.returncode == 0, bad.stderr
+    # Cross-entropy on probabilities cannot get near 0 and learns slowly.
+    assert final_loss(bad.stdout) > 10 * final_loss(good.stdout), (bad.stdout, good.stdout)
+    assert accuracy_of(bad.stdout) < accuracy_of(good.stdout)
+
+
+def test_mllint_reports_ml013_at_the_losses_of_the_bad_fixture_only():
+    proc = run_mllint("--format", "json", "--select", "ML013", str(ML013))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = (ML013 / "bad_train.py").read_text(encoding="utf-8").splitlines()
+    expected = [n for n, text in enumerate(lines, 1) if "criterion(" in text and "=" in text and "nn." not in text]
+    findings = json.loads(proc.stdout)
+    assert sorted((Path(f["path"]).name, f["line"]) for f in findings) == [("bad_train.py", n) for n in expected]
+    assert all(f["fix"] and f["fix"]["applicability"] == "unsafe" for f in findings)
+
+
+def test_ml013_unsafe_fix_gives_the_good_model(tmp_path):
+    copy = tmp_path / "bad_train.py"
+    shutil.copy(ML013 / "bad_train.py", copy)
+    proc = run_mllint("--select", "ML013", "--fix", "--unsafe-fixes", str(copy))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fixed = copy.read_text(encoding="utf-8")
+    compile(fixed, str(copy), "exec")
+    assert "        return logits\n" in fixed and "return F.softmax" not in fixed

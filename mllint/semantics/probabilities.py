@@ -1,0 +1,440 @@
+"""Which expressions hold softmax probabilities, and which callables are cross-entropy losses.
+
+``softmax_origin(m, expr, scope)`` answers "did this value just come out of a softmax?"
+by following the value back through:
+
+- direct calls: ``F.softmax(z, dim=1)``, ``torch.softmax(z, 1)``, ``z.softmax(-1)``,
+  ``nn.Softmax(dim=1)(z)``, a module attribute bound to ``nn.Softmax`` (``self.sm(z)``);
+- shape-only methods that keep the values (``.view``, ``.reshape``, ``.squeeze``,
+  ``.float()``, ``.to(...)``, subscripts);
+- names: the last assignment before the use in the same function;
+- calls of functions and methods defined in the file, whose every ``return`` gives softmax
+  output (a helper ``predict(x)``, ``self.head(x)``);
+- calls of models: an instance of a class defined in the file whose ``forward`` returns
+  softmax output on every path, or an ``nn.Sequential`` whose last layer is ``nn.Softmax``;
+  parameters of a function are what every caller in the file passes.
+
+It answers with the node that applies the softmax (a call, or the ``nn.Softmax(...)``
+layer inside a Sequential), or None. ``log_softmax``/``nn.LogSoftmax`` are not softmax
+here: cross-entropy after them is harmless (log_softmax is idempotent). A tuple (model
+returning logits and probabilities), a dict, anything computed from the probabilities
+(``torch.log(p)``, ``p * mask``) are not followed: None.
+
+``is_cross_entropy(m, func, scope)``: the callee is ``F.cross_entropy`` or a callable bound
+to ``nn.CrossEntropyLoss(...)`` (a name, ``self.criterion``, a parameter every caller
+hands one, or ``nn.CrossEntropyLoss()(...)`` inline).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import libcst as cst
+
+from mllint.semantics.model import CALL, MODULE_SCOPE, FileModel
+from mllint.semantics.names import dotted
+
+SOFTMAX_FUNCTIONS = frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.special.softmax"})
+SOFTMAX_LAYERS = frozenset({"torch.nn.Softmax", "torch.nn.modules.activation.Softmax"})
+CROSS_ENTROPY_FUNCTIONS = frozenset({"torch.nn.functional.cross_entropy"})
+CROSS_ENTROPY_LOSSES = frozenset({"torch.nn.CrossEntropyLoss", "torch.nn.modules.loss.CrossEntropyLoss"})
+_KEEP_VALUES = frozenset({
+    "view", "reshape", "squeeze", "unsqueeze", "contiguous", "float", "double", "half", "to", "cuda", "cpu",
+    "permute", "transpose", "flatten", "view_as", "reshape_as", "type_as", "clone", "t", "resize", "resize_as",
+})
+LOG_SOFTMAX_FUNCTIONS = frozenset({"torch.nn.functional.log_softmax", "torch.log_softmax", "torch.special.log_softmax"})
+LOG_SOFTMAX_LAYERS = frozenset({"torch.nn.LogSoftmax", "torch.nn.modules.activation.LogSoftmax"})
+_WRAPPERS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "train", "eval"})
+_MAX_DEPTH = 14
+# Calling the object is the softmax (it is an ``nn.Softmax`` layer): the caller reports its call.
+_CALL_SITE = cst.Name("__softmax_layer_call__")
+
+
+def _qual(m: FileModel, func: cst.BaseExpression) -> str:
+    return m.imports.qualname(func) or ""
+
+
+def _is_qual(m: FileModel, func: cst.BaseExpression, names) -> bool:
+    qual = _qual(m, func)
+    if qual in names:
+        return True
+    # ``nn.Softmax`` with ``from torch import nn``: qualname gives torch.nn.Softmax already;
+    # a bare ``nn.`` (unresolved import) is taken as torch.nn.
+    return qual.startswith("nn.") and ("torch." + qual) in names
+
+
+def _first_arg(call: cst.Call, keyword: str = "input") -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None]
+    if positional and not positional[0].star:
+        return positional[0].value
+    return None
+
+
+def _bindings(m: FileModel, ref: str, scope: str) -> List[Tuple[cst.BaseExpression, str]]:
+    """Values assigned to ``ref`` alone, seen from ``scope``: in the scope itself, else (for
+    ``self.x``) in the class's methods, else at module level."""
+    own = [(v, c.scope) for t, v, c in m.assignments if t == (ref,) and c.scope == scope]
+    if own:
+        return own
+    cls_scope = m.class_scope_of(scope) if scope != MODULE_SCOPE else None
+    if ref.startswith("self.") and cls_scope is not None:
+        found = [(v, c.scope) for t, v, c in m.assignments if t == (ref,) and m.class_scope_of(c.scope) == cls_scope]
+        if found:
+            return found
+    fn = m.functions.get(scope)
+    head = ref.split(".", 1)[0]
+    if fn is not None and head in fn.params:
+        return []
+    if scope != MODULE_SCOPE and "." in scope and head not in m.locals.get(scope, ()):
+        parent = scope.rsplit(".", 1)[0]
+        if parent in m.functions:
+            return _bindings(m, ref, parent)
+    if head in m.locals.get(scope, ()) and scope != MODULE_SCOPE:
+        return []
+    return [(v, c.scope) for t, v, c in m.assignments if t == (ref,) and c.scope == MODULE_SCOPE]
+
+
+def _caller_arguments(m: FileModel, scope: str, param: str) -> Optional[List[Tuple[cst.BaseExpression, str]]]:
+    """What every call of function ``scope`` in the file passes for ``param`` (None: some call
+    we cannot read, or no call at all)."""
+    fn = m.functions.get(scope)
+    if fn is None or param not in fn.params or param in ("self", "cls"):
+        return None
+    index = fn.params.index(param) - (1 if fn.cls is not None else 0)
+    found = []
+    for effect in m.effects:
+        if effect.kind != CALL or effect.callee != fn.key or not isinstance(effect.node, cst.Call):
+            continue
+        call = effect.node
+        arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param), None)
+        positional = [a for a in call.args if a.keyword is None]
+        if arg is None and 0 <= index < len(positional) and not any(a.star for a in positional[: index + 1]):
+            arg = positional[index].value
+        if arg is None:
+            return None
+        found.append((arg, effect.ctx.scope))
+    return found or None
+
+
+def _unwrap(value: cst.BaseExpression) -> cst.BaseExpression:
+    """``Net().to(device).cuda()`` -> ``Net()``."""
+    while (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+           and value.func.attr.value in _WRAPPERS and isinstance(value.func.value, cst.Call)):
+        value = value.func.value
+    return value
+
+
+def _values_of(m: FileModel, ref: str, scope: str, depth: int) -> Optional[List[Tuple[cst.BaseExpression, str]]]:
+    """What the object ``ref`` may be: its bindings, or its callers' arguments for a parameter."""
+    fn = m.functions.get(scope)
+    head = ref.split(".", 1)[0]
+    if fn is not None and ref == head and head in fn.params and head not in ("self", "cls"):
+        if not any(c.scope == scope and t == (ref,) for t, _v, c in m.assignments):
+            if depth >= _MAX_DEPTH:
+                return None
+            return _caller_arguments(m, scope, ref)
+    values = _bindings(m, ref, scope)
+    return values or None
+
+
+# --- cross-entropy losses -----------------------------------------------------------------------
+
+
+def is_cross_entropy(m: FileModel, func: cst.BaseExpression, scope: str, depth: int = 0) -> bool:
+    """Whether calling ``func`` computes ``CrossEntropyLoss``/``cross_entropy`` of its first argument."""
+    if depth > _MAX_DEPTH:
+        return False
+    if _is_qual(m, func, CROSS_ENTROPY_FUNCTIONS):
+        return True
+    if isinstance(func, cst.Call):
+        return _is_qual(m, func.func, CROSS_ENTROPY_LOSSES)
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        return is_cross_entropy(m, func.value, scope, depth + 1)  # criterion.forward(out, y)
+    ref = dotted(func)
+    if ref is None:
+        return False
+    values = _values_of(m, ref, scope, depth)
+    if not values:
+        return False
+    for value, where in values:
+        value = _unwrap(value)
+        if isinstance(value, cst.Call) and _is_qual(m, value.func, CROSS_ENTROPY_LOSSES):
+            continue
+        if _is_qual(m, value, CROSS_ENTROPY_FUNCTIONS):
+            continue  # loss_fn = F.cross_entropy
+        if isinstance(value, (cst.Name, cst.Attribute)) and is_cross_entropy(m, value, where, depth + 1):
+            continue
+        return False
+    return True
+
+
+# --- softmax output -----------------------------------------------------------------------------
+
+
+def softmax_origin(m: FileModel, expr: cst.BaseExpression, scope: str, at: Optional[cst.CSTNode] = None,
+                   depth: int = 0) -> Optional[cst.CSTNode]:
+    """The node that applied a softmax to the value of ``expr`` (evaluated in ``scope``,
+    at the statement holding ``at``), or None when it is not known to be softmax output."""
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(expr, cst.Subscript):
+        return softmax_origin(m, expr.value, scope, at, depth + 1)
+    if isinstance(expr, cst.Name) or isinstance(expr, cst.Attribute) and dotted(expr) is not None:
+        return _name_origin(m, dotted(expr), scope, at or expr, depth)
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    if _is_qual(m, func, SOFTMAX_FUNCTIONS):
+        return expr
+    if isinstance(func, cst.Attribute) and func.attr.value == "softmax" and not tensor_method_receiver(m, func):
+        return _callee_origin(m, expr, scope, depth)  # self.softmax(x): a layer or method
+    if isinstance(func, cst.Attribute) and func.attr.value == "softmax":
+        if _is_module_path(m, func.value):
+            return None  # another library's softmax (scipy.special.softmax)
+        return expr  # z.softmax(dim=1)
+    if isinstance(func, cst.Call) and _is_qual(m, func.func, SOFTMAX_LAYERS):
+        return expr  # nn.Softmax(dim=1)(z)
+    exp_of = _exp_argument(m, expr)
+    if exp_of is not None:
+        # torch.exp(F.log_softmax(z, 1)): softmax spelled out
+        return expr if _is_log_softmax(m, exp_of, scope, depth + 1) else None
+    if isinstance(func, cst.Attribute) and func.attr.value in _KEEP_VALUES:
+        return softmax_origin(m, func.value, scope, at, depth + 1)
+    # a call of a function, method or module defined in (or built in) this file
+    return _callee_origin(m, expr, scope, depth)
+
+
+def _exp_argument(m: FileModel, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """``z`` of ``torch.exp(z)`` or ``z.exp()``."""
+    if m.imports.qualname(call.func) == "torch.exp":
+        return _first_arg(call)
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "exp" and not call.args:
+        if dotted(call.func.value) is None or not _is_module_path(m, call.func.value):
+            return call.func.value
+    return None
+
+
+def _is_log_softmax(m: FileModel, expr: cst.BaseExpression, scope: str, depth: int) -> bool:
+    """A direct log_softmax: ``F.log_softmax(z)``, ``z.log_softmax(1)``, an ``nn.LogSoftmax`` layer called."""
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        ref = dotted(expr)
+        values = _values_of(m, ref, scope, depth) if ref else None
+        return bool(values) and len(values) == 1 and isinstance(values[0][0], cst.Call) and _is_log_softmax(
+            m, values[0][0], values[0][1], depth + 1)
+    if not isinstance(expr, cst.Call) or depth > _MAX_DEPTH:
+        return False
+    func = expr.func
+    if _is_qual(m, func, LOG_SOFTMAX_FUNCTIONS):
+        return True
+    if isinstance(func, cst.Attribute) and func.attr.value == "log_softmax" and tensor_method_receiver(m, func):
+        return not _is_module_path(m, func.value)
+    if isinstance(func, cst.Call) and _is_qual(m, func.func, LOG_SOFTMAX_LAYERS):
+        return True
+    ref = dotted(func)
+    if ref is not None and ref.startswith("self.") and ref.count(".") == 1:
+        values = _values_of(m, ref, scope, depth)
+        return bool(values) and all(isinstance(v, cst.Call) and _is_qual(m, v.func, LOG_SOFTMAX_LAYERS) for v, _ in values)
+    return False
+
+
+def tensor_method_receiver(m: FileModel, func: cst.Attribute) -> bool:
+    """``z.softmax(...)`` is the tensor method (not ``self.softmax``, a layer or method of the model)."""
+    receiver = dotted(func.value)
+    return receiver not in ("self", "cls")
+
+
+def _is_module_path(m: FileModel, node: cst.BaseExpression) -> bool:
+    """``torch.special``, ``F``, ``scipy.special``: a module, not a tensor."""
+    qual = m.imports.qualname(node) or ""
+    head = (dotted(node) or "").split(".", 1)[0]
+    return head in m.imports.aliases and head not in m.locals.get(MODULE_SCOPE, ()) and bool(qual)
+
+
+def _name_origin(m: FileModel, ref: Optional[str], scope: str, at: cst.CSTNode, depth: int) -> Optional[cst.CSTNode]:
+    if ref is None:
+        return None
+    here = m.position(at).start
+    earlier = []
+    for targets, value, ctx in m.assignments:
+        if ctx.scope != scope or targets != (ref,):
+            continue
+        pos = m.position(value).start
+        if (pos.line, pos.column) < (here.line, here.column):
+            earlier.append((pos.line, pos.column, value, ctx))
+    if not earlier:
+        return None
+    earlier.sort(key=lambda e: (e[0], e[1]))
+    _l, _c, value, ctx = earlier[-1]
+    # rebound in a loop of the scope, or in another way than a plain assignment: not followed
+    if any(targets != (ref,) and ref in targets for targets, _v, c in m.assignments if c.scope == scope):
+        return None
+    if any(loop.scope == scope and ref in loop.targets for loop in m.loops):
+        return None
+    if len(earlier) > 1 and ctx.conds:
+        return None  # `if ...: out = softmax(out)`: the use may see the other value
+    return softmax_origin(m, value, scope, value, depth + 1)
+
+
+def _callee_origin(m: FileModel, call: cst.Call, scope: str, depth: int) -> Optional[cst.CSTNode]:
+    func = call.func
+    ref = dotted(func)
+    if ref is None:
+        return None
+    # a function or method of this file
+    key = None
+    if ref in m.functions and "." not in ref:
+        key = ref
+    elif ref.startswith("self.") and ref.count(".") == 1:
+        cls_scope = m.class_scope_of(scope) if scope != MODULE_SCOPE else None
+        if cls_scope is not None:
+            method = m.method_key(cls_scope.rsplit(".", 1)[-1], ref.split(".", 1)[1])
+            if method is not None:
+                key = method
+    if key is not None:
+        return _returns_softmax(m, key, depth + 1)
+    if ref in m.classes:
+        return None  # Net(x): building an instance
+    if ref.endswith(".forward") and ref != "self.forward":
+        ref = ref[: -len(".forward")]  # model.forward(x): what calling the model gives
+    found = _module_origin(m, ref, scope, depth + 1)
+    return call if found is _CALL_SITE else found
+
+
+def _module_origin(m: FileModel, ref: str, scope: str, depth: int) -> Optional[cst.CSTNode]:
+    """Calling the object ``ref`` (a model, a layer) gives softmax output."""
+    if depth > _MAX_DEPTH:
+        return None
+    cls_name = m.instance_of.get(scope, ref) or m.instance_of.get(scope, m.canonical(ref, scope))
+    if cls_name in m.classes:
+        return _class_origin(m, cls_name, depth)
+    added = _last_added_module(m, ref, scope)
+    if added is not None:
+        layer = _first_arg(added, "module") if len(added.args) < 2 else added.args[1].value
+        if layer is not None and isinstance(layer, cst.Call) and _is_qual(m, layer.func, SOFTMAX_LAYERS):
+            return added  # model.add_module("softmax", nn.Softmax()): the last layer
+        return None
+    values = _values_of(m, ref, scope, depth)
+    if not values:
+        return None
+    origins = []
+    for value, where in values:
+        origins.append(_object_origin(m, _unwrap(value), where, depth + 1))
+    if any(o is None for o in origins):
+        return None
+    return origins[-1]
+
+
+def _object_origin(m: FileModel, value: cst.BaseExpression, scope: str, depth: int) -> Optional[cst.CSTNode]:
+    """Calling the object ``value`` evaluates to (gives softmax output)."""
+    if isinstance(value, cst.Call):
+        if _is_qual(m, value.func, SOFTMAX_LAYERS):
+            return _CALL_SITE  # the object is a softmax layer: calling it is the softmax
+        name = dotted(value.func)
+        if name in m.classes:
+            return _class_origin(m, name, depth)
+        if name in m.functions and "." not in name:
+            return _factory_origin(m, name, depth + 1)  # model = build_model(...)
+        if _is_qual(m, value.func, frozenset({"torch.nn.Sequential"})):
+            layers = [a for a in value.args if a.keyword is None]
+            if not layers or layers[-1].star:
+                return None
+            last = _unwrap(layers[-1].value)
+            found = _object_origin(m, last, scope, depth + 1)
+            return last if found is _CALL_SITE else found
+        return None
+    ref = dotted(value)
+    if ref is not None:
+        if _is_qual(m, value, SOFTMAX_FUNCTIONS):
+            return None  # act = F.softmax: not followed
+        return _module_origin(m, ref, scope, depth + 1)
+    return None
+
+
+def _class_origin(m: FileModel, cls_name: str, depth: int) -> Optional[cst.CSTNode]:
+    key = m.method_key(cls_name, "forward")
+    if key is None:
+        return None
+    return _returns_softmax(m, key, depth + 1)
+
+
+def _returns_softmax(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode]:
+    """The softmax every ``return`` of function ``key`` hands back (None if some return
+    gives anything else, or it has no return with a value, or it is a generator)."""
+    if depth > _MAX_DEPTH:
+        return None
+    fn = m.functions.get(key)
+    if fn is None:
+        return None
+    returns = []
+    stack = list(fn.node.body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, (cst.Yield,)):
+            return None
+        if isinstance(node, cst.Return):
+            returns.append(node)
+        stack.extend(node.children)
+    if not returns:
+        return None
+    origin = None
+    for ret in returns:
+        if ret.value is None:
+            return None
+        found = softmax_origin(m, ret.value, key, ret, depth + 1)
+        if found is None:
+            return None
+        origin = found
+    return origin
+
+
+def _last_added_module(m: FileModel, ref: str, scope: str) -> Optional[cst.Call]:
+    """The last ``ref.add_module(name, layer)`` call building ``ref`` (in ``scope``, or for
+    ``self.x`` in the class's methods), or None when it is not built that way."""
+    cls_scope = m.class_scope_of(scope) if scope != MODULE_SCOPE else None
+    found = []
+    for call, ctx in m.calls:
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_module"):
+            continue
+        if dotted(call.func.value) != ref:
+            continue
+        if ctx.scope == scope or (ref.startswith("self.") and cls_scope is not None and m.class_scope_of(ctx.scope) == cls_scope):
+            pos = m.position(call).start
+            found.append(((ctx.scope, pos.line, pos.column), call))
+    if not found:
+        return None
+    scopes = {key[0] for key, _c in found}
+    if len(scopes) > 1:
+        return None
+    return max(found, key=lambda item: item[0])[1]
+
+
+def _factory_origin(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode]:
+    """Calling the object every ``return`` of function ``key`` hands back gives softmax output."""
+    if depth > _MAX_DEPTH:
+        return None
+    fn = m.functions.get(key)
+    if fn is None:
+        return None
+    returns = []
+    stack = list(fn.node.body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Return):
+            returns.append(node)
+        stack.extend(node.children)
+    origin = None
+    for ret in returns:
+        if ret.value is None:
+            return None
+        found = _object_origin(m, _unwrap(ret.value), key, depth + 1)
+        if found is None or found is _CALL_SITE:
+            return None
+        origin = found
+    return origin
