@@ -11,5 +11,6 @@ RULE_MODULES = [
     "ml003_data_leakage",
     "ml004_per_batch_tensor_allocation",
     "ml005_missing_eval_mode",
+    "ml014_scheduler_before_optimizer_step",
     "ml100_unused_noqa",
 ]
