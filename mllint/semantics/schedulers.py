@@ -92,9 +92,12 @@ def _optimizer_argument(model: FileModel, call: cst.Call, scope: str) -> Tuple[b
     return False, None
 
 
-def lr_scheduler(model: FileModel, ref: str, scope: str) -> Optional[SchedulerInfo]:
+def lr_scheduler(model: FileModel, ref: str, scope: str, _seen: Optional[frozenset] = None) -> Optional[SchedulerInfo]:
     """What is known about ``ref`` as a torch LR scheduler (None: not one we can identify)."""
     if not ref or ref == ANY or "noise" in ref.lower():
+        return None
+    _seen = (_seen or frozenset()) | {ref}
+    if len(_seen) > 6:
         return None
     values = [v for v in _bindings(model, ref, scope) if not (isinstance(v, cst.Name) and v.value == "None")]
     if values:
@@ -102,8 +105,8 @@ def lr_scheduler(model: FileModel, ref: str, scope: str) -> Optional[SchedulerIn
         for value in values:
             if not isinstance(value, cst.Call):
                 source = ref_of(value)
-                if source and source != ref and source != "__unknown__":
-                    found = lr_scheduler(model, source, scope) if source.count(".") < 4 else None
+                if source and source not in _seen and source != "__unknown__":
+                    found = lr_scheduler(model, source, scope, _seen)
                     if found is None:
                         return None
                     info = info or found
