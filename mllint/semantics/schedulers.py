@@ -194,6 +194,29 @@ def _optimizer_steps(model: FileModel, loop: Optional[Loop], scope: str) -> Iter
                 yield effect, translate(ref, mapping), True, conds, effect
 
 
+_TRAINER_CALL = re.compile(r"^(train|fit)(_(one_)?epoch|_step|_loop)?$|^train_\w*epoch\w*$|^run_\w*train\w*$")
+
+
+def _external_trainer_steps(model: FileModel, loop: Optional[Loop], scope: str) -> Iterator[Tuple[Effect, str, bool, Tuple[Cond, ...], Optional[Effect]]]:
+    """Calls of a training function not defined in the file (``tnt.train(model, loader,
+    optimizer=opt)``, ``train_one_epoch(model, criterion, loader, optimizer, ...)``) handed an
+    optimizer: taken to step it inside the epoch they train."""
+    local = {e.node for e in model.effects_in(scope) if e.kind == CALL}
+    for call, ctx in model.calls:
+        if ctx.scope != scope or call in local or (loop is not None and not loop.encloses(ctx.loop)):
+            continue
+        name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+        if not _TRAINER_CALL.match(name):
+            continue
+        for arg in call.args:
+            ref = ref_of(arg.value)
+            if ref and (arg.keyword is None or "optim" in arg.keyword.value) and model.has_role(ref, R.OPTIMIZER, scope):
+                order = model.call_order.get(call)
+                if order is not None:
+                    effect = Effect(STEP, ref, call, ctx, order)
+                    yield effect, ref, True, conds_within(ctx.conds, loop), effect
+
+
 def steps_ahead(model: FileModel) -> Iterator[StepAhead]:
     """Every zero-argument ``scheduler.step()`` of an identified LR scheduler that runs before
     the optimizer's step in the same iteration of its innermost loop (or the same body of a
@@ -215,7 +238,11 @@ def steps_ahead(model: FileModel) -> Iterator[StepAhead]:
         my_conds = conds_within(ctx.conds, loop)
         before = False
         after = None
-        for effect, optimizer, nested, conds, via in _optimizer_steps(model, loop, ctx.scope):
+        candidates = sorted(
+            list(_optimizer_steps(model, loop, ctx.scope)) + list(_external_trainer_steps(model, loop, ctx.scope)),
+            key=lambda item: item[0].order,
+        )
+        for effect, optimizer, nested, conds, via in candidates:
             if not _matches(model, info.optimizer, optimizer, ctx.scope):
                 continue
             if effect.order < order:
