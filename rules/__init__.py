@@ -17,5 +17,6 @@ RULE_MODULES = [
     "ml010_unsafe_torch_load",
     "ml011_forward_called_directly",
     "ml013_softmax_before_cross_entropy",
+    "ml014_scheduler_before_optimizer_step",
     "ml100_unused_noqa",
 ]

@@ -361,3 +361,36 @@ def test_ml013_unsafe_fix_gives_the_good_model(tmp_path):
     fixed = copy.read_text(encoding="utf-8")
     compile(fixed, str(copy), "exec")
     assert "        return logits\n" in fixed and "return F.softmax" not in fixed
+
+
+# --- ML014 -------------------------------------------------------------------------------------
+
+ML014 = FIXTURES / "ml014"
+
+
+def rates_used(stdout: str) -> list:
+    match = re.search(r"^learning rates used (.+)$", stdout, re.MULTILINE)
+    assert match, f"no 'learning rates used' line in:\n{stdout}"
+    return [float(v) for v in match.group(1).split()]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml014_scripts_run_and_the_bad_one_skips_the_first_learning_rate():
+    good = run_script(ML014 / "good_train.py")
+    assert good.returncode == 0, good.stderr
+    bad = run_script(ML014 / "bad_train.py")
+    assert bad.returncode == 0, bad.stderr
+    good_rates, bad_rates = rates_used(good.stdout), rates_used(bad.stdout)
+    assert good_rates[0] == pytest.approx(0.1)  # the starting rate is used
+    assert 0.1 not in bad_rates  # ... and never by the bad order
+    assert bad_rates[:-1] == pytest.approx(good_rates[1:])  # every rate one epoch early
+    final = lambda out: float(re.search(r"^final loss (\S+)$", out, re.MULTILINE).group(1))  # noqa: E731
+    assert final(bad.stdout) > final(good.stdout)
+
+
+def test_mllint_reports_ml014_at_the_scheduler_step_of_the_bad_fixture_only():
+    proc = run_mllint("--format", "json", "--select", "ML014", str(ML014))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = json.loads(proc.stdout)
+    line = line_containing(ML014 / "bad_train.py", "    scheduler.step()")
+    assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_train.py", "ML014", line)]

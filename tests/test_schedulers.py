@@ -1,0 +1,74 @@
+"""mllint.semantics.schedulers: which names hold a torch LR scheduler, and which scheduler
+steps run before the optimizer step they should follow."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from mllint.semantics import build_model
+from mllint.semantics.schedulers import lr_scheduler, steps_ahead
+
+
+def model_of(source: str):
+    source = textwrap.dedent(source)
+    return build_model(cst.parse_module(source), source, "t.py")
+
+
+def test_lr_schedulers_are_identified_by_constructor_annotation_or_name():
+    m = model_of(
+        """
+        import torch
+        from diffusers import DDPMScheduler
+        from transformers import get_cosine_schedule_with_warmup
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        a = torch.optim.lr_scheduler.StepLR(opt, 2)
+        b = get_cosine_schedule_with_warmup(opt, 10, 100)
+        c = MyWarmup(opt, 5)
+        noise_scheduler = DDPMScheduler(1000)
+        scheduler = DDPMScheduler.from_pretrained("x")
+        annealer = Annealer()
+        """
+    )
+    assert lr_scheduler(m, "a", "<module>").optimizer == "opt"
+    assert lr_scheduler(m, "b", "<module>") is not None
+    assert lr_scheduler(m, "c", "<module>") is not None  # handed the optimizer
+    assert lr_scheduler(m, "noise_scheduler", "<module>") is None
+    assert lr_scheduler(m, "scheduler", "<module>") is None  # bound to a diffusers sampler
+    assert lr_scheduler(m, "annealer", "<module>") is None
+    assert lr_scheduler(m, "lr_scheduler", "<module>") is not None  # unbound here: by spelling
+
+
+def test_alias_cycles_do_not_recurse_forever():
+    m = model_of(
+        """
+        a = b
+        b = a
+        """
+    )
+    assert lr_scheduler(m, "a", "<module>") is None
+
+
+def test_steps_ahead_per_batch_per_epoch_and_through_helpers():
+    m = model_of(
+        """
+        import torch
+        def train_one_epoch(model, loader, optimizer):
+            for x in loader:
+                optimizer.step()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, 2)
+        for epoch in range(3):
+            sched.step()
+            train_one_epoch(net, loader, opt)
+        for x in loader:
+            sched.step()
+            opt.step()
+        for x in loader:
+            opt.step()
+            sched.step()
+        """
+    )
+    found = sorted((s.nested, s.via is not None, s.step is not None) for s in steps_ahead(m))
+    assert found == [(False, False, True), (True, True, False)]
