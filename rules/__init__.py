@@ -11,5 +11,6 @@ RULE_MODULES = [
     "ml003_data_leakage",
     "ml004_per_batch_tensor_allocation",
     "ml005_missing_eval_mode",
+    "ml006_loss_accumulated_with_graph",
     "ml100_unused_noqa",
 ]
