@@ -119,12 +119,12 @@ def _fix_kind(model: FileModel, acc: Accumulation, others: List[cst.CSTNode]) ->
             if not isinstance(bound, cst.Name) or bound.value != name:
                 continue
             if is_list:
-                    start_ok = isinstance(value, cst.List) and not value.elements
-                else:
-                    start_ok = isinstance(value, (cst.Integer, cst.Float)) or (
-                        isinstance(value, cst.UnaryOperation) and isinstance(value.expression, (cst.Integer, cst.Float)))
-                if not start_ok:
-                    return UNSAFE
+                start_ok = isinstance(value, cst.List) and not value.elements
+            else:
+                start_ok = isinstance(value, (cst.Integer, cst.Float)) or (
+                    isinstance(value, cst.UnaryOperation) and isinstance(value.expression, (cst.Integer, cst.Float)))
+            if not start_ok:
+                return UNSAFE
     if not start_ok:
         return UNSAFE
     names = derived(model, scope, name, name)
@@ -133,6 +133,11 @@ def _fix_kind(model: FileModel, acc: Accumulation, others: List[cst.CSTNode]) ->
         if id(node) in own_ids or not isinstance(node, cst.Name) or node.value not in names:
             continue
         parent = parents_of(model).get(node)
+        holder = parent
+        while isinstance(holder, (cst.Element, cst.Tuple, cst.List, cst.StarredElement)):
+            holder = parents_of(model).get(holder)
+        if isinstance(holder, cst.AssignTarget):
+            continue
         if isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is node):
             continue
         if isinstance(parent, cst.Attribute) and parent.attr is node:
