@@ -281,6 +281,62 @@ def backpropagated(model: FileModel, scope: cst.CSTNode, names: Set[str]) -> boo
     return False
 
 
+def _terms(expr: cst.BaseExpression) -> Iterator[str]:
+    """Names that are arithmetic operands of ``expr`` (``a + 0.1 * b`` gives a, b), not call arguments."""
+    if isinstance(expr, cst.Name):
+        yield expr.value
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+        yield from _terms(expr.left)
+        yield from _terms(expr.right)
+    elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        yield from _terms(expr.expression)
+
+
+def _bindings(ordered: List[cst.CSTNode], position: Dict[int, int], name: str) -> List[int]:
+    return [position[id(s)] for s in ordered for n, _ in _assigned_names(s) if n == name]
+
+
+def _graph_proof(ordered, position, parents, body, name: str, here: int, depth: int) -> Optional[Tuple[cst.Call, bool]]:
+    """A backward call in the loop that backpropagates ``name`` as it is at position
+    ``here`` (no rebinding of it in between), directly or as a term of a loss that is
+    backpropagated (``loss = ce + 0.1 * kl; loss.backward()`` proves ``ce`` and ``kl``)."""
+    bindings = _bindings(ordered, position, name)
+    for node in _walk(body):
+        if isinstance(node, cst.Call):
+            is_bw = _backward_of(node, name)
+            if is_bw is None:
+                continue
+            stmt_of = node
+            while stmt_of is not None and id(stmt_of) not in position:
+                stmt_of = parents.get(stmt_of)
+            if stmt_of is None:
+                continue
+            where = position[id(stmt_of)]
+            low, high = min(where, here), max(where, here)
+            if any(low < b < high for b in bindings):
+                continue
+            return node, is_bw
+    if depth >= 3:
+        return None
+    for stmt in ordered:
+        if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name):
+            target, value = stmt.targets[0].target.value, stmt.value
+        elif isinstance(stmt, cst.AugAssign) and isinstance(stmt.target, cst.Name) and isinstance(stmt.operator, (cst.AddAssign, cst.SubtractAssign)):
+            target, value = stmt.target.value, stmt.value
+        else:
+            continue
+        if target == name or name not in set(_terms(value)):
+            continue
+        where = position[id(stmt)]
+        low, high = min(where, here), max(where, here)
+        if any(low < b < high for b in bindings):
+            continue
+        found = _graph_proof(ordered, position, parents, body, target, where, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
 def accumulations(model: FileModel) -> List[Accumulation]:
     found: List[Accumulation] = []
     parents = parents_of(model)
@@ -310,24 +366,10 @@ def accumulations(model: FileModel) -> List[Accumulation]:
             before = [b for b in bindings if b[0] < here]
             if before and detaching(before[-1][1]):
                 continue
-            backward = None
-            scalar = False
-            for node in _walk(body):
-                if isinstance(node, cst.Call):
-                    is_bw = _backward_of(node, name.value)
-                    if is_bw is None:
-                        continue
-                    stmt_of = node
-                    while stmt_of is not None and id(stmt_of) not in position:
-                        stmt_of = parents.get(stmt_of)
-                    if stmt_of is None:
-                        continue
-                    where = position[id(stmt_of)]
-                    low, high = min(where, here), max(where, here)
-                    if any(low < b[0] < high for b in bindings):
-                        continue
-                    backward, scalar = node, is_bw
-                    break
+            proof = _graph_proof(ordered, position, parents, body, name.value, here, 0)
+            if proof is None:
+                continue
+            backward, scalar = proof
             if backward is None:
                 continue
             # the accumulator outlives the iteration: not rebound unconditionally before, in this body
