@@ -180,9 +180,10 @@ def check(model: FileModel) -> Iterable[Finding]:
         fix = _fix(model, acc, kind)
         loss = acc.name.value
         statement = _brief(model, acc.statement)
-        message = f"`{statement}` keeps every iteration's graph alive: use `{loss}.item()`"
+        remedy = f"use `{loss}.item()`" if acc.scalar else "detach it first"
+        message = f"`{statement}` keeps every iteration's graph alive: {remedy}"
         if len(message) > 110:
-            message = f"`{loss}` is accumulated with its graph across iterations: use `{loss}.item()`"
+            message = f"`{loss}` is accumulated with its graph across iterations: {remedy}"
         fix_note = {
             SAFE: "",
             UNSAFE: f" `{acc_text}` is returned or stored, so the fix is unsafe: check its users.",
@@ -192,6 +193,10 @@ def check(model: FileModel) -> Iterable[Finding]:
             f"`{loss}` is backpropagated in this loop, so it carries its autograd graph; accumulating it into "
             f"`{acc_text}`, which outlives the iteration, keeps the graph of every iteration alive until "
             f"`{acc_text}` goes away. Accumulate the number `{loss}.item()` (or `{loss}.detach()`)." + fix_note
+            if acc.scalar else
+            f"`{loss}` holds a tensor that is backpropagated in this loop, so it carries its autograd graph; "
+            f"keeping it in `{acc_text}`, which outlives the iteration, keeps the graph of every iteration alive. "
+            f"Detach the tensor it holds (or store `.item()`) before keeping it."
         )
         yield model.finding(acc.statement, CODE, NAME, message, fix, detail)
 

@@ -116,6 +116,10 @@ def _backward_of(call: cst.Call, name: str) -> Optional[bool]:
         scalar = not any(a.keyword is None or a.keyword.value in ("gradient", "grad_tensors") for a in call.args)
         if isinstance(receiver, cst.Name) and receiver.value == name:
             return scalar
+        # output["loss"].backward(), out.loss.backward(): the container holds the graph (no `.item()` on it)
+        if isinstance(receiver, (cst.Subscript, cst.Attribute)) and isinstance(receiver.value, cst.Name) \
+                and receiver.value.value == name:
+            return False
         if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale":
             if receiver.args and isinstance(receiver.args[0].value, cst.Name) and receiver.args[0].value.value == name:
                 return scalar
@@ -293,7 +297,15 @@ def _terms(expr: cst.BaseExpression) -> Iterator[str]:
 
 
 def _bindings(ordered: List[cst.CSTNode], position: Dict[int, int], name: str) -> List[int]:
-    return [position[id(s)] for s in ordered for n, _ in _assigned_names(s) if n == name]
+    """Where ``name`` is rebound, or a part of it is replaced (``output["loss"] = ...detach()``)."""
+    out = [position[id(s)] for s in ordered for n, _ in _assigned_names(s) if n == name]
+    for s in ordered:
+        if isinstance(s, cst.Assign):
+            for t in s.targets:
+                if isinstance(t.target, (cst.Subscript, cst.Attribute)) and isinstance(t.target.value, cst.Name) \
+                        and t.target.value.value == name:
+                    out.append(position[id(s)])
+    return out
 
 
 def _graph_proof(ordered, position, parents, body, name: str, here: int, depth: int) -> Optional[Tuple[cst.Call, bool]]:
