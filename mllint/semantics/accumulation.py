@@ -289,9 +289,15 @@ def _terms(expr: cst.BaseExpression) -> Iterator[str]:
     """Names that are arithmetic operands of ``expr`` (``a + 0.1 * b`` gives a, b), not call arguments."""
     if isinstance(expr, cst.Name):
         yield expr.value
-    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
         yield from _terms(expr.left)
         yield from _terms(expr.right)
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+        # a loss scaled by a number (`0.1 * kl`, `ce / 2`); never a weight or a count (`loss * num_tokens`)
+        if isinstance(expr.right, (cst.Integer, cst.Float)):
+            yield from _terms(expr.left)
+        elif isinstance(expr.left, (cst.Integer, cst.Float)) and isinstance(expr.operator, cst.Multiply):
+            yield from _terms(expr.right)
     elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
         yield from _terms(expr.expression)
 
