@@ -212,6 +212,11 @@ def _match(model: FileModel, stmt: cst.CSTNode) -> Optional[Tuple[cst.BaseExpres
         op = stmt.value
         if isinstance(op.operator, cst.Add) and text(model, op.left) == text(model, stmt.targets[0].target):
             return stmt.targets[0].target, op.right, "+"
+    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Subscript):
+        target = stmt.targets[0].target
+        if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) \
+                and isinstance(target.slice[0].slice.value, cst.Name) and isinstance(stmt.value, cst.Name):
+            return target, stmt.value, "store"  # log[step] = loss: one entry per iteration
     if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
         call = stmt.value
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "append" and len(call.args) == 1:
@@ -375,6 +380,11 @@ def accumulations(model: FileModel) -> List[Accumulation]:
             if name is None or root is None:
                 continue
             here = position[id(stmt)]
+            if kind == "store":
+                key = target.slice[0].slice.value.value
+                if key not in loop.targets and not any(key == n for s in ordered for n, _ in _assigned_names(s)) \
+                        and not any(isinstance(s, cst.AugAssign) and isinstance(s.target, cst.Name) and s.target.value == key for s in ordered):
+                    continue  # the same key on every iteration: overwritten, not accumulated
             # the loss name: bound in this loop, and backpropagated here with no rebinding in between
             bindings = [(position[id(s)], v) for s in ordered for n, v in _assigned_names(s) if n == name.value]
             if loop.targets and name.value in loop.targets:
