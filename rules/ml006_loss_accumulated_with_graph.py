@@ -642,4 +642,29 @@ plt.plot(d_history)
 plt.plot(g_history)
 """,
     ),
+    # one entry per step stored in a log: unsafe fix (the log is returned)
+    Example(
+        """
+def train(model, loader, optimizer):
+    step_losses = {}
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        step_losses[step] = loss
+    return step_losses
+""",
+        unsafe_fixed="""
+def train(model, loader, optimizer):
+    step_losses = {}
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        step_losses[step] = loss.item()
+    return step_losses
+""",
+    ),
 ]
