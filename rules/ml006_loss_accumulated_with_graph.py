@@ -50,7 +50,7 @@ from mllint.semantics.model import FileModel
 CODE = "ML006"
 NAME = "loss-accumulated-with-graph"
 MESSAGE = "a loss tensor accumulated across iterations keeps every iteration's graph alive: use `loss.item()`"
-TRIGGERS = ("+=", "append(", " + ")
+TRIGGERS = ("+=", "append(", " + ", "] = ")
 REQUIRES = ("backward",)
 DEFAULT_ENABLED = True
 FIX = "safe"
