@@ -11,6 +11,7 @@ RULE_MODULES = [
     "ml003_data_leakage",
     "ml004_per_batch_tensor_allocation",
     "ml005_missing_eval_mode",
+    "ml006_loss_accumulated_with_graph",
     "ml007_host_sync_in_hot_loop",
     "ml008_dataloader_not_tuned",
     "ml009_python_loop_over_tensor",

@@ -394,3 +394,35 @@ def test_mllint_reports_ml014_at_the_scheduler_step_of_the_bad_fixture_only():
     findings = json.loads(proc.stdout)
     line = line_containing(ML014 / "bad_train.py", "    scheduler.step()")
     assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_train.py", "ML014", line)]
+
+
+# --- ML006 -------------------------------------------------------------------------------------
+
+ML006 = FIXTURES / "ml006"
+
+
+def kept_nodes(stdout: str) -> list:
+    return [int(n) for n in re.findall(r"^epoch \d+ graph nodes kept alive (\d+) ", stdout, re.MULTILINE)]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml006_scripts_train_alike_and_the_bad_one_keeps_every_batch_graph():
+    good = run_script(ML006 / "good_train.py")
+    assert good.returncode == 0, good.stderr
+    bad = run_script(ML006 / "bad_train.py")
+    assert bad.returncode == 0, bad.stderr
+    assert final_loss(bad.stdout) == final_loss(good.stdout)
+    batches = int(re.search(r"\((\d+) batches\)", bad.stdout).group(1))
+    assert kept_nodes(good.stdout) and all(n == 0 for n in kept_nodes(good.stdout))
+    # at least one node per batch stays reachable from the running total, on every epoch
+    assert all(n >= batches for n in kept_nodes(bad.stdout)), bad.stdout
+
+
+def test_mllint_reports_ml006_at_the_accumulation_of_the_bad_fixture_only():
+    proc = run_mllint("--format", "json", "--select", "ML006", str(ML006))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = json.loads(proc.stdout)
+    lines = (ML006 / "bad_train.py").read_text(encoding="utf-8").splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if text.strip() == "total_loss += loss")
+    assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_train.py", "ML006", line)]
+    assert findings[0]["fix"]["applicability"] == "safe"
