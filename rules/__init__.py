@@ -11,5 +11,6 @@ RULE_MODULES = [
     "ml003_data_leakage",
     "ml004_per_batch_tensor_allocation",
     "ml005_missing_eval_mode",
+    "ml012_clip_without_unscale",
     "ml100_unused_noqa",
 ]
