@@ -118,3 +118,403 @@ def check(model: FileModel) -> Iterable[Finding]:
         )
         fix = _fix(model, hits) if node is first.clip.node else None
         yield model.finding(node, CODE, NAME, message, fix=fix, detail=detail)
+
+
+VALID = [
+    # the documented recipe: unscale_, then clip, then step
+    """
+import torch
+scaler = torch.amp.GradScaler("cuda")
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+    # no scaler: a plain fp32 backward pass
+    """
+import torch
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+    optimizer.step()
+""",
+    # the clip only runs on the fp32 branch
+    """
+from torch.cuda.amp import GradScaler
+from torch.nn.utils import clip_grad_norm_
+scaler = GradScaler()
+for batch in loader:
+    loss = compute_loss(model, batch)
+    if args.amp:
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        loss.backward()
+        clip_grad_norm_(model.parameters(), args.clip)
+        optimizer.step()
+    optimizer.zero_grad()
+""",
+    # the clip is conditional on AMP being off (a separate `if not use_amp`)
+    """
+import torch
+scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
+for x, y in loader:
+    scaler.scale(criterion(model(x), y)).backward()
+    if not use_amp:
+        torch.nn.utils.clip_grad_value_(model.parameters(), 0.5)
+    scaler.step(opt)
+    scaler.update()
+    opt.zero_grad()
+""",
+    # accelerate unscales inside its own clip_grad_norm_
+    """
+from accelerate import Accelerator
+accelerator = Accelerator(mixed_precision="fp16")
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    loss = model(**batch).loss
+    accelerator.backward(loss)
+    if accelerator.sync_gradients:
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+    # the unscale_ runs in a helper that is called before the clip
+    """
+import torch
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+        self.scaler = torch.cuda.amp.GradScaler()
+
+    def _prepare_grads(self):
+        self.scaler.unscale_(self.optimizer)
+
+    def train_step(self, batch):
+        loss = self.model(batch).mean()
+        self.scaler.scale(loss).backward()
+        self._prepare_grads()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+""",
+    # a helper that unscales and clips, with the scaler passed in
+    """
+import torch
+
+def clip_gradients(model, scaler, optimizer, max_norm):
+    scaler.unscale_(optimizer)
+    return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+
+scaler = torch.amp.GradScaler()
+for x in loader:
+    scaler.scale(model(x).sum()).backward()
+    norm = clip_gradients(model, scaler, optimizer, 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+    # `scaler is None` means fp32 training here: the clip only runs then
+    """
+import torch
+def train_one_epoch(model, loader, optimizer, scaler=None, clip=1.0):
+    for images, targets in loader:
+        loss = model(images, targets)
+        optimizer.zero_grad()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+""",
+    # the clip is after the step (a different matter), the scaled gradients are never clipped
+    """
+import torch
+scaler = torch.cuda.amp.GradScaler()
+for x in loader:
+    scaler.scale(model(x).mean()).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.zero_grad()
+""",
+    # apex amp unscales when the scale_loss context exits; Lightning clips through its own hook
+    """
+import torch
+from apex import amp
+model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+for x in loader:
+    with amp.scale_loss(model(x).mean(), optimizer) as scaled_loss:
+        scaled_loss.backward()
+    torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), 1.0)
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+]
+
+INVALID = [
+    # the classic: clip between scale(loss).backward() and step
+    Example(
+        """
+import torch
+scaler = torch.cuda.amp.GradScaler()
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.cuda.amp.autocast():
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+        unsafe_fixed="""
+import torch
+scaler = torch.cuda.amp.GradScaler()
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.cuda.amp.autocast():
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+    ),
+    # torch.amp spelling, scaler enabled by a flag: still a scaler when the flag is on
+    Example(
+        """
+import torch
+from torch import nn
+scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+for step, batch in enumerate(loader):
+    loss = model(batch)
+    scaler.scale(loss).backward()
+    nn.utils.clip_grad_value_(model.parameters(), clip_value=0.1)
+    scaler.step(opt)
+    scaler.update()
+    opt.zero_grad(set_to_none=True)
+""",
+        unsafe_fixed="""
+import torch
+from torch import nn
+scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+for step, batch in enumerate(loader):
+    loss = model(batch)
+    scaler.scale(loss).backward()
+    scaler.unscale_(opt)
+    nn.utils.clip_grad_value_(model.parameters(), clip_value=0.1)
+    scaler.step(opt)
+    scaler.update()
+    opt.zero_grad(set_to_none=True)
+""",
+    ),
+    # on the AMP branch of the same method (the fp32 branch is fine)
+    Example(
+        """
+import torch
+
+class Trainer:
+    def __init__(self, model, optimizer, use_amp):
+        self.model, self.optimizer, self.use_amp = model, optimizer, use_amp
+        self.scaler = torch.cuda.amp.GradScaler()
+
+    def run_batch(self, x, y):
+        loss = self.model(x, y)
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.use_amp:
+            self.scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.optimizer.step()
+""",
+        unsafe_fixed="""
+import torch
+
+class Trainer:
+    def __init__(self, model, optimizer, use_amp):
+        self.model, self.optimizer, self.use_amp = model, optimizer, use_amp
+        self.scaler = torch.cuda.amp.GradScaler()
+
+    def run_batch(self, x, y):
+        loss = self.model(x, y)
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.use_amp:
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.optimizer.step()
+""",
+    ),
+    # the clip is in a helper defined in the file: reported at the call, no fix
+    """
+import torch
+from torch.cuda.amp import GradScaler
+
+def clip_gradients(model, max_norm=1.0):
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+
+scaler = GradScaler()
+for x, y in loader:
+    scaler.scale(loss_fn(model(x), y)).backward()
+    clip_gradients(model)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
+""",
+    # the scaler passed as a parameter; gradient accumulation steps every few batches
+    Example(
+        """
+import torch
+from torch.nn.utils import clip_grad_norm_
+
+def train_epoch(model, loader, optimizer, scaler, accum_steps, max_norm):
+    for i, (x, y) in enumerate(loader):
+        with torch.autocast("cuda"):
+            loss = model(x, y) / accum_steps
+        scaler.scale(loss).backward()
+        if (i + 1) % accum_steps == 0:
+            clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+""",
+        unsafe_fixed="""
+import torch
+from torch.nn.utils import clip_grad_norm_
+
+def train_epoch(model, loader, optimizer, scaler, accum_steps, max_norm):
+    for i, (x, y) in enumerate(loader):
+        with torch.autocast("cuda"):
+            loss = model(x, y) / accum_steps
+        scaler.scale(loss).backward()
+        if (i + 1) % accum_steps == 0:
+            scaler.unscale_(optimizer)
+            clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+""",
+    ),
+    # the scaled backward runs in one method, the clip in the caller: followed through self
+    """
+import torch
+
+class Engine:
+    def __init__(self, net, opt):
+        self.net, self.opt = net, opt
+        self.scaler = torch.cuda.amp.GradScaler()
+
+    def backward(self, loss):
+        self.scaler.scale(loss).backward()
+
+    def step(self, batch):
+        loss = self.net(batch)
+        self.backward(loss)
+        torch.nn.utils.clip_grad_norm_(self.net.parameters(), 10.0)
+        self.scaler.step(self.opt)
+        self.scaler.update()
+""",
+    # unscale_ after the clip is too late: the clip already saw scaled gradients (no fix: a
+    # second unscale_ before the step raises)
+    """
+import torch
+scaler = torch.cuda.amp.GradScaler()
+for x in loader:
+    scaler.scale(model(x).mean()).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.unscale_(optimizer)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+    # a clip conditioned on something that is not AMP still sees the scaled gradients
+    Example(
+        """
+import torch
+scaler = torch.cuda.amp.GradScaler()
+for it, batch in enumerate(loader):
+    loss = model(batch)
+    scaler.scale(loss).backward()
+    if args.clip_grad > 0:
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_grad)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+        unsafe_fixed="""
+import torch
+scaler = torch.cuda.amp.GradScaler()
+for it, batch in enumerate(loader):
+    loss = model(batch)
+    scaler.scale(loss).backward()
+    if args.clip_grad > 0:
+        scaler.unscale_(optimizer)
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_grad)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+    ),
+    # the scaled loss bound to a name first
+    Example(
+        """
+import torch
+scaler = torch.amp.GradScaler()
+for x in loader:
+    scaled = scaler.scale(model(x).mean())
+    scaled.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+        unsafe_fixed="""
+import torch
+scaler = torch.amp.GradScaler()
+for x in loader:
+    scaled = scaler.scale(model(x).mean())
+    scaled.backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+    ),
+    # a ShardedGradScaler (FSDP) and a clip helper method on self
+    """
+import torch
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+
+class Runner:
+    def __init__(self, model, optim):
+        self.model, self.optim = model, optim
+        self.grad_scaler = ShardedGradScaler()
+
+    def clip_gradients(self):
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+
+    def train_step(self, batch):
+        loss = self.model(batch).loss
+        self.grad_scaler.scale(loss).backward()
+        self.clip_gradients()
+        self.grad_scaler.step(self.optim)
+        self.grad_scaler.update()
+""",
+]
