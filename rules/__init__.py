@@ -17,6 +17,7 @@ RULE_MODULES = [
     "ml009_python_loop_over_tensor",
     "ml010_unsafe_torch_load",
     "ml011_forward_called_directly",
+    "ml012_clip_without_unscale",
     "ml013_softmax_before_cross_entropy",
     "ml014_scheduler_before_optimizer_step",
     "ml100_unused_noqa",

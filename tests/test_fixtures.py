@@ -426,3 +426,30 @@ def test_mllint_reports_ml006_at_the_accumulation_of_the_bad_fixture_only():
     line = next(n for n, text in enumerate(lines, 1) if text.strip() == "total_loss += loss")
     assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_train.py", "ML006", line)]
     assert findings[0]["fix"]["applicability"] == "safe"
+
+
+ML012 = FIXTURES / "ml012"
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_ml012_scripts_run_and_the_bad_one_clips_by_the_scaled_norm():
+    good = run_script(ML012 / "good_train.py")
+    assert good.returncode == 0, good.stderr
+    bad = run_script(ML012 / "bad_train.py")
+    assert bad.returncode == 0, bad.stderr
+    pattern = r"^norm seen by the clip (\S+), true norm (\S+)$"
+    seen, true = map(float, re.search(pattern, bad.stdout, re.MULTILINE).groups())
+    assert seen > 1000 * true, bad.stdout
+    seen, true = map(float, re.search(pattern, good.stdout, re.MULTILINE).groups())
+    assert math.isclose(seen, true, rel_tol=1e-3), good.stdout
+    assert final_loss(bad.stdout) > 10 * final_loss(good.stdout), (bad.stdout, good.stdout)
+
+
+def test_mllint_reports_ml012_at_the_clip_of_the_bad_fixture_only():
+    proc = run_mllint("--format", "json", "--select", "ML012", str(ML012))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = json.loads(proc.stdout)
+    lines = (ML012 / "bad_train.py").read_text(encoding="utf-8").splitlines()
+    clip = [n for n, text in enumerate(lines, 1) if "clip_grad_norm_" in text and "seen =" in text]
+    assert [(Path(f["path"]).name, f["code"], f["line"]) for f in findings] == [("bad_train.py", "ML012", clip[0])]
+    assert findings[0]["fix"]["applicability"] == "unsafe"
