@@ -360,6 +360,24 @@ def _class_origin(m: FileModel, cls_name: str, depth: int) -> Optional[cst.CSTNo
     return _returns_softmax(m, key, depth + 1)
 
 
+def _own_returns(fn: cst.FunctionDef) -> Tuple[List[cst.Return], bool]:
+    """The ``return`` statements of `fn` itself (not of functions, classes or lambdas nested
+    in it), and whether it yields."""
+    returns: List[cst.Return] = []
+    yields = False
+    stack = list(fn.body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Yield):
+            yields = True
+        elif isinstance(node, cst.Return):
+            returns.append(node)
+        stack.extend(node.children)
+    return returns, yields
+
+
 def _returns_softmax(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode]:
     """The softmax every ``return`` of function ``key`` hands back (None if some return
     gives anything else, or it has no return with a value, or it is a generator)."""
@@ -368,18 +386,8 @@ def _returns_softmax(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode
     fn = m.functions.get(key)
     if fn is None:
         return None
-    returns = []
-    stack = list(fn.node.body.children)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, (cst.Yield,)):
-            return None
-        if isinstance(node, cst.Return):
-            returns.append(node)
-        stack.extend(node.children)
-    if not returns:
+    returns, yields = _own_returns(fn.node)
+    if yields or not returns:
         return None
     origin = None
     for ret in returns:
@@ -420,15 +428,7 @@ def _factory_origin(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode]
     fn = m.functions.get(key)
     if fn is None:
         return None
-    returns = []
-    stack = list(fn.node.body.children)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, cst.Return):
-            returns.append(node)
-        stack.extend(node.children)
+    returns, _yields = _own_returns(fn.node)
     origin = None
     for ret in returns:
         if ret.value is None:
