@@ -95,6 +95,7 @@ class Settings:
     extend_exclude: Tuple[str, ...] = ()
     per_file_ignores: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
     torch_version: Optional[str] = None
+    torch_version_source: Optional[str] = None  # where an inferred torch-version was read ("setup.py: torch>=2.6")
     cache_dir: Path = Path(DEFAULT_CACHE_DIR)
     force_exclude: bool = False
     notebooks: bool = True  # lint *.ipynb files (`notebooks = false` leaves them out)
@@ -419,6 +420,13 @@ def build_settings(
     if torch_version is not None:
         if not isinstance(torch_version, str) or not _TORCH_VERSION.match(torch_version):
             raise ConfigError(f'{where}: `torch-version` must be a version string like "2.6", got {torch_version!r}')
+    torch_version_source = None
+    if torch_version is None and not cli.isolated:
+        from mllint.declared import declared_torch_floor
+
+        declared = declared_torch_floor(root)
+        if declared is not None:
+            torch_version, torch_version_source = declared.version, declared.source
 
     cache_dir_value = os.environ.get("MLLINT_CACHE_DIR") or section.get("cache-dir", DEFAULT_CACHE_DIR)
     if not isinstance(cache_dir_value, str) or not cache_dir_value.strip():
@@ -440,6 +448,7 @@ def build_settings(
         extend_exclude=extend_exclude,
         per_file_ignores=tuple(per_file),
         torch_version=torch_version,
+        torch_version_source=torch_version_source,
         cache_dir=cache_dir,
         force_exclude=cli.force_exclude,
     )

@@ -41,8 +41,15 @@ def render(resolver: Resolver, path: str) -> str:
         ("extend-exclude", patterns(settings.extend_exclude)),
         ("per-file-ignores", "; ".join(per_file) if per_file else "(none)"),
         ("cache dir", str(settings.cache_dir)),
-        ("torch-version", settings.torch_version or "(not set)"),
+        ("torch-version", _torch_version(settings)),
         ("notebooks", "linted" if settings.notebooks else "left out (notebooks = false)"),
     ]
     width = max(len(name) for name, _ in rows)
     return "".join(f"{name + ':':<{width + 1}} {value}\n" for name, value in rows)
+
+
+def _torch_version(settings) -> str:
+    if not settings.torch_version:
+        return "(not set, and no requirement on torch declared in the project root)"
+    source = getattr(settings, "torch_version_source", None)
+    return f"{settings.torch_version} (inferred from {source})" if source else settings.torch_version

@@ -18,10 +18,18 @@ When the code is fine
     - ``weights_only=`` is a variable or expression (the caller decides; not reported), or
       the arguments are passed through ``**kwargs``/``*args`` (unknown: not reported);
     - the argument is missing but the project runs PyTorch 2.6 or newer only: set
-      ``torch-version = "2.6"`` (or newer) in ``[tool.mllint]`` and the missing-argument
-      case is no longer reported (unless ``pickle_module=`` is passed, which turns the
+      ``torch-version = "2.6"`` (or newer) in ``[tool.mllint]``, or declare the requirement
+      (``torch>=2.6`` in ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or
+      ``requirements*.txt`` of the project root: the lowest floor found is used, see
+      ``mllint --show-settings``), and the missing-argument case is no longer reported (unless ``pickle_module=`` is passed, which turns the
       2.6 default back to ``weights_only=False``). An explicit ``weights_only=False``
       is always reported, whatever the version;
+    - the load sits in ``with torch.serialization.safe_globals([...])`` or the file calls
+      ``torch.serialization.add_safe_globals([...])``: allow-lists mean something only to the
+      weights-only unpickler, so the code targets PyTorch 2.6's default and the missing argument
+      is not reported (an explicit False still is);
+    - the file is an empty ``io.BytesIO()`` the same function filled with ``torch.save`` a moment
+      earlier (a pickling round trip in a test): nothing read comes from outside the process;
     - ``torch.jit.load`` (TorchScript archives are not unpickled into arbitrary
       objects) and ``safetensors`` loaders (``load_file``, ``safe_open``) are not
       pickle and are never reported.
@@ -48,6 +56,7 @@ import libcst as cst
 
 from mllint.findings import Applicability, Edit, Finding, Fix
 from mllint.registry import Example
+from mllint.semantics.checkpoints import is_in_memory_round_trip, relies_on_weights_only_default
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import dotted
 
@@ -92,11 +101,13 @@ def _replace_false(model: FileModel, value: cst.BaseExpression) -> Fix:
 
 def check(model: FileModel) -> Iterable[Finding]:
     safe_default = model.options.torch_at_least(SAFE_DEFAULT_SINCE)
-    for call, _ctx in model.calls:
+    for call, ctx in model.calls:
         if model.imports.qualname(call.func) not in TORCH_LOADS:
             continue
         if any(arg.star for arg in call.args):
             continue  # *args / **kwargs: whether weights_only is passed is unknown
+        if is_in_memory_round_trip(model, call, ctx):
+            continue  # bytes this function pickled itself a moment ago: nothing comes from outside
         spelled = dotted(call.func) or "torch.load"
         weights_only = _keyword(call, "weights_only")
         pickle_module = _keyword(call, "pickle_module")
@@ -124,16 +135,19 @@ def check(model: FileModel) -> Iterable[Finding]:
             )
             yield model.finding(call, CODE, NAME, message, None, detail)
             continue
-        if safe_default:
-            continue  # torch-version >= 2.6: the missing argument means weights_only=True
+        if safe_default or relies_on_weights_only_default(model, ctx):
+            continue  # torch >= 2.6 (configured, declared, or what safe_globals presumes): weights_only=True
         extra = " (`map_location=` does not change that)" if _keyword(call, "map_location") is not None else ""
         message = f"`{spelled}` without `weights_only=True` can run code hidden in the checkpoint (torch < 2.6)"
         detail = (
             f"`{spelled}` is called without `weights_only`{extra}: before PyTorch 2.6 that means "
             "`weights_only=False`, and a crafted checkpoint executes any function it names while it is "
             "unpickled. Pass `weights_only=True` (enough for a `state_dict`), or set `torch-version = \"2.6\"` "
-            "in `[tool.mllint]` if the project only runs on PyTorch 2.6 or newer."
+            "in `[tool.mllint]` (or require `torch>=2.6` in the project's metadata) if the project only runs on "
+            "PyTorch 2.6 or newer."
         )
+        if model.options.torch_version:
+            detail += f" The project allows torch {model.options.torch_version}."
         yield model.finding(call, CODE, NAME, message, _insert_weights_only(model, call), detail)
 
 
@@ -216,6 +230,37 @@ VALID = [
             return handle.read()
 
     text = load("notes.txt")
+    """,
+    # an in-memory round trip: the test pickles a whole object and loads it back; nothing from outside
+    """
+    import io
+    import torch
+
+    def test_pickling(guide):
+        buffer = io.BytesIO()
+        torch.save(guide, buffer)
+        buffer.seek(0)
+        restored = torch.load(buffer, weights_only=False)
+        assert type(restored) is type(guide)
+    """,
+    # an allow-list for the weights-only unpickler: the code targets torch >= 2.6, where it is the default
+    """
+    import torch
+
+    def load_model(path, device):
+        safe = [TransformerModel, torch.nn.Dropout, torch.nn.Linear]
+        with torch.serialization.safe_globals(safe):
+            return torch.load(path, map_location=device)
+    """,
+    # the same, allow-listed once for the whole file
+    """
+    from torch.serialization import add_safe_globals
+    import torch
+
+    add_safe_globals([TrainConfig])
+
+    def resume(path):
+        return torch.load(path, map_location="cpu")
     """,
 ]
 
@@ -353,6 +398,40 @@ INVALID = [
                 ckpt = torch.load(path, weights_only=True, map_location=self.device)
                 self.model.load_state_dict(ckpt["model"])
                 self.optimizer.load_state_dict(ckpt["optimizer"])
+        """,
+    ),
+    # a buffer filled with bytes from elsewhere (another rank, a download) is not a round trip
+    Example(
+        """
+        import io
+        import torch
+
+        def receive(sock):
+            buffer = io.BytesIO(sock.recv_all())
+            return torch.load(buffer, weights_only=False)
+        """,
+        unsafe_fixed="""
+        import io
+        import torch
+
+        def receive(sock):
+            buffer = io.BytesIO(sock.recv_all())
+            return torch.load(buffer, weights_only=True)
+        """,
+    ),
+    # an allow-list does not make an explicit False safe
+    Example(
+        """
+        import torch
+
+        with torch.serialization.safe_globals([Config]):
+            state = torch.load(args.checkpoint, weights_only=False)
+        """,
+        unsafe_fixed="""
+        import torch
+
+        with torch.serialization.safe_globals([Config]):
+            state = torch.load(args.checkpoint, weights_only=True)
         """,
     ),
 ]

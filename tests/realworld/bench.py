@@ -200,6 +200,8 @@ def score_fixes(rows: List[FixRow], work: Path) -> None:
         b_rel, f_rel = f"{i:03d}/buggy/{row.path}", f"{i:03d}/fixed/{row.path}"
         write(work, b_rel, buggy)
         write(work, f_rel, fixed)
+        write_metadata(gdir, row.parent, work / f"{i:03d}/buggy")
+        write_metadata(gdir, row.fix, work / f"{i:03d}/fixed")
         placed.append((row, b_rel, f_rel))
     if missing_repos:
         print("bench: no mirror for " + ", ".join(sorted(missing_repos))
@@ -308,12 +310,41 @@ def load_projects(only: Optional[List[str]] = None) -> List[Project]:
     return projects
 
 
+def _is_metadata(name: str) -> bool:
+    """pyproject.toml, setup.py, setup.cfg and requirements files at the top of the repository."""
+    parts = name.split("/")
+    if len(parts) == 1:
+        return name in ("pyproject.toml", "setup.py", "setup.cfg") or (
+            name.startswith("requirements") and name.endswith(".txt"))
+    return parts[0] == "requirements" and name.endswith(".txt")
+
+
+def write_metadata(gdir: Path, commit: str, dest: Path, names: Optional[List[str]] = None) -> None:
+    """The project's declared torch requirement (mllint/declared.py reads it in the settings root):
+    its top-level metadata files at `commit`, and an empty pyproject.toml when it has none, so that
+    `dest` is the settings root of the files below it as the repository's top is for its users."""
+    if names is None:  # the top level, and requirements/ when there is one
+        names = git(gdir, "ls-tree", "-z", "--name-only", commit).decode().split("\0")
+        if "requirements" in names:
+            names += git(gdir, "ls-tree", "-r", "-z", "--name-only", commit, "requirements/").decode().split("\0")
+    for name in names:
+        if _is_metadata(name):
+            data = blob(gdir, commit, name)
+            if data is not None:
+                write(dest, name, data)
+    if not (dest / "pyproject.toml").exists():
+        write(dest, "pyproject.toml", b"")
+
+
 def extract_project(project: Project, root: Path) -> bool:
     gdir = git_dir(project.repo)
     if gdir is None:
         return False
     names = git(gdir, "ls-tree", "-r", "-z", "--name-only", project.commit).decode().split("\0")
+    write_metadata(gdir, project.commit, root, names)
     for name in names:
+        if _is_metadata(name):
+            continue
         if not name.lower().endswith(tuple(project.ext)):
             continue
         if "." not in project.include and not any(name == p or name.startswith(p + "/") for p in project.include):
