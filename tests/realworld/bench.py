@@ -29,6 +29,8 @@ true / (true + false); findings with no row are 'unreviewed' and listed. --check
 ``--fix`` to a copy of every project and checks that each rewritten file still compiles (a notebook: that
 it is still JSON, that nothing but code cells' sources changed, and that its program still compiles).
 In a notebook snapshot ``line`` is ``CELL:LINE`` and ``source`` is that line of the cell.
+A *sweep* snapshot (``kind=sweep``) has ``rules=ML006,...``: only those rules were reviewed on that
+project, so only they are run there (the rules that fire rarely, judged on many more projects).
 """
 from __future__ import annotations
 
@@ -287,6 +289,7 @@ class Project:
     include: List[str]
     rows: List[Dict[str, str]] = field(default_factory=list)
     ext: List[str] = field(default_factory=lambda: [".py"])  # the file suffixes linted
+    rules: Optional[List[str]] = None  # ``rules=``: only these rules were reviewed here (a sweep project)
 
 
 def load_projects(only: Optional[List[str]] = None) -> List[Project]:
@@ -305,8 +308,9 @@ def load_projects(only: Optional[List[str]] = None) -> List[Project]:
             continue
         include = [p.strip().strip("/") for p in meta.get("include", ".").split(",") if p.strip()]
         ext = [e.strip() for e in meta.get("ext", ".py").split(",") if e.strip()] or [".py"]
+        rules = [r.strip() for r in meta["rules"].split(",") if r.strip()] if "rules" in meta else None
         projects.append(Project(tsv, meta["repo"], meta["commit"], meta.get("kind", ""), include or ["."], rows,
-                                ext))
+                                ext, rules))
     return projects
 
 
@@ -398,6 +402,8 @@ def write_snapshot(project: Project, matched, new, others=()) -> None:
     rows += [dict(r) for r in others]  # rows of rules the run did not select, kept as they were
     rows.sort(key=lambda r: (r["path"], position_key(r["line"]), r["rule"]))
     ext = "" if project.ext == [".py"] else " ext=" + ",".join(project.ext)
+    if project.rules is not None:
+        ext += " rules=" + ",".join(project.rules)
     with project.file.open("w", encoding="utf-8", newline="") as fh:
         fh.write(f"# repo={project.repo} commit={project.commit} kind={project.kind} "
                  f"include={','.join(project.include)}{ext}\n")
@@ -476,14 +482,19 @@ def precision(args, work: Path) -> int:
     totals: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     unreviewed, gone_all, missing, broken = [], [], [], []
     for project in projects:
+        select = args.select
+        if project.rules is not None:  # a sweep project: only the rules reviewed on it
+            select = [r for r in project.rules if selected(r, args.select)]
+            if not select:
+                continue
         root = work / project.repo.replace("/", "+")
         if not extract_project(project, root):
             missing.append(project.repo)
             continue
-        findings = run_mllint(root, args.select)
+        findings = run_mllint(root, select)
         # Rows of rules this run did not select are neither matched nor lost by --update.
-        others = [r for r in project.rows if not selected(r["rule"], args.select)]
-        chosen = dataclasses.replace(project, rows=[r for r in project.rows if selected(r["rule"], args.select)])
+        others = [r for r in project.rows if not selected(r["rule"], select)]
+        chosen = dataclasses.replace(project, rows=[r for r in project.rows if selected(r["rule"], select)])
         matched, new, gone = join_snapshot(chosen, findings, root, {})
         for cur, row in matched:
             totals[cur["rule"]][row["verdict"]] += 1
@@ -494,7 +505,7 @@ def precision(args, work: Path) -> int:
         if args.update:
             write_snapshot(project, matched, new, others)
         if args.check_fixes:
-            broken += [f"{project.repo}: {b}" for b in check_fixes(root, args.select)]
+            broken += [f"{project.repo}: {b}" for b in check_fixes(root, select)]
     if missing:
         print("bench: no mirror for " + ", ".join(missing) + f" (fetch them into {mirrors_root()})",
               file=sys.stderr)
