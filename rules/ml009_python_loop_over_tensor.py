@@ -60,6 +60,9 @@ _ELEMENTWISE = frozenset(
     square neg reciprocal floor ceil round trunc sign erf mul add sub div true_divide maximum minimum
     softplus gelu silu elu leaky_relu float double half""".split()
 )
+# reductions: of a whole known tensor they are loop-invariant (``(t[i] - t.mean()) / t.std()``),
+# of the row at the loop index one call with ``dim=`` does them all (``norms[i] = feats[i].norm()``)
+_REDUCTIONS = frozenset("sum mean std var norm prod amax amin logsumexp".split())
 _AUG_OPS = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)
 
 
@@ -151,10 +154,36 @@ class _Body:
             qual = self.model.imports.qualname(node.func) or ""
             if qual.startswith(("torch.", "torch.nn.functional.")) and qual.rsplit(".", 1)[-1] in _ELEMENTWISE:
                 return all(self.expr_ok(a.value) for a in node.args)
+            reduction = self.reduction_of(node, qual)
+            if reduction is not None:
+                return reduction
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in _ELEMENTWISE and not qual.startswith(("math.", "np.", "numpy.")):
                 return self.expr_ok(node.func.value) and all(self.expr_ok(a.value) for a in node.args)
             return False
         return False
+
+    def reduction_of(self, node: cst.Call, qual: str) -> Optional[bool]:
+        """``t.mean()`` of a whole known tensor (invariant), ``x[i].sum()`` / ``torch.norm(x[i])``
+        of the element at the loop index (one call with ``dim=``); None: not a reduction."""
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _REDUCTIONS and not qual.startswith(
+            ("math.", "np.", "numpy.", "torch.")
+        ):
+            subject, args = node.func.value, node.args
+        elif qual.startswith("torch.") and qual[len("torch."):] in _REDUCTIONS and node.args and node.args[0].keyword is None:
+            subject, args = node.args[0].value, node.args[1:]
+        else:
+            return None
+        for arg in args:  # sum(0), norm(p=2), mean(dim=1): nothing that varies per element
+            if arg.keyword is None and not isinstance(arg.value, cst.Integer):
+                return False
+            if arg.keyword is not None and (arg.keyword.value not in ("dim", "keepdim", "p") or self.uses(arg.value, self.loop_vars)):
+                return False
+        if not self.uses(subject, self.loop_vars):
+            return isinstance(subject, cst.Name) and self.facts.is_tensor(self.scope, subject)
+        before, self.reads_element = self.reads_element, False
+        ok = self.expr_ok(subject) and self.reads_element  # x[i], x[i].abs(), (x[i] - y[i]) ** 2
+        self.reads_element = before or ok
+        return ok
 
     def statement_ok(self, stmt: cst.BaseSmallStatement) -> bool:
         self.reads_element = False
@@ -379,6 +408,25 @@ VALID = [
     for i in range(x.numel()):
         y[i] = x[i] * i
     """,
+    # a parameter only used with methods numpy arrays share (.shape, .clone-free copy): it may be an
+    # ndarray, where the loop is a different cost question; not reported
+    """
+    import torch
+    def scale(values, factor):
+        out = values.copy()
+        for i in range(values.shape[0]):
+            out[i] = values[i] * factor
+        return out
+    """,
+    # a reduction whose argument changes per element is not one call with dim=
+    """
+    import torch
+    def per_row(x: torch.Tensor, dims):
+        out = torch.zeros(x.size(0))
+        for i in range(x.size(0)):
+            out[i] = x[i].sum(dims[i])
+        return out
+    """,
 ]
 
 INVALID = [
@@ -484,5 +532,32 @@ INVALID = [
         for i in range(scores.shape[0]):
             scores[i] = torch.clamp(scores[i], 0.0, 1.0)
         return scores
+    """,
+    # loop-invariant statistics of the whole tensor inside the element loop
+    """
+    import torch
+    def standardise(t: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(t)
+        for i in range(len(t)):
+            out[i] = (t[i] - t.mean()) / (t.std() + 1e-8)
+        return out
+    """,
+    # a reduction of each row: one call with dim=1
+    """
+    import torch
+    feats = torch.randn(256, 128)
+    norms = torch.zeros(256)
+    for i in range(feats.shape[0]):
+        norms[i] = torch.norm(feats[i]) + feats[i].abs().sum() * 0
+    """,
+    # an unannotated parameter the function treats as a tensor (x.size(0) is torch's, not numpy's)
+    """
+    import torch
+    def apply_gate(x, scale):
+        n = x.size(0)
+        out = x.new_zeros(n)
+        for i in range(n):
+            out[i] = torch.sigmoid(x[i]) * scale
+        return out
     """,
 ]

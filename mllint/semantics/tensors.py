@@ -4,7 +4,8 @@ A small, conservative fact table over ``FileModel.assignments``: a name in a sco
 *known tensor* when every binding of it in that scope is a tensor-valued expression (a
 torch call that builds or computes a tensor, a method of a known tensor that returns a
 tensor, arithmetic or indexing of known tensors, the output of a model known from its
-construction), or it is a parameter annotated ``torch.Tensor``. A name is a *size* when
+construction), or it is a parameter annotated ``torch.Tensor`` or one the function calls a
+torch-only method on (``x.size(0)``, ``x.numel()``, ``x.unsqueeze(1)``, ``x.detach()``). A name is a *size* when
 every binding of it is ``len(t)``, ``t.size(k)``, ``t.shape[k]``, ``t.numel()`` of a known
 tensor, or comes from unpacking ``t.shape`` / ``t.size()``. Anything else (lists, numpy
 arrays, dicts, loop variables, parameters without annotation) is unknown, never a tensor.
@@ -36,6 +37,13 @@ TENSOR_METHODS = frozenset(
     log_softmax new_zeros new_ones new_empty new_full new_tensor zero_ fill_ copy_ requires_grad_""".split()
 )
 _TENSOR_ANNOTATIONS = ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor")
+# methods only a torch tensor has (numpy arrays, lists, DataFrames have none of them; numpy's
+# ``size`` is an attribute, so ``x.size(0)`` is torch): a parameter the function calls one of these
+# on is a tensor, like one annotated ``torch.Tensor``
+_TORCH_ONLY_METHODS = frozenset(
+    """numel nelement unsqueeze unsqueeze_ detach detach_ new_zeros new_ones new_empty new_full new_tensor
+    masked_fill masked_fill_ requires_grad_ is_cuda dim""".split()
+)
 
 
 class TensorFacts:
@@ -62,7 +70,18 @@ class TensorFacts:
                 if ann is not None and (model.imports.qualname(ann.annotation) or "") in _TENSOR_ANNOTATIONS:
                     self.annotated.add((key, param.name.value))
                 self.bindings.setdefault((key, param.name.value), []).append(None)
+        for call, ctx in model.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and ctx.scope in model.functions:
+                method = func.attr.value
+                if method in _TORCH_ONLY_METHODS or (method == "size" and len(call.args) == 1):
+                    if self._is_param(ctx.scope, func.value.value):
+                        self.annotated.add((ctx.scope, func.value.value))
         self._tensor: Dict[Tuple[str, str], bool] = {}
+
+    def _is_param(self, scope: str, name: str) -> bool:
+        params = self.model.functions[scope].node.params
+        return any(p.name.value == name for p in (*params.params, *params.kwonly_params, *params.posonly_params))
 
     def _home(self, scope: str, name: str) -> Optional[str]:
         """The scope whose binding of ``name`` the code in ``scope`` sees (None: not bound here)."""
