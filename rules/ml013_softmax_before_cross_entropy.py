@@ -19,10 +19,11 @@ Why it matters
     in the file hands one).
 
 When the code is fine
-    - ``log_softmax`` (or ``nn.LogSoftmax``) before ``NLLLoss``, the intended pairing;
-      ``log_softmax`` before ``CrossEntropyLoss`` is also harmless: log_softmax is
-      idempotent, so the loss and its gradients are those of the logits (checked with
-      torch 2.13: equal values and gradients), and it is not reported;
+    - ``log_softmax`` (or ``nn.LogSoftmax``) before ``NLLLoss``, the intended pairing.
+      (``log_softmax`` before cross-entropy *is* reported, as RULES.md asks: over the class
+      dimension the second log_softmax changes nothing, it is idempotent, so the loss is
+      computed twice for the same value (checked with torch 2.13: equal values and
+      gradients); over another dimension the loss is wrong. The message says which.)
     - the softmax output is only used for predictions or metrics while the loss gets
       the logits; a model that returns both logits and probabilities (a tuple or a dict);
     - a softmax only on some paths (``if not self.training: return x.softmax(1)``);
@@ -51,7 +52,9 @@ from mllint.registry import Example
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import shorten
 from mllint.semantics.probabilities import (
-    SOFTMAX_LAYERS,
+    LOG_SOFTMAX,
+    SOFTMAX,
+    Kind,
     _first_arg,
     _is_qual,
     is_cross_entropy,
@@ -63,7 +66,7 @@ CODE = "ML013"
 NAME = "softmax-before-cross-entropy"
 MESSAGE = "cross-entropy is given softmax output: it applies its own softmax, so pass the logits"
 TRIGGERS = ("CrossEntropyLoss", "cross_entropy")
-REQUIRES = ("softmax|Softmax",)
+REQUIRES = ("softmax|Softmax",)  # log_softmax / LogSoftmax contain it too
 DEFAULT_ENABLED = True
 FIX = "unsafe"
 
@@ -78,17 +81,32 @@ def check(model: FileModel) -> Iterable[Finding]:
         arg = _first_arg(call)
         if arg is None:
             continue
+        kind = SOFTMAX
         origin = softmax_origin(model, arg, ctx.scope, call)
+        if origin is None:
+            kind = LOG_SOFTMAX
+            origin = softmax_origin(model, arg, ctx.scope, call, kind=LOG_SOFTMAX)
         if origin is None or call in seen:
             continue
         seen.add(call)
-        yield _finding(model, call, arg, origin)
+        yield _finding(model, call, arg, origin, kind)
 
 
-def _finding(model: FileModel, call: cst.Call, arg: cst.BaseExpression, origin: cst.CSTNode) -> Finding:
+def _finding(model: FileModel, call: cst.Call, arg: cst.BaseExpression, origin: cst.CSTNode, kind: Kind) -> Finding:
     line = model.position(origin).start.line
     softmax = model.code_of(origin).strip()
     where = "here" if _inside(origin, call) else f"line {line}"
+    if kind is LOG_SOFTMAX:
+        message = (f"`{shorten(model.code_of(call), 40)}` gets log_softmax output ({where}): cross-entropy "
+                   "repeats it, use NLLLoss")
+        detail = (
+            f"`{shorten(model.code_of(arg), 60)}` already went through `{shorten(softmax, 60)}` (line {line}), and "
+            f"cross-entropy applies log_softmax itself. Over the class dimension the second one changes nothing "
+            f"(log_softmax is idempotent), so the loss is computed twice for the same value; over another "
+            f"dimension it is a different, wrong loss. Use NLLLoss / `F.nll_loss` on log-probabilities, or give "
+            f"cross-entropy the logits."
+        )
+        return model.finding(call, CODE, NAME, message, _fix(model, origin, kind), detail)
     message = f"`{shorten(model.code_of(call), 40)}` gets softmax output ({where}): cross-entropy softmaxes again"
     detail = (
         f"`{shorten(model.code_of(arg), 60)}` already went through `{shorten(softmax, 60)}` (line {line}), and "
@@ -96,7 +114,7 @@ def _finding(model: FileModel, call: cst.Call, arg: cst.BaseExpression, origin: 
         f"near 0 and its gradients shrink, so training is slower. Pass the logits (drop the softmax, apply it "
         f"only where probabilities are needed), or use log_softmax with NLLLoss."
     )
-    return model.finding(call, CODE, NAME, message, _fix(model, origin), detail)
+    return model.finding(call, CODE, NAME, message, _fix(model, origin, kind), detail)
 
 
 def _inside(node: cst.CSTNode, container: cst.CSTNode) -> bool:
@@ -109,9 +127,9 @@ def _inside(node: cst.CSTNode, container: cst.CSTNode) -> bool:
     return False
 
 
-def _fix(model: FileModel, origin: cst.CSTNode) -> Optional[Fix]:
-    description = "drop the softmax: cross-entropy takes logits (callers reading probabilities must apply it)"
-    if isinstance(origin, cst.Call) and _is_qual(model, origin.func, SOFTMAX_LAYERS):
+def _fix(model: FileModel, origin: cst.CSTNode, kind: Kind = SOFTMAX) -> Optional[Fix]:
+    description = f"drop the {kind.name}: cross-entropy takes logits (callers reading its output must apply it)"
+    if isinstance(origin, cst.Call) and _is_qual(model, origin.func, kind.layers):
         # a layer of an nn.Sequential: remove it
         for node in _walk(model.module):
             if isinstance(node, cst.Call) and any(a.value is origin for a in node.args):
@@ -136,8 +154,8 @@ def _fix(model: FileModel, origin: cst.CSTNode) -> Optional[Fix]:
                     return None
                 return model.fix_from_module(fixed, Applicability.UNSAFE, description) if isinstance(fixed, cst.Module) else None
         return None
-    if isinstance(func, cst.Attribute) and func.attr.value == "softmax" and tensor_method_receiver(model, func) and not _is_qual(
-        model, func, frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.special.softmax"})
+    if isinstance(func, cst.Attribute) and func.attr.value == kind.method and tensor_method_receiver(model, func) and not _is_qual(
+        model, func, kind.functions
     ):
         inner = func.value  # z.softmax(dim=1) -> z
     else:
@@ -193,15 +211,6 @@ VALID = [
     for x, y in loader:
         loss = criterion(model(x), y)
         loss.backward()
-    """,
-    # log_softmax before CrossEntropyLoss: idempotent, the loss and gradients are those of the logits
-    """
-    import torch.nn.functional as F
-
-    def training_step(model, batch):
-        x, y = batch
-        logp = F.log_softmax(model(x), dim=-1)
-        return F.cross_entropy(logp, y)
     """,
     # the softmax is for the accuracy; the loss gets the logits
     """
@@ -291,7 +300,7 @@ VALID = [
     out = model(x)
     loss = criterion(out, y)
     """,
-    # log of the probabilities: log_softmax by hand, harmless before cross-entropy
+    # the log of the probabilities plus an epsilon: not a softmax or log_softmax call, not followed
     """
     import torch
     import torch.nn.functional as F
@@ -626,6 +635,64 @@ INVALID = [
 
         probs = model(tokens)
         loss = torch.nn.functional.cross_entropy(input=probs[:, -1], target=next_token)
+        """,
+    ),
+    # log_softmax before cross-entropy: applied twice (the same loss over the class dim, computed twice)
+    Example(
+        """
+        import torch.nn.functional as F
+
+        def training_step(model, batch):
+            x, y = batch
+            logp = F.log_softmax(model(x), dim=-1)
+            return F.cross_entropy(logp, y)
+        """,
+        unsafe_fixed="""
+        import torch.nn.functional as F
+
+        def training_step(model, batch):
+            x, y = batch
+            logp = model(x)
+            return F.cross_entropy(logp, y)
+        """,
+    ),
+    # a model whose forward ends in log_softmax, trained with CrossEntropyLoss
+    Example(
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(784, 10)
+
+            def forward(self, x):
+                return F.log_softmax(self.fc(x), dim=1)
+
+        model = Net()
+        criterion = nn.CrossEntropyLoss()
+        for images, labels in loader:
+            loss = criterion(model(images), labels)
+            loss.backward()
+        """,
+        unsafe_fixed="""
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(784, 10)
+
+            def forward(self, x):
+                return self.fc(x)
+
+        model = Net()
+        criterion = nn.CrossEntropyLoss()
+        for images, labels in loader:
+            loss = criterion(model(images), labels)
+            loss.backward()
         """,
     ),
 ]

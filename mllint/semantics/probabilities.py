@@ -27,7 +27,8 @@ hands one, or ``nn.CrossEntropyLoss()(...)`` inline).
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from dataclasses import dataclass
+from typing import FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -44,6 +45,20 @@ _KEEP_VALUES = frozenset({
 })
 LOG_SOFTMAX_FUNCTIONS = frozenset({"torch.nn.functional.log_softmax", "torch.log_softmax", "torch.special.log_softmax"})
 LOG_SOFTMAX_LAYERS = frozenset({"torch.nn.LogSoftmax", "torch.nn.modules.activation.LogSoftmax"})
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What is traced: the softmax (probabilities) or the log_softmax (log-probabilities)."""
+
+    name: str
+    functions: FrozenSet[str]  # F.softmax, torch.softmax
+    method: str  # z.softmax(1)
+    layers: FrozenSet[str]  # nn.Softmax
+
+
+SOFTMAX = Kind("softmax", SOFTMAX_FUNCTIONS, "softmax", SOFTMAX_LAYERS)
+LOG_SOFTMAX = Kind("log_softmax", LOG_SOFTMAX_FUNCTIONS, "log_softmax", LOG_SOFTMAX_LAYERS)
 _WRAPPERS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "train", "eval"})
 _MAX_DEPTH = 14
 # Calling the object is the softmax (it is an ``nn.Softmax`` layer): the caller reports its call.
@@ -175,36 +190,36 @@ def is_cross_entropy(m: FileModel, func: cst.BaseExpression, scope: str, depth: 
 
 
 def softmax_origin(m: FileModel, expr: cst.BaseExpression, scope: str, at: Optional[cst.CSTNode] = None,
-                   depth: int = 0) -> Optional[cst.CSTNode]:
+                   depth: int = 0, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
     """The node that applied a softmax to the value of ``expr`` (evaluated in ``scope``,
     at the statement holding ``at``), or None when it is not known to be softmax output."""
     if depth > _MAX_DEPTH:
         return None
     if isinstance(expr, cst.Subscript):
-        return softmax_origin(m, expr.value, scope, at, depth + 1)
+        return softmax_origin(m, expr.value, scope, at, depth + 1, kind=kind)
     if isinstance(expr, cst.Name) or isinstance(expr, cst.Attribute) and dotted(expr) is not None:
-        return _name_origin(m, dotted(expr), scope, at or expr, depth)
+        return _name_origin(m, dotted(expr), scope, at or expr, depth, kind=kind)
     if not isinstance(expr, cst.Call):
         return None
     func = expr.func
-    if _is_qual(m, func, SOFTMAX_FUNCTIONS):
+    if _is_qual(m, func, kind.functions):
         return expr
-    if isinstance(func, cst.Attribute) and func.attr.value == "softmax" and not tensor_method_receiver(m, func):
-        return _callee_origin(m, expr, scope, depth)  # self.softmax(x): a layer or method
-    if isinstance(func, cst.Attribute) and func.attr.value == "softmax":
+    if isinstance(func, cst.Attribute) and func.attr.value == kind.method and not tensor_method_receiver(m, func):
+        return _callee_origin(m, expr, scope, depth, kind=kind)  # self.softmax(x): a layer or method
+    if isinstance(func, cst.Attribute) and func.attr.value == kind.method:
         if _is_module_path(m, func.value):
             return None  # another library's softmax (scipy.special.softmax)
         return expr  # z.softmax(dim=1)
-    if isinstance(func, cst.Call) and _is_qual(m, func.func, SOFTMAX_LAYERS):
+    if isinstance(func, cst.Call) and _is_qual(m, func.func, kind.layers):
         return expr  # nn.Softmax(dim=1)(z)
-    exp_of = _exp_argument(m, expr)
+    exp_of = _exp_argument(m, expr) if kind is SOFTMAX else None
     if exp_of is not None:
         # torch.exp(F.log_softmax(z, 1)): softmax spelled out
         return expr if _is_log_softmax(m, exp_of, scope, depth + 1) else None
     if isinstance(func, cst.Attribute) and func.attr.value in _KEEP_VALUES:
-        return softmax_origin(m, func.value, scope, at, depth + 1)
+        return softmax_origin(m, func.value, scope, at, depth + 1, kind=kind)
     # a call of a function, method or module defined in (or built in) this file
-    return _callee_origin(m, expr, scope, depth)
+    return _callee_origin(m, expr, scope, depth, kind=kind)
 
 
 def _exp_argument(m: FileModel, call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -253,7 +268,7 @@ def _is_module_path(m: FileModel, node: cst.BaseExpression) -> bool:
     return head in m.imports.aliases and head not in m.locals.get(MODULE_SCOPE, ()) and bool(qual)
 
 
-def _name_origin(m: FileModel, ref: Optional[str], scope: str, at: cst.CSTNode, depth: int) -> Optional[cst.CSTNode]:
+def _name_origin(m: FileModel, ref: Optional[str], scope: str, at: cst.CSTNode, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
     if ref is None:
         return None
     here = m.position(at).start
@@ -275,10 +290,10 @@ def _name_origin(m: FileModel, ref: Optional[str], scope: str, at: cst.CSTNode, 
         return None
     if len(earlier) > 1 and ctx.conds:
         return None  # `if ...: out = softmax(out)`: the use may see the other value
-    return softmax_origin(m, value, scope, value, depth + 1)
+    return softmax_origin(m, value, scope, value, depth + 1, kind=kind)
 
 
-def _callee_origin(m: FileModel, call: cst.Call, scope: str, depth: int) -> Optional[cst.CSTNode]:
+def _callee_origin(m: FileModel, call: cst.Call, scope: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
     func = call.func
     ref = dotted(func)
     if ref is None:
@@ -294,26 +309,26 @@ def _callee_origin(m: FileModel, call: cst.Call, scope: str, depth: int) -> Opti
             if method is not None:
                 key = method
     if key is not None:
-        return _returns_softmax(m, key, depth + 1)
+        return _returns_softmax(m, key, depth + 1, kind=kind)
     if ref in m.classes:
         return None  # Net(x): building an instance
     if ref.endswith(".forward") and ref != "self.forward":
         ref = ref[: -len(".forward")]  # model.forward(x): what calling the model gives
-    found = _module_origin(m, ref, scope, depth + 1)
+    found = _module_origin(m, ref, scope, depth + 1, kind=kind)
     return call if found is _CALL_SITE else found
 
 
-def _module_origin(m: FileModel, ref: str, scope: str, depth: int) -> Optional[cst.CSTNode]:
+def _module_origin(m: FileModel, ref: str, scope: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
     """Calling the object ``ref`` (a model, a layer) gives softmax output."""
     if depth > _MAX_DEPTH:
         return None
     cls_name = m.instance_of.get(scope, ref) or m.instance_of.get(scope, m.canonical(ref, scope))
     if cls_name in m.classes:
-        return _class_origin(m, cls_name, depth)
+        return _class_origin(m, cls_name, depth, kind=kind)
     added = _last_added_module(m, ref, scope)
     if added is not None:
         layer = _first_arg(added, "module") if len(added.args) < 2 else added.args[1].value
-        if layer is not None and isinstance(layer, cst.Call) and _is_qual(m, layer.func, SOFTMAX_LAYERS):
+        if layer is not None and isinstance(layer, cst.Call) and _is_qual(m, layer.func, kind.layers):
             return added  # model.add_module("softmax", nn.Softmax()): the last layer
         return None
     values = _values_of(m, ref, scope, depth)
@@ -321,43 +336,43 @@ def _module_origin(m: FileModel, ref: str, scope: str, depth: int) -> Optional[c
         return None
     origins = []
     for value, where in values:
-        origins.append(_object_origin(m, _unwrap(value), where, depth + 1))
+        origins.append(_object_origin(m, _unwrap(value), where, depth + 1, kind=kind))
     if any(o is None for o in origins):
         return None
     return origins[-1]
 
 
-def _object_origin(m: FileModel, value: cst.BaseExpression, scope: str, depth: int) -> Optional[cst.CSTNode]:
+def _object_origin(m: FileModel, value: cst.BaseExpression, scope: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
     """Calling the object ``value`` evaluates to (gives softmax output)."""
     if isinstance(value, cst.Call):
-        if _is_qual(m, value.func, SOFTMAX_LAYERS):
+        if _is_qual(m, value.func, kind.layers):
             return _CALL_SITE  # the object is a softmax layer: calling it is the softmax
         name = dotted(value.func)
         if name in m.classes:
-            return _class_origin(m, name, depth)
+            return _class_origin(m, name, depth, kind=kind)
         if name in m.functions and "." not in name:
-            return _factory_origin(m, name, depth + 1)  # model = build_model(...)
+            return _factory_origin(m, name, depth + 1, kind=kind)  # model = build_model(...)
         if _is_qual(m, value.func, frozenset({"torch.nn.Sequential"})):
             layers = [a for a in value.args if a.keyword is None]
             if not layers or layers[-1].star:
                 return None
             last = _unwrap(layers[-1].value)
-            found = _object_origin(m, last, scope, depth + 1)
+            found = _object_origin(m, last, scope, depth + 1, kind=kind)
             return last if found is _CALL_SITE else found
         return None
     ref = dotted(value)
     if ref is not None:
-        if _is_qual(m, value, SOFTMAX_FUNCTIONS):
+        if _is_qual(m, value, kind.functions):
             return None  # act = F.softmax: not followed
-        return _module_origin(m, ref, scope, depth + 1)
+        return _module_origin(m, ref, scope, depth + 1, kind=kind)
     return None
 
 
-def _class_origin(m: FileModel, cls_name: str, depth: int) -> Optional[cst.CSTNode]:
+def _class_origin(m: FileModel, cls_name: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
     key = m.method_key(cls_name, "forward")
     if key is None:
         return None
-    return _returns_softmax(m, key, depth + 1)
+    return _returns_softmax(m, key, depth + 1, kind=kind)
 
 
 def _own_returns(fn: cst.FunctionDef) -> Tuple[List[cst.Return], bool]:
@@ -378,7 +393,7 @@ def _own_returns(fn: cst.FunctionDef) -> Tuple[List[cst.Return], bool]:
     return returns, yields
 
 
-def _returns_softmax(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode]:
+def _returns_softmax(m: FileModel, key: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
     """The softmax every ``return`` of function ``key`` hands back (None if some return
     gives anything else, or it has no return with a value, or it is a generator)."""
     if depth > _MAX_DEPTH:
@@ -393,7 +408,7 @@ def _returns_softmax(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode
     for ret in returns:
         if ret.value is None:
             return None
-        found = softmax_origin(m, ret.value, key, ret, depth + 1)
+        found = softmax_origin(m, ret.value, key, ret, depth + 1, kind=kind)
         if found is None:
             return None
         origin = found
@@ -421,7 +436,7 @@ def _last_added_module(m: FileModel, ref: str, scope: str) -> Optional[cst.Call]
     return max(found, key=lambda item: item[0])[1]
 
 
-def _factory_origin(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode]:
+def _factory_origin(m: FileModel, key: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
     """Calling the object every ``return`` of function ``key`` hands back gives softmax output."""
     if depth > _MAX_DEPTH:
         return None
@@ -433,7 +448,7 @@ def _factory_origin(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode]
     for ret in returns:
         if ret.value is None:
             return None
-        found = _object_origin(m, _unwrap(ret.value), key, depth + 1)
+        found = _object_origin(m, _unwrap(ret.value), key, depth + 1, kind=kind)
         if found is None or found is _CALL_SITE:
             return None
         origin = found
