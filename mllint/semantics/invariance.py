@@ -26,7 +26,6 @@ every batch (ML004). Three questions:
 from __future__ import annotations
 
 import re
-import weakref
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set
 
 import libcst as cst
@@ -354,13 +353,13 @@ class Analysis:
         return key if key in self.model.functions else None
 
 
-_ANALYSES: "weakref.WeakKeyDictionary[FileModel, Analysis]" = weakref.WeakKeyDictionary()
-
-
 def analysis(model: FileModel) -> Analysis:
-    found = _ANALYSES.get(model)
+    """The file's analysis, kept on the model (a module-level WeakKeyDictionary would never let
+    the model go: the analysis refers to it, so every linted file's tree stayed in memory)."""
+    found = getattr(model, "_invariance", None)
     if found is None:
-        found = _ANALYSES[model] = Analysis(model)
+        found = Analysis(model)
+        model._invariance = found  # type: ignore[attr-defined]
     return found
 
 
