@@ -26,9 +26,11 @@ When the code is fine
       ``nn.Module``, a name bound to a torch layer or model, a torchvision/timm/transformers
       model or wrapper, an ``nn.Module`` annotation, or a name that ``.eval()`` /
       ``.parameters()`` are called on count. A name that only looks like a model
-      (``self.policy``, ``self.model.generator``) counts in a file that imports
-      torch (and no other framework with ``forward`` methods), with an unsafe fix
-      only; elsewhere (a numpy ``net.forward(x)``) it does not.
+      (``self.policy``, ``self.model.generator``, or a compound name with a network word
+      in it: ``self.encoder_q``, ``text_encoder``, ``value_head``) counts in a file that
+      imports torch or a library built on it (Lightning, pyro, allennlp, fairseq, timm,
+      ...) and no other framework with ``forward`` methods, with an unsafe fix only;
+      elsewhere (a numpy ``net.forward(x)``) it does not.
 
 How to fix
     Call the module: ``model(x, mask=m)`` instead of ``model.forward(x, mask=m)``.
@@ -253,6 +255,14 @@ VALID = [
                 return block.forward(*inputs)
 
             return checkpoint(run, x, use_reentrant=False)
+    """,
+    # a compound network name, but the file works with numpy only: nothing says it is a torch module
+    """
+    import numpy as np
+    from toy_layers import load_layers
+
+    text_encoder = load_layers("weights.npz")
+    hidden = text_encoder.forward(np.ones((2, 8)))
     """,
 ]
 
@@ -523,6 +533,52 @@ INVALID = [
         def score(self, batch):
             with torch.no_grad():
                 return self.model(batch)
+    """,
+    ),
+    # a pyro model function (pyro is built on torch): a compound encoder name run with .forward
+    Example(
+        """
+    import pyro
+    import pyro.distributions as dist
+
+    def guide(self, xs):
+        pyro.module("ssvae", self)
+        with pyro.plate("data", xs.shape[0]):
+            z_loc, z_scale = self.encoder_z.forward(xs)
+            pyro.sample("z", dist.Normal(z_loc, z_scale).to_event(1))
+    """,
+        unsafe_fixed="""
+    import pyro
+    import pyro.distributions as dist
+
+    def guide(self, xs):
+        pyro.module("ssvae", self)
+        with pyro.plate("data", xs.shape[0]):
+            z_loc, z_scale = self.encoder_z(xs)
+            pyro.sample("z", dist.Normal(z_loc, z_scale).to_event(1))
+    """,
+    ),
+    # a query encoder (MoCo-style name) run with .forward from a training helper
+    Example(
+        """
+    import torch
+    import torch.nn.functional as F
+
+    def contrastive_step(encoder_q, encoder_k, im_q, im_k, tau=0.07):
+        q = F.normalize(encoder_q.forward(im_q), dim=1)
+        with torch.no_grad():
+            k = F.normalize(encoder_k(im_k), dim=1)
+        return (q * k).sum(1).div(tau)
+    """,
+        unsafe_fixed="""
+    import torch
+    import torch.nn.functional as F
+
+    def contrastive_step(encoder_q, encoder_k, im_q, im_k, tau=0.07):
+        q = F.normalize(encoder_q(im_q), dim=1)
+        with torch.no_grad():
+            k = F.normalize(encoder_k(im_k), dim=1)
+        return (q * k).sum(1).div(tau)
     """,
     ),
 ]

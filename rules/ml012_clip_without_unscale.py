@@ -24,13 +24,18 @@ When the code is fine
     - the clip comes after ``scaler.step(optimizer)`` (it then clips nothing that step uses:
       a different bug this rule does not report).
     ``scaler = GradScaler(enabled=use_amp)`` is still a scaler: with AMP on, the bug is there.
+    A function handed the scaler (a parameter annotated ``GradScaler`` or named ``*scaler``)
+    that clips and then calls ``scaler.step(...)`` runs after its caller's scaled backward
+    pass: it is reported unless it unscales first, except when the file itself calls it (the
+    callers are followed instead, so an ``unscale_`` they run before the call counts).
+    ``for opt in optimizers: scaler.unscale_(opt)`` unscales every optimizer.
 
 How to fix
     Call ``scaler.unscale_(optimizer)`` right before the clip; ``scaler.step(optimizer)``
     then knows the gradients are unscaled and does not unscale them again. ``--unsafe-fixes``
     inserts it when the clip, the scaler's step and the optimizer are in the same function
-    and loop, and no ``unscale_`` for that step runs later (a second ``unscale_`` before one
-    step raises). The fix is unsafe because it changes training: the clip starts clipping at
+    and loop, the step runs wherever the clip runs (not only under ``if scaler is not None``),
+    and no ``unscale_`` for that step runs later (a second ``unscale_`` before one step raises). The fix is unsafe because it changes training: the clip starts clipping at
     the threshold the code asks for, so the updates grow.
 """
 
@@ -50,7 +55,7 @@ CODE = "ML012"
 NAME = "clip-without-unscale"
 MESSAGE = "the clip sees scaled gradients: call `scaler.unscale_(optimizer)` before clipping"
 TRIGGERS = ("clip_grad",)
-REQUIRES = (".scale(",)
+REQUIRES = (".scale(|GradScaler|scaler",)
 DEFAULT_ENABLED = True
 FIX = "unsafe"
 
@@ -68,6 +73,41 @@ def _block_of(model: FileModel, statement) -> Optional[cst.CSTNode]:
     return found[0] if found else None
 
 
+def _innermost_block(model: FileModel, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """The innermost indented block holding ``node``."""
+    stack: List[cst.CSTNode] = []
+    found: List[cst.CSTNode] = []
+
+    class _Finder(cst.CSTVisitor):
+        def visit_IndentedBlock(self, block: cst.IndentedBlock) -> bool:
+            stack.append(block)
+            return not found
+
+        def leave_IndentedBlock(self, block: cst.IndentedBlock) -> None:
+            stack.pop()
+
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if n is node and stack and not found:
+                found.append(stack[-1])
+            return super().on_visit(n) and not found
+
+    model.module.visit(_Finder())
+    return found[0] if found else None
+
+
+def _contains(outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+    found: List[bool] = []
+
+    class _Finder(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if n is node:
+                found.append(True)
+            return not found
+
+    outer.visit(_Finder())
+    return bool(found)
+
+
 def _fix(model: FileModel, hits: List[ScaledClip]) -> Optional[Fix]:
     first = hits[0]
     clip = first.clip
@@ -76,6 +116,12 @@ def _fix(model: FileModel, hits: List[ScaledClip]) -> Optional[Fix]:
         return None
     if any(h.step_frame is not clip.frame or h.step_loop is not clip.loop or h.unscaled_later for h in hits):
         return None
+    for hit in hits:
+        # the step must run wherever the clip runs (``if scaler is not None: scaler.step(...)``
+        # around the step only: the scaler may be None where the clip is, so no unscale_ there)
+        step_block = _innermost_block(model, hit.step)
+        if step_block is None or not _contains(step_block, clip.node):
+            return None
     statement = clip.statement
     block = _block_of(model, statement)
     if not isinstance(statement, cst.SimpleStatementLine) or not isinstance(block, cst.IndentedBlock):
@@ -260,6 +306,34 @@ for x in loader:
     torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), 1.0)
     optimizer.step()
     optimizer.zero_grad()
+""",
+    # every optimizer unscaled in a loop before the clip (a GAN with two optimizers)
+    """
+import torch
+scaler = torch.cuda.amp.GradScaler()
+for real in loader:
+    scaler.scale(gan_loss(real)).backward()
+    for opt in (opt_g, opt_d):
+        scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(all_params, 1.0)
+    for opt in (opt_g, opt_d):
+        scaler.step(opt)
+    scaler.update()
+""",
+    # a step helper handed the scaler, called by this file after unscale_
+    """
+import torch
+
+def clip_then_step(net, opt, scaler):
+    torch.nn.utils.clip_grad_norm_(net.parameters(), 2.0)
+    scaler.step(opt)
+    scaler.update()
+
+scaler = torch.amp.GradScaler()
+for x, y in loader:
+    scaler.scale(loss_fn(net(x), y)).backward()
+    scaler.unscale_(opt)
+    clip_then_step(net, opt, scaler)
 """,
 ]
 
@@ -517,4 +591,43 @@ class Runner:
         self.grad_scaler.step(self.optim)
         self.grad_scaler.update()
 """,
+    # an update helper handed the caller's GradScaler: the caller ran scaler.scale(loss).backward()
+    Example(
+        """
+import torch
+from torch.cuda.amp import GradScaler
+
+def apply_update(net, opt, scaler: GradScaler, max_norm=1.0):
+    torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+    scaler.step(opt)
+    scaler.update()
+    opt.zero_grad(set_to_none=True)
+""",
+        unsafe_fixed="""
+import torch
+from torch.cuda.amp import GradScaler
+
+def apply_update(net, opt, scaler: GradScaler, max_norm=1.0):
+    scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+    scaler.step(opt)
+    scaler.update()
+    opt.zero_grad(set_to_none=True)
+""",
+    ),
+    # an optional scaler handed to an updater method: reported, no fix (the scaler may be None at the clip)
+    Example(
+        """
+import torch
+
+class Updater:
+    def step(self, *, grad_scaler=None):
+        torch.nn.utils.clip_grad_value_(self.net.parameters(), 0.5)
+        if grad_scaler is not None:
+            grad_scaler.step(self.opt)
+            grad_scaler.update()
+        else:
+            self.opt.step()
+"""
+    ),
 ]

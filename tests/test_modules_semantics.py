@@ -55,3 +55,28 @@ def test_spelling_alone_is_not_enough_without_torch():
         """
     )
     assert known_module(m, "model", "<module>") is None
+
+
+def test_compound_network_names_count_only_with_torch_or_a_library_built_on_it():
+    from mllint.semantics.modules import module_word_name
+
+    assert module_word_name("self.encoder_q") and module_word_name("text_encoder") and module_word_name("valueHead")
+    assert not module_word_name("self.headers") and not module_word_name("scalar_mix") and not module_word_name("block")
+    with_pyro = model_of(
+        """
+        import pyro
+
+        def guide(self, xs):
+            return self.encoder_z.forward(xs)
+        """
+    )
+    assert known_module(with_pyro, "self.encoder_z", "guide") == NAMED
+    numpy_only = model_of(
+        """
+        import numpy as np
+
+        def run(self, xs):
+            return self.encoder_z.forward(xs)
+        """
+    )
+    assert known_module(numpy_only, "self.encoder_z", "run") is None

@@ -237,11 +237,38 @@ class AmpWalk:
     # --- the walk ----------------------------------------------------------------------------------
     def run(self) -> List[ScaledClip]:
         self._walk_block(self.model.module.body, [State()], Frame(MODULE_SCOPE, {}), None, 0, set())
+        called = self._called_names()
         for key, fn in self.model.functions.items():
             body = fn.node.body
             if isinstance(body, cst.IndentedBlock):
-                self._walk_block(body.body, [State()], Frame(key, {}), None, 0, {key})
+                entry = State()
+                scaler = self._scaler_param(fn.node)
+                if scaler is not None and key.rsplit(".", 1)[-1] not in called:
+                    entry = State(scaler)
+                self._walk_block(body.body, [entry], Frame(key, {}), None, 0, {key})
         return self.found
+
+    def _called_names(self) -> Set[str]:
+        """Functions called by name, and methods called on ``self``, in this file (their callers
+        are walked with them inlined, so their own walk starts from nothing pending)."""
+        names: Set[str] = set()
+        for call, _ctx in self.model.calls:
+            if isinstance(call.func, cst.Name):
+                names.add(call.func.value)
+            elif isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name) and call.func.value.value in ("self", "cls"):
+                names.add(call.func.attr.value)  # a method of the file run on its own instance
+        return names
+
+    def _scaler_param(self, node: cst.FunctionDef) -> Optional[str]:
+        """A parameter that receives the caller's ``GradScaler`` (annotated so, or named ``*scaler``):
+        a function handed the scaler to step it runs after the caller's scaled backward pass."""
+        params = node.params
+        for param in list(params.params) + list(params.kwonly_params) + list(params.posonly_params):
+            name = param.name.value
+            annotation = self.model.module.code_for_node(param.annotation.annotation) if param.annotation else ""
+            if any(word in annotation for word in SCALERS) or name.lower().endswith("scaler"):
+                return name
+        return None
 
     def _cap(self, states: List[State]) -> List[State]:
         seen, out = set(), []
@@ -279,6 +306,10 @@ class AmpWalk:
             self._exits = []
             inner = self._walk_block(st.body.body, states, frame, st, depth, active) if isinstance(st.body, cst.IndentedBlock) else states
             after = states + inner + self._exits
+            if isinstance(st, cst.For) and inner and all(s.unscaled for s in inner) and not self._exits:
+                # ``for opt in optimizers: scaler.unscale_(opt)``: every pass unscales, and with no
+                # optimizer to run the loop for there is no step either: no path skips it
+                after = inner
             self._exits = saved
             if st.orelse is not None:
                 after = after + self._walk_block(st.orelse.body.body, inner, frame, loop, depth, active)

@@ -12,6 +12,7 @@ one (``DDP``, ``torch.compile``), an ``nn.Module`` annotation, or a use only mod
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from mllint.semantics import roles as R
@@ -74,14 +75,41 @@ def known_module(model: FileModel, ref: Optional[str], scope: str) -> Optional[s
     if model.has_role(ref, R.MODEL, scope, by_name=False):
         return BOUND
     known = model.roles.get(scope, ref) or model.roles.get(scope, model.canonical(ref, scope))
-    if not known and R.role_of_name(ref) == R.MODEL and _defines_torch_modules(model):
+    if not known and (R.role_of_name(ref) == R.MODEL or module_word_name(ref)) and _defines_torch_modules(model):
         return NAMED
     return None
 
 
+# Words that name a network or a part of one. A compound name holding one of them as a word
+# (``encoder_q``, ``text_encoder``, ``value_head``, ``decoderRNN``) names a module as surely as
+# the bare word; callers use this only where a module method (``.forward``) is called on it.
+_MODULE_WORDS = frozenset(
+    "model models net network module encoder decoder generator discriminator classifier backbone critic actor "
+    "policy head transformer mlp cnn rnn lstm gru unet vae autoencoder".split()
+)
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def module_word_name(ref: str) -> bool:
+    """Whether the last part of ``ref`` is a compound name with a module word in it (weak evidence)."""
+    last = ref.rsplit(".", 1)[-1].split("[", 1)[0]
+    if not last or last.startswith("__"):
+        return False
+    words = [w.lower() for part in last.split("_") for w in _WORD.findall(part)]
+    return any(w in _MODULE_WORDS for w in words)
+
+
+# Libraries built on torch: a file importing one of them works with torch modules.
+_TORCH_LIBRARIES = (
+    "torch", "lightning", "pytorch_lightning", "torchvision", "torchaudio", "timm", "pyro", "allennlp", "fairseq",
+    "detectron2", "ignite", "accelerate", "deepspeed", "torch_geometric",
+)
+
+
 def _defines_torch_modules(model: FileModel) -> bool:
-    """The file works with torch (imports it, or Lightning) and not with another framework whose
-    objects also have ``forward`` (Keras, JAX, MXNet, Paddle, Chainer)."""
+    """The file works with torch (imports it, or a library built on it: Lightning, pyro,
+    allennlp, ...) and not with another framework whose objects also have ``forward``
+    (Keras, JAX, MXNet, Paddle, Chainer)."""
     if any(model.imports.imports_module(p) for p in ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle", "chainer")):
         return False
-    return any(model.imports.imports_module(p) for p in ("torch", "lightning", "pytorch_lightning"))
+    return any(model.imports.imports_module(p) for p in _TORCH_LIBRARIES)
