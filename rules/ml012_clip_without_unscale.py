@@ -335,6 +335,24 @@ for x, y in loader:
     scaler.unscale_(opt)
     clip_then_step(net, opt, scaler)
 """,
+    # the unscale on a one-line `if` that guards the scaler's existence: without one nothing was scaled
+    """
+    import torch
+
+    class AmpOptimizer:
+        def backward_clip_step(self, stepping, loss):
+            if self.scaler is not None: self.scaler.scale(loss).backward()
+            else: loss.backward()
+            if stepping:
+                if self.scaler is not None: self.scaler.unscale_(self.optimizer)
+                norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_norm)
+                if self.scaler is not None:
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+                else:
+                    self.optimizer.step()
+            return norm
+    """,
 ]
 
 INVALID = [
@@ -630,4 +648,19 @@ class Updater:
             self.opt.step()
 """
     ),
+    # one-line branches: the scaled backward on `if use_amp:`, the clip on every path
+    """
+    import torch
+
+    scaler = torch.cuda.amp.GradScaler()
+
+    def train(model, loader, opt, use_amp):
+        for x, y in loader:
+            loss = model(x, y)
+            if use_amp: scaler.scale(loss).backward()
+            else: loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if use_amp: scaler.step(opt)
+            else: opt.step()
+    """,
 ]

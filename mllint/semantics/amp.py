@@ -287,8 +287,16 @@ class AmpWalk:
             states = self._cap(self._walk_statement(statement, states, frame, loop, depth, active, body))
         return states
 
+    def _walk_suite(self, suite, states, frame, loop, depth, active) -> List[State]:
+        """An indented block, or the one-line body of ``if x: scaler.unscale_(opt)``."""
+        if isinstance(suite, cst.IndentedBlock):
+            return self._walk_block(suite.body, states, frame, loop, depth, active)
+        if isinstance(suite, cst.SimpleStatementSuite):
+            return self._cap(self._walk_statement(suite, states, frame, loop, depth, active, None))
+        return states
+
     def _walk_statement(self, st, states, frame, loop, depth, active, block) -> List[State]:
-        if isinstance(st, cst.SimpleStatementLine):
+        if isinstance(st, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             for small in st.body:
                 if isinstance(small, (cst.Return, cst.Raise, cst.Break, cst.Continue)):
                     states = self._simple(small, st, states, frame, loop, depth, active, block)
@@ -304,7 +312,7 @@ class AmpWalk:
         if isinstance(st, (cst.For, cst.While)):
             saved = self._exits
             self._exits = []
-            inner = self._walk_block(st.body.body, states, frame, st, depth, active) if isinstance(st.body, cst.IndentedBlock) else states
+            inner = self._walk_suite(st.body, states, frame, st, depth, active)
             after = states + inner + self._exits
             if isinstance(st, cst.For) and inner and all(s.unscaled for s in inner) and not self._exits:
                 # ``for opt in optimizers: scaler.unscale_(opt)``: every pass unscales, and with no
@@ -315,7 +323,7 @@ class AmpWalk:
                 after = after + self._walk_block(st.orelse.body.body, inner, frame, loop, depth, active)
             return after
         if isinstance(st, (cst.With,)):
-            return self._walk_block(st.body.body, states, frame, loop, depth, active) if isinstance(st.body, cst.IndentedBlock) else states
+            return self._walk_suite(st.body, states, frame, loop, depth, active)
         if isinstance(st, cst.Try):
             out = self._walk_block(st.body.body, states, frame, loop, depth, active)
             if st.orelse is not None:
@@ -344,9 +352,9 @@ class AmpWalk:
             elif isinstance(body, cst.If):
                 out += self._walk_if(body, allowed, frame, loop, depth, active)
             elif isinstance(body, cst.Else):
-                out += self._walk_block(body.body.body, allowed, frame, loop, depth, active) if isinstance(body.body, cst.IndentedBlock) else allowed
+                out += self._walk_suite(body.body, allowed, frame, loop, depth, active)
             else:
-                out += self._walk_block(body.body, allowed, frame, loop, depth, active) if isinstance(body, cst.IndentedBlock) else allowed
+                out += self._walk_suite(body, allowed, frame, loop, depth, active)
         return out
 
     def _simple(self, small, line, states, frame, loop, depth, active, block) -> List[State]:
