@@ -23,7 +23,9 @@ When the code is fine
     - the accumulator lives for one iteration only (rebound before it is added to, in the
       same loop body).
     The rule reports only a loss that the same loop backpropagates (``loss.backward()``,
-    ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``): that proves it is a
+    ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``, or a scaled or reduced
+    form of it: ``(loss / n).backward()``, ``loss.div(n).backward()``,
+    ``loss.mean().backward()``): that proves it is a
     tensor with a graph. A value whose kind is not known (a metric that may be a float) is
     left alone.
 
@@ -355,6 +357,50 @@ VALID = [
 ]
 
 INVALID = [
+    # backpropagated through a method of the loss (`loss.div(n)`): the summed tensor keeps the graph
+    Example(
+        """
+import torch
+
+def train_epoch(model, loader, optimizer, criterion):
+    total_loss, total_words = 0, 0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.div(y.size(0)).backward()
+        optimizer.step()
+        total_loss += loss
+        total_words += int(y.ne(0).sum())
+    return total_loss / total_words
+""",
+        unsafe_fixed="""
+import torch
+
+def train_epoch(model, loader, optimizer, criterion):
+    total_loss, total_words = 0, 0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.div(y.size(0)).backward()
+        optimizer.step()
+        total_loss += loss.item()
+        total_words += int(y.ne(0).sum())
+    return total_loss / total_words
+""",
+    ),
+    # a per-sample loss reduced for backward, collected whole: no `.item()` fix (not a scalar)
+    """
+import torch
+
+losses = []
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.mean().backward()
+    optimizer.step()
+    losses.append(loss)
+print(torch.stack(losses).mean())
+""",
     # the classic: an epoch's running loss summed as a tensor, then printed
     Example(
         """

@@ -14,9 +14,13 @@ Why it matters
     assigned from it, in a helper or method whose every ``return`` gives softmax
     output, or in a model whose ``forward`` ends in ``F.softmax``/``torch.softmax``/
     ``x.softmax``/an ``nn.Softmax`` layer (also the last layer of an
-    ``nn.Sequential``); the loss is ``F.cross_entropy`` or a callable bound to
-    ``nn.CrossEntropyLoss()`` (also ``self.criterion``, or a parameter every caller
-    in the file hands one).
+    ``nn.Sequential``), also one element of a tuple such a call returns
+    (``validity, class_probs = disc(x)`` where ``forward`` returns
+    ``self.adv_head(h), self.cls_head(h)``) and each element of a loop over softmax output
+    (``for row in probs:``); the loss is ``F.cross_entropy`` or a callable bound to
+    ``nn.CrossEntropyLoss()`` (also ``self.criterion``, a parameter every caller
+    in the file hands one, or a parameter defaulting to one that no call in the file
+    overrides).
 
 When the code is fine
     - ``log_softmax`` (or ``nn.LogSoftmax``) before ``NLLLoss``, the intended pairing;
@@ -175,6 +179,25 @@ def _walk(node: cst.CSTNode):
 # --- examples ------------------------------------------------------------------------------------
 
 VALID = [
+    # the criterion parameter defaults to CrossEntropyLoss, but the file builds the module
+    # with another loss (one we cannot see into): the default is not what runs
+    """
+    import torch
+    from torch import nn
+    from losses import FocalLoss
+
+
+    class RowLoss(nn.Module):
+        def __init__(self, criterion=nn.CrossEntropyLoss()):
+            super().__init__()
+            self.criterion = criterion
+
+        def forward(self, scores, target):
+            return self.criterion(torch.softmax(scores, -1), target)
+
+
+    loss_fn = RowLoss(criterion=FocalLoss(gamma=2.0))
+    """,
     # log_softmax + NLLLoss: the intended pairing
     """
     import torch.nn.functional as F
@@ -310,6 +333,100 @@ VALID = [
 ]
 
 INVALID = [
+    # a two-headed model: the class head (a Sequential ending in nn.Softmax) is the second
+    # element of the tuple forward returns, unpacked and handed to CrossEntropyLoss
+    Example(
+        """
+        import torch
+        from torch import nn
+
+
+        class Discriminator(nn.Module):
+            def __init__(self, n_classes):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(784, 256), nn.LeakyReLU(0.2))
+                self.adv_head = nn.Sequential(nn.Linear(256, 1), nn.Sigmoid())
+                self.cls_head = nn.Sequential(nn.Linear(256, n_classes), nn.Softmax(dim=1))
+
+            def forward(self, x):
+                h = self.body(x)
+                return self.adv_head(h), self.cls_head(h)
+
+
+        disc = Discriminator(10)
+        adv_loss = nn.BCELoss()
+        cls_loss = nn.CrossEntropyLoss()
+        for images, labels in loader:
+            validity, class_probs = disc(images)
+            loss = adv_loss(validity, real) + cls_loss(class_probs, labels)
+            loss.backward()
+        """,
+        unsafe_fixed="""
+        import torch
+        from torch import nn
+
+
+        class Discriminator(nn.Module):
+            def __init__(self, n_classes):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(784, 256), nn.LeakyReLU(0.2))
+                self.adv_head = nn.Sequential(nn.Linear(256, 1), nn.Sigmoid())
+                self.cls_head = nn.Sequential(nn.Linear(256, n_classes))
+
+            def forward(self, x):
+                h = self.body(x)
+                return self.adv_head(h), self.cls_head(h)
+
+
+        disc = Discriminator(10)
+        adv_loss = nn.BCELoss()
+        cls_loss = nn.CrossEntropyLoss()
+        for images, labels in loader:
+            validity, class_probs = disc(images)
+            loss = adv_loss(validity, real) + cls_loss(class_probs, labels)
+            loss.backward()
+        """,
+    ),
+    # each row of the probabilities (a loop over them) goes to a criterion whose default is
+    # CrossEntropyLoss, and nothing in the file builds the module with another one
+    Example(
+        """
+        import torch
+        from torch import nn
+
+
+        class RowLoss(nn.Module):
+            def __init__(self, criterion=nn.CrossEntropyLoss(reduction="sum")):
+                super().__init__()
+                self.criterion = criterion
+
+            def forward(self, scores):
+                probs = torch.softmax(scores, -1)
+                total = 0
+                for row in probs:
+                    target = torch.arange(row.shape[0], device=row.device)
+                    total = total + self.criterion(row, target)
+                return total / len(scores)
+        """,
+        unsafe_fixed="""
+        import torch
+        from torch import nn
+
+
+        class RowLoss(nn.Module):
+            def __init__(self, criterion=nn.CrossEntropyLoss(reduction="sum")):
+                super().__init__()
+                self.criterion = criterion
+
+            def forward(self, scores):
+                probs = scores
+                total = 0
+                for row in probs:
+                    target = torch.arange(row.shape[0], device=row.device)
+                    total = total + self.criterion(row, target)
+                return total / len(scores)
+        """,
+    ),
     Example(
         """
         import torch.nn.functional as F

@@ -14,7 +14,10 @@ Why it matters
     stepped at the top of the epoch loop before the batch loop (or before calling a helper
     such as ``train_one_epoch(...)`` that steps the optimizer), per-batch schedulers and
     warm-up wrappers (``LambdaLR`` warm-ups, ``GradualWarmupScheduler``, transformers'
-    ``get_linear_schedule_with_warmup``) stepped before ``optimizer.step()``.
+    ``get_linear_schedule_with_warmup``) stepped before ``optimizer.step()``. A scheduler is
+    known by what built it, or, when the file does not show that (a parameter, an attribute
+    unpacked from a pair handed in: ``self.optimizer, self.lr_scheduler = optimizers``), by
+    its name.
 
 When the code is fine
     - ``scheduler.step()`` after the optimizer step, or after the batch loop of the epoch;
@@ -223,6 +226,20 @@ for step, batch in enumerate(loader):
     loss.backward()
     optimizer.step()
     optimizer.zero_grad()
+"""
+    ),
+    # unpacked from a literal pair: the element is what it holds (an EMA helper, not a scheduler)
+    Example(
+        """
+import torch
+
+def fit(model, loader, optimizer):
+    optimizer, sched = optimizer, ModelEMA(model)
+    for x, y in loader:
+        sched.step()
+        optimizer.zero_grad()
+        model.loss(x, y).backward()
+        optimizer.step()
 """
     ),
     # a custom object with a step() method, not a torch scheduler
@@ -501,6 +518,30 @@ def training_step(model, batch, optimizer, lr_scheduler, log):
     log({"lr": optimizer.param_groups[0]["lr"]})
     optimizer.step()
     optimizer.zero_grad()
+"""
+    ),
+    # optimizer and scheduler unpacked from a pair handed in (a Trainer subclass): the scheduler,
+    # known by its name, stepped at the top of each update before the nested loops that step the optimizer
+    Example(
+        """
+import torch
+
+class PolicyTrainer:
+    def __init__(self, policy, optimizers=(None, None)):
+        self.policy = policy
+        self.optimizer, self.lr_scheduler = optimizers
+
+    def train(self, rollouts, num_updates, ppo_epochs):
+        optimizer = self.optimizer
+        for update in range(num_updates):
+            self.lr_scheduler.step()
+            batch = rollouts.collect(self.policy)
+            for _ in range(ppo_epochs):
+                for minibatch in batch.split(8):
+                    loss = self.policy.loss(minibatch)
+                    loss.backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
 """
     ),
     # GradualWarmupScheduler wrapping a cosine schedule, stepped at the epoch top

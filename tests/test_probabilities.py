@@ -105,3 +105,62 @@ def test_cross_entropy_through_parameters_and_attributes():
     """)
     names = sorted(m.code_of(call.func) for call, _ctx in _loss_calls(m))
     assert names == ["criterion", "fn", "self.crit"]
+
+
+def test_tuple_elements_of_what_a_model_or_function_returns():
+    assert _origins("""
+        import torch.nn.functional as F
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                logits = self.fc(x)
+                return logits, F.softmax(logits, dim=1)
+
+        def heads(x):
+            if x is None:
+                return None, None
+            return x, x.softmax(-1)
+
+        net = Net()
+        logits, probs = net(x)
+        F.cross_entropy(probs, y)
+        F.cross_entropy(logits, y)
+        a, b = heads(x)
+        F.cross_entropy(b, y)
+        c, d, e = net(x)
+        F.cross_entropy(e, y)
+    """) == ["F.softmax(logits, dim=1)", None, None, None]  # heads: one return is not softmax; 3 names: no match
+
+
+def test_loop_elements_and_parameter_defaults():
+    assert _origins("""
+        import torch
+        from torch import nn
+
+        def per_row(scores, target, crit=nn.CrossEntropyLoss()):
+            probs = torch.softmax(scores, -1)
+            for row in probs:
+                crit(row, target)
+            for row2 in scores:
+                crit(row2, target)
+    """) == ["torch.softmax(scores, -1)", None]
+    # a call in the file that may pass another loss: the default is not known to run
+    assert _origins("""
+        import torch
+        from torch import nn
+
+        def per_row(scores, target, crit=nn.CrossEntropyLoss()):
+            crit(torch.softmax(scores, -1), target)
+
+        per_row(s, t, crit=FocalLoss())
+    """) == []
+    assert _origins("""
+        import torch
+        from torch import nn
+
+        def per_row(scores, target, crit=nn.CrossEntropyLoss()):
+            crit(torch.softmax(scores, -1), target)
+
+        per_row(s, t)
+    """) == ["torch.softmax(scores, -1)"]

@@ -72,3 +72,25 @@ def test_steps_ahead_per_batch_per_epoch_and_through_helpers():
     )
     found = sorted((s.nested, s.via is not None, s.step is not None) for s in steps_ahead(m))
     assert found == [(False, False, True), (True, True, False)]
+
+
+def test_unpacked_bindings_use_the_element_or_are_no_evidence():
+    m = model_of(
+        """
+        import torch
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        o1, s1 = opt, torch.optim.lr_scheduler.StepLR(opt, 2)
+        o2, s2 = opt, Annealer()
+        o3, lr_scheduler = optimizers
+        o4, annealer = optimizers
+        model, opt, s5 = accelerator.prepare(model, opt, torch.optim.lr_scheduler.StepLR(opt, 2))
+        s6 = torch.optim.lr_scheduler.StepLR(opt, 2)
+        model, s6 = accelerator.prepare(model, s6)
+        """
+    )
+    assert lr_scheduler(m, "s1", "<module>").optimizer == "opt"  # the element of a literal pair
+    assert lr_scheduler(m, "s2", "<module>") is None
+    assert lr_scheduler(m, "lr_scheduler", "<module>").evidence == "name"  # unpacked from a value not seen: by name
+    assert lr_scheduler(m, "annealer", "<module>") is None
+    assert lr_scheduler(m, "s5", "<module>") is None  # not seen, and not spelled as a scheduler
+    assert lr_scheduler(m, "s6", "<module>").evidence == "constructor"  # the other binding decides

@@ -25,6 +25,11 @@ from mllint.semantics.model import FileModel, Loop
 
 _DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data", "detach_"})
 _NUMBER_FUNCS = frozenset({"float", "int", "round", "abs"})
+# Tensor methods whose result keeps the graph of their receiver: backpropagating
+# ``loss.div(n)`` backpropagates ``loss``. Scaling keeps the shape; reducing may not.
+_SCALING_METHODS = frozenset({"div", "mul", "true_divide", "divide", "multiply", "float", "double", "to", "cuda",
+                              "neg", "__truediv__", "__mul__"})
+_REDUCING_METHODS = frozenset({"mean", "sum", "nanmean", "nansum"})
 _GRAD_OFF = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.set_grad_enabled",
              "torch.autograd.grad_mode.no_grad", "torch.enable_grad")
 
@@ -126,6 +131,15 @@ def _backward_of(call: cst.Call, name: str) -> Optional[bool]:
         if isinstance(receiver, cst.BinaryOperation) and isinstance(receiver.operator, (cst.Divide, cst.Multiply)):
             if isinstance(receiver.left, cst.Name) and receiver.left.value == name:
                 return scalar
+        # loss.div(n).backward(), loss.mean().backward(): a method that keeps the graph; a
+        # reduction means the loss itself may not be a scalar (`.item()` could fail on it)
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
+                and isinstance(receiver.func.value, cst.Name) and receiver.func.value.value == name:
+            method = receiver.func.attr.value
+            if method in _SCALING_METHODS:
+                return scalar
+            if method in _REDUCING_METHODS:
+                return False
         # accelerator.backward(loss), torch.autograd.backward(loss)
         if call.args and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Name):
             if call.args[0].value.value == name:

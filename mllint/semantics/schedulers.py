@@ -5,7 +5,9 @@ A scheduler is identified, strongest evidence first, by what it was built from (
 ``torch.optim.lr_scheduler``, a transformers ``get_*_schedule*`` factory, a warm-up wrapper,
 a class in the file subclassing one, or any call handed an optimizer as its first argument),
 by an ``LRScheduler`` annotation, or, when nothing in the file binds it (a parameter, an
-attribute set elsewhere), by its spelling (``scheduler``, ``lr_scheduler``, ``sched``).
+attribute set elsewhere, a name unpacked from a value the file does not show:
+``self.optimizer, self.lr_scheduler = optimizers``), by its spelling (``scheduler``,
+``lr_scheduler``, ``sched``). ``a, b = x, y`` binds each name to its element.
 Anything bound to something else (a diffusers noise scheduler, a custom object) is not one.
 """
 
@@ -74,10 +76,23 @@ def _bindings(model: FileModel, ref: str, scope: str) -> List[cst.BaseExpression
             continue
         if ctx.scope in scopes or (cls_scope and (ctx.scope == cls_scope or ctx.scope.startswith(cls_scope + "."))):
             if len(targets) != 1:
-                out.append(cst.Name("__unknown__"))  # a, b = ...: what it holds is not seen
+                out.append(_unpacked(value, targets.index(ref), len(targets)))
             else:
                 out.append(value)
     return out
+
+
+_UNSEEN = "__unseen__"
+
+
+def _unpacked(value: cst.BaseExpression, index: int, count: int) -> cst.BaseExpression:
+    """The element ``a, b = x, y`` binds at ``index``; for any other right-hand side
+    (``opt, sched = optimizers``, ``model, opt, sched = accelerator.prepare(...)``) a
+    marker saying the value is not seen in the file: that binding is no evidence either way."""
+    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count \
+            and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return value.elements[index].value
+    return cst.Name(_UNSEEN)
 
 
 def _optimizer_argument(model: FileModel, call: cst.Call, scope: str) -> Tuple[bool, Optional[str]]:
@@ -99,13 +114,13 @@ def lr_scheduler(model: FileModel, ref: str, scope: str, _seen: Optional[frozens
     _seen = (_seen or frozenset()) | {ref}
     if len(_seen) > 6:
         return None
-    values = [v for v in _bindings(model, ref, scope) if not (isinstance(v, cst.Name) and v.value == "None")]
+    values = [v for v in _bindings(model, ref, scope) if not (isinstance(v, cst.Name) and v.value in ("None", _UNSEEN))]
     if values:
         info = None
         for value in values:
             if not isinstance(value, cst.Call):
                 source = ref_of(value)
-                if source and source not in _seen and source != "__unknown__":
+                if source and source not in _seen:
                     found = lr_scheduler(model, source, scope, _seen)
                     if found is None:
                         return None
