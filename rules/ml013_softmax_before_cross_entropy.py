@@ -20,7 +20,9 @@ Why it matters
     (``for row in probs:``); the loss is ``F.cross_entropy`` or a callable bound to
     ``nn.CrossEntropyLoss()`` (also ``self.criterion``, a parameter every caller
     in the file hands one, or a parameter defaulting to one that no call in the file
-    overrides).
+    overrides); also a module handed to a training wrapper with ``criterion=`` the
+    ``CrossEntropyLoss`` class (skorch: ``NeuralNetClassifier(MyModule,
+    criterion=nn.CrossEntropyLoss)``), which feeds the module's output to the criterion.
 
 When the code is fine
     - ``log_softmax`` (or ``nn.LogSoftmax``) before ``NLLLoss``, the intended pairing;
@@ -58,6 +60,7 @@ from mllint.semantics.probabilities import (
     SOFTMAX_LAYERS,
     _first_arg,
     _is_qual,
+    criterion_for_module,
     is_cross_entropy,
     softmax_origin,
     tensor_method_receiver,
@@ -87,6 +90,21 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue
         seen.add(call)
         yield _finding(model, call, arg, origin)
+    for call, _ctx in model.calls:
+        found = criterion_for_module(model, call)
+        if found is None:
+            continue
+        criterion, module, origin = found
+        line = model.position(origin).start.line
+        message = (f"`criterion={shorten(model.code_of(criterion), 24)}` gets softmax output from "
+                   f"`{shorten(model.code_of(module), 24)}` (line {line}): it softmaxes again")
+        detail = (
+            f"The wrapper feeds what `{shorten(model.code_of(module), 40)}` returns to the criterion, and its forward ends "
+            f"in `{shorten(model.code_of(origin).strip(), 60)}` (line {line}); cross-entropy applies log_softmax itself, "
+            f"so the probabilities are squashed twice and training is slower. Return the logits from forward (skorch's "
+            f"predict_proba can apply the softmax), or keep the softmax and use NLLLoss on its log."
+        )
+        yield model.finding(criterion, CODE, NAME, message, _fix(model, origin), detail)
 
 
 def _finding(model: FileModel, call: cst.Call, arg: cst.BaseExpression, origin: cst.CSTNode) -> Finding:
@@ -179,6 +197,29 @@ def _walk(node: cst.CSTNode):
 # --- examples ------------------------------------------------------------------------------------
 
 VALID = [
+    # skorch's default criterion for a classifier is NLLLoss on the log of the probabilities:
+    # a module ending in a softmax is what it expects
+    """
+    import torch
+    from torch import nn
+    from skorch import NeuralNetClassifier
+
+
+    class ClassifierModule(nn.Module):
+        def __init__(self, num_units=10):
+            super().__init__()
+            self.dense = nn.Linear(20, num_units)
+            self.output = nn.Linear(num_units, 2)
+            self.softmax = nn.Softmax(dim=-1)
+
+        def forward(self, X):
+            X = torch.relu(self.dense(X))
+            return self.softmax(self.output(X))
+
+
+    net = NeuralNetClassifier(ClassifierModule, max_epochs=10, lr=0.1)
+    net.fit(X, y)
+    """,
     # the criterion parameter defaults to CrossEntropyLoss, but the file builds the module
     # with another loss (one we cannot see into): the default is not what runs
     """
@@ -333,6 +374,51 @@ VALID = [
 ]
 
 INVALID = [
+    # skorch: the module class ends in a softmax and the net's criterion is CrossEntropyLoss
+    Example(
+        """
+        import torch
+        from torch import nn
+        from skorch import NeuralNetClassifier
+
+
+        class ClassifierModule(nn.Module):
+            def __init__(self, num_units=10):
+                super().__init__()
+                self.dense = nn.Linear(20, num_units)
+                self.output = nn.Linear(num_units, 2)
+                self.softmax = nn.Softmax(dim=-1)
+
+            def forward(self, X):
+                X = torch.relu(self.dense(X))
+                return self.softmax(self.output(X))
+
+
+        net = NeuralNetClassifier(ClassifierModule, criterion=nn.CrossEntropyLoss, max_epochs=10, lr=0.1)
+        net.fit(X, y)
+        """,
+        unsafe_fixed="""
+        import torch
+        from torch import nn
+        from skorch import NeuralNetClassifier
+
+
+        class ClassifierModule(nn.Module):
+            def __init__(self, num_units=10):
+                super().__init__()
+                self.dense = nn.Linear(20, num_units)
+                self.output = nn.Linear(num_units, 2)
+                self.softmax = nn.Softmax(dim=-1)
+
+            def forward(self, X):
+                X = torch.relu(self.dense(X))
+                return self.output(X)
+
+
+        net = NeuralNetClassifier(ClassifierModule, criterion=nn.CrossEntropyLoss, max_epochs=10, lr=0.1)
+        net.fit(X, y)
+        """,
+    ),
     # a two-headed model: the class head (a Sequential ending in nn.Softmax) is the second
     # element of the tuple forward returns, unpacked and handed to CrossEntropyLoss
     Example(

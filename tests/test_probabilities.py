@@ -164,3 +164,33 @@ def test_loop_elements_and_parameter_defaults():
 
         per_row(s, t)
     """) == ["torch.softmax(scores, -1)"]
+
+
+def test_module_handed_to_a_wrapper_with_a_cross_entropy_criterion():
+    from mllint.semantics.probabilities import criterion_for_module
+
+    m = _model("""
+        import torch
+        from torch import nn
+
+        class Probs(nn.Module):
+            def forward(self, x):
+                return torch.softmax(self.fc(x), -1)
+
+        class Logits(nn.Module):
+            def forward(self, x):
+                return self.fc(x)
+
+        a = NeuralNet(Probs, criterion=nn.CrossEntropyLoss)
+        b = NeuralNet(module=Probs(), criterion=nn.CrossEntropyLoss())
+        c = NeuralNet(Logits, criterion=nn.CrossEntropyLoss)
+        d = NeuralNet(Probs, criterion=nn.NLLLoss)
+        e = NeuralNet(Probs)
+        f = NeuralNet(Imported, criterion=nn.CrossEntropyLoss)
+    """)
+    found = {}
+    for call, _ctx in m.calls:
+        hit = criterion_for_module(m, call)
+        if hit is not None:
+            found[m.code_of(hit[1])] = m.code_of(hit[2]).strip()
+    assert found == {"Probs": "torch.softmax(self.fc(x), -1)", "Probs()": "torch.softmax(self.fc(x), -1)"}

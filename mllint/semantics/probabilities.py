@@ -539,3 +539,35 @@ def _factory_origin(m: FileModel, key: str, depth: int) -> Optional[cst.CSTNode]
             return None
         origin = found
     return origin
+
+
+# --- a module handed to a training wrapper with a cross-entropy criterion -----------------------
+
+
+def criterion_for_module(m: FileModel, call: cst.Call) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, cst.CSTNode]]:
+    """``NeuralNet(MyModule, criterion=nn.CrossEntropyLoss)`` (skorch and wrappers built like it):
+    a call handed a module (``module=`` or its first positional argument) and
+    ``criterion=`` the ``CrossEntropyLoss`` class or an instance, where the module is a class
+    of this file (or an instance of one) whose ``forward`` gives softmax output. The wrapper
+    feeds the module's output to the criterion. Returns (criterion value, module, softmax)."""
+    criterion = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "criterion"), None)
+    if criterion is None:
+        return None
+    value = criterion.func if isinstance(criterion, cst.Call) and not criterion.args else criterion
+    if not _is_qual(m, value, CROSS_ENTROPY_LOSSES):
+        return None
+    module = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "module"), None)
+    if module is None:
+        positional = [a for a in call.args if a.keyword is None]
+        if not positional or positional[0].star:
+            return None
+        module = positional[0].value
+    target = module.func if isinstance(module, cst.Call) else module
+    name = dotted(target)
+    if name not in m.classes:
+        return None
+    origin = _class_origin(m, name, 0)
+    if origin is None or origin is _CALL_SITE:
+        return None
+    return criterion, module, origin
+
