@@ -194,3 +194,24 @@ def test_module_handed_to_a_wrapper_with_a_cross_entropy_criterion():
         if hit is not None:
             found[m.code_of(hit[1])] = m.code_of(hit[2]).strip()
     assert found == {"Probs": "torch.softmax(self.fc(x), -1)", "Probs()": "torch.softmax(self.fc(x), -1)"}
+
+
+def test_a_default_a_subclass_may_override_is_not_known():
+    source = """
+        import torch
+        from torch import nn
+
+        class Base(nn.Module):
+            def __init__(self, loss=nn.CrossEntropyLoss()):
+                super().__init__()
+                self.loss = loss
+
+            def forward(self, s, t):
+                return self.loss(torch.softmax(s, -1), t)
+    """
+    assert _origins(source) == ["torch.softmax(s, -1)"]  # its own super().__init__() is not a caller
+    assert _origins(source + """
+        class Child(Base):
+            def __init__(self):
+                super().__init__(loss=nn.NLLLoss())
+    """) == []

@@ -139,12 +139,24 @@ def _maybe_called(m: FileModel, fn) -> bool:
     ``__init__``): then its parameter's default is not known to be what it holds."""
     name = fn.key.rsplit(".", 1)[-1]
     names = {name}
+    cls_name = (fn.cls or "").rsplit(".", 1)[-1]
     if name == "__init__" and fn.cls is not None:
-        names = {fn.cls.rsplit(".", 1)[-1], "__init__"}
-    for call, _ctx in m.calls:
-        ref = dotted(call.func) or ""
-        if ref.rsplit(".", 1)[-1] in names:
+        names = {cls_name}
+    for call, ctx in m.calls:
+        func = call.func
+        called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if called in names:
             return True
+        if name == "__init__" and called == "__init__":
+            # super().__init__(...) in a subclass, or Base.__init__(self, ...)
+            if dotted(func.value) == cls_name:
+                return True
+            scope_cls = m.class_scope_of(ctx.scope) if ctx.scope != MODULE_SCOPE else None
+            info = m.classes.get(scope_cls.rsplit(".", 1)[-1]) if scope_cls else None
+            if info is not None and any(b.rsplit(".", 1)[-1] == cls_name for b in info.bases):
+                return True
+        if any(dotted(a.value) == name or (dotted(a.value) or "").endswith("." + name) for a in call.args):
+            return True  # handed as a callable (partial(f, ...), Trainer(model_fn=f)): called elsewhere
     return False
 
 
