@@ -30,7 +30,11 @@ When the code is fine
       idempotent, so the loss and its gradients are those of the logits (checked with
       torch 2.13: equal values and gradients), and it is not reported;
     - the softmax output is only used for predictions or metrics while the loss gets
-      the logits; a model that returns both logits and probabilities (a tuple or a dict);
+      the logits; a model that returns both logits and probabilities (a tuple or a dict)
+      whose logits go to the loss;
+    - a skorch classifier left with its default criterion (``NLLLoss``, which skorch
+      gives the log of the module's probabilities): a module ending in a softmax is
+      what it expects;
     - a softmax only on some paths (``if not self.training: return x.softmax(1)``);
     - soft targets: a softmax in the *target* (second) argument, as in distillation;
     - losses this rule cannot see into (a custom loss function, a loss from another
