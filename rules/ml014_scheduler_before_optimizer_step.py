@@ -30,7 +30,9 @@ When the code is fine
     - a scheduler stepped under a condition the optimizer step does not share
       (``if epoch > 0:``, ``if i % 100 == 0:``), or an optimizer step under a condition the
       scheduler does not share (gradient accumulation): we cannot order them, so we stay
-      silent; switches such as ``if scheduler is not None:`` are looked through.
+      silent; switches such as ``if scheduler is not None:`` are looked through, and so are
+      warm-up guards (``if epoch <= args.warm:``, ``if step < warmup_steps:``: a counter under
+      an upper bound holds from the first iteration, so the first rate is skipped all the same).
 
 How to fix
     Step the scheduler after the optimizer: right after ``optimizer.step()`` for a per-batch
@@ -543,6 +545,28 @@ class PolicyTrainer:
                     optimizer.step()
                     optimizer.zero_grad()
 """
+    ),
+    # a per-iteration warm-up stepped under its guard (`epoch <= warm` holds from the start)
+    # before the optimizer: the first warm-up rate is skipped (under an `if`: no automatic fix)
+    Example(
+        """
+import torch
+
+def train(epoch):
+    net.train()
+    for images, labels in train_loader:
+        if epoch <= args.warm:
+            warmup_scheduler.step()
+        optimizer.zero_grad()
+        loss = loss_function(net(images), labels)
+        loss.backward()
+        optimizer.step()
+
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+warmup_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: min(1.0, (it + 1) / 500))
+for epoch in range(1, 200):
+    train(epoch)
+""",
     ),
     # GradualWarmupScheduler wrapping a cosine schedule, stepped at the epoch top
     Example(

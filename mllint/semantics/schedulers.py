@@ -163,7 +163,9 @@ class StepAhead:
 
 
 def _flag(cond: Cond) -> bool:
-    """A condition that holds on every iteration or on none (a switch, a None check)."""
+    """A condition that holds on every iteration or on none (a switch, a None check), or that
+    holds from the first iteration on (a warm-up guard): a scheduler step under it still runs
+    first where it is placed."""
     node = cond.node
     if cond.branch != "if" or node is None:
         return False
@@ -174,10 +176,34 @@ def _flag(cond: Cond) -> bool:
         return (
             isinstance(comp.operator, cst.IsNot) and isinstance(comp.comparator, cst.Name)
             and comp.comparator.value == "None" and isinstance(node.left, (cst.Name, cst.Attribute))
-        )
+        ) or _warmup_guard(node)
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
         return _flag(Cond(cond.text, "if", cond.loop, node.left)) and _flag(Cond(cond.text, "if", cond.loop, node.right))
+    return _warmup_guard(node)
+
+
+def _counter(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Name, cst.Attribute)) or (
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract))
+        and isinstance(node.left, (cst.Name, cst.Attribute)) and isinstance(node.right, cst.Integer))
+
+
+def _warmup_guard(node: cst.CSTNode) -> bool:
+    """``if epoch <= args.warm:``, ``if step < warmup_steps:``: a counter under an upper bound
+    holds from the first iteration (counters start low), so a scheduler stepped under it runs
+    on the first iteration like an unconditional one. A lower bound (``if epoch > 0:``) does not."""
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    comp = node.comparisons[0]
+    if isinstance(comp.operator, (cst.LessThan, cst.LessThanEqual)):
+        return _counter(node.left) and not _zero(comp.comparator)
+    if isinstance(comp.operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        return _counter(comp.comparator) and not _zero(node.left)
     return False
+
+
+def _zero(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Integer, cst.Float)) and float(node.value) == 0
 
 
 def _matches(model: FileModel, optimizer: Optional[str], stepped: str, scope: str) -> bool:
