@@ -31,7 +31,7 @@ When the code is fine
       (``if epoch > 0:``, ``if i % 100 == 0:``), or an optimizer step under a condition the
       scheduler does not share (gradient accumulation): we cannot order them, so we stay
       silent; switches such as ``if scheduler is not None:`` are looked through, and so are
-      warm-up guards (``if epoch <= args.warm:``, ``if step < warmup_steps:``: a counter under
+      warm-up guards (``if epoch <= args.warm:``, ``if step < args.warmup_steps:``: a counter under
       an upper bound holds from the first iteration, so the first rate is skipped all the same).
 
 How to fix

@@ -183,27 +183,35 @@ def _flag(cond: Cond) -> bool:
 
 
 def _counter(node: cst.BaseExpression) -> bool:
-    return isinstance(node, (cst.Name, cst.Attribute)) or (
+    """A loop counter: a plain name (``epoch``, ``step``), possibly shifted (``epoch - 1``)."""
+    return isinstance(node, cst.Name) or (
         isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract))
-        and isinstance(node.left, (cst.Name, cst.Attribute)) and isinstance(node.right, cst.Integer))
+        and isinstance(node.left, cst.Name) and isinstance(node.right, cst.Integer))
+
+
+def _bound(node: cst.BaseExpression) -> bool:
+    """A bound a counter is compared with: a setting (``args.warm``), a number, a call
+    (``len(loader)``), an expression of them; not another plain name (which side counts
+    would be a guess), nor 0."""
+    if _counter(node):
+        return False
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return float(node.value) != 0
+    return isinstance(node, (cst.Attribute, cst.Call, cst.Subscript, cst.BinaryOperation))
 
 
 def _warmup_guard(node: cst.CSTNode) -> bool:
-    """``if epoch <= args.warm:``, ``if step < warmup_steps:``: a counter under an upper bound
+    """``if epoch <= args.warm:``, ``if step < len(loader) * 5:``: a counter under an upper bound
     holds from the first iteration (counters start low), so a scheduler stepped under it runs
     on the first iteration like an unconditional one. A lower bound (``if epoch > 0:``) does not."""
     if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
         return False
     comp = node.comparisons[0]
     if isinstance(comp.operator, (cst.LessThan, cst.LessThanEqual)):
-        return _counter(node.left) and not _zero(comp.comparator)
+        return _counter(node.left) and _bound(comp.comparator)
     if isinstance(comp.operator, (cst.GreaterThan, cst.GreaterThanEqual)):
-        return _counter(comp.comparator) and not _zero(node.left)
+        return _counter(comp.comparator) and _bound(node.left)
     return False
-
-
-def _zero(node: cst.BaseExpression) -> bool:
-    return isinstance(node, (cst.Integer, cst.Float)) and float(node.value) == 0
 
 
 def _matches(model: FileModel, optimizer: Optional[str], stepped: str, scope: str) -> bool:
