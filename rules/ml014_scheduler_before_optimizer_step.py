@@ -244,6 +244,35 @@ def fit(model, loader, optimizer):
         optimizer.step()
 """
     ),
+    # an optimizer wrapper named like a schedule: its step() steps the optimizer, then the
+    # schedule (the wrapper is the optimizer step, not a scheduler stepped before one)
+    Example(
+        """
+import torch
+
+class OptimizerWithWarmupSchedule:
+    def __init__(self, accelerator, optimizer, warmup_steps=0):
+        self.optimizer = optimizer
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup_steps))
+        self.optimizer, self.scheduler = accelerator.prepare(self.optimizer, self.scheduler)
+
+    def step(self):
+        self.optimizer.step()
+        self.scheduler.step()
+
+class Trainer:
+    def __init__(self, accelerator, model):
+        self.model = model
+        self.optim = OptimizerWithWarmupSchedule(accelerator, torch.optim.Adam(model.parameters()), 100)
+        self.model, self.optim = accelerator.prepare(self.model, self.optim)
+
+    def train_step(self, batch):
+        loss = self.model(batch)
+        loss.backward()
+        self.optim.step()
+        self.optim.zero_grad()
+"""
+    ),
     # a custom object with a step() method, not a torch scheduler
     Example(
         """

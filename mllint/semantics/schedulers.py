@@ -132,6 +132,8 @@ def lr_scheduler(model: FileModel, ref: str, scope: str, _seen: Optional[frozens
                 return None
             handed, optimizer = _optimizer_argument(model, value, scope)
             local = dotted(value.func)
+            if local and _optimizer_wrapper(model, local):
+                return None  # its step() steps an optimizer: the optimizer step itself
             if _is_lr_constructor(qual) or (local and _local_lr_class(model, local)) or handed:
                 info = info or SchedulerInfo(ref, optimizer, "constructor", qual)
                 continue
@@ -146,6 +148,16 @@ def lr_scheduler(model: FileModel, ref: str, scope: str, _seen: Optional[frozens
     if _SCHEDULER_SPELLING.search(last):
         return SchedulerInfo(ref, None, "name")
     return None
+
+
+def _optimizer_wrapper(model: FileModel, name: str) -> bool:
+    """A class of this file whose ``step`` method steps an optimizer (``self.optimizer.step()``,
+    then maybe its scheduler): an optimizer wrapper, whatever its name says."""
+    if name not in model.classes:
+        return False
+    key = model.method_key(name, "step")
+    summary = model.summaries.get(key or "")
+    return bool(summary is not None and (summary.top_steps or summary.loop_steps))
 
 
 @dataclass(frozen=True)
