@@ -23,7 +23,10 @@ When the code is fine
     - the accumulator lives for one iteration only (rebound before it is added to, in the
       same loop body).
     The rule reports only a loss that the same loop backpropagates (``loss.backward()``,
-    ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``): that proves it is a
+    ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``, or a scaled or reduced
+    form of it: ``(loss / n).backward()``, ``loss.div(n).backward()``,
+    ``loss.mean().backward()``), or a loss returned by a helper of the file that
+    backpropagated it (``loss = self.train_step(batch)``): that proves it is a
     tensor with a graph. A value whose kind is not known (a metric that may be a float) is
     left alone.
 
@@ -184,17 +187,20 @@ def check(model: FileModel) -> Iterable[Finding]:
         message = f"`{statement}` keeps every iteration's graph alive: {remedy}"
         if len(message) > 110:
             message = f"`{loss}` is accumulated with its graph across iterations: {remedy}"
+        inside = any(n is acc.backward for n in _walk(acc.loop.node))
+        where = "in this loop" if inside else \
+            f"by the helper it comes from (line {model.position(acc.backward).start.line})"
         fix_note = {
             SAFE: "",
             UNSAFE: f" `{acc_text}` is returned or stored, so the fix is unsafe: check its users.",
             NONE: f" `{acc_text}` is used as a tensor later (or `{loss}` is not a scalar): detach it instead.",
         }[kind]
         detail = (
-            f"`{loss}` is backpropagated in this loop, so it carries its autograd graph; accumulating it into "
+            f"`{loss}` is backpropagated {where}, so it carries its autograd graph; accumulating it into "
             f"`{acc_text}`, which outlives the iteration, keeps the graph of every iteration alive until "
             f"`{acc_text}` goes away. Accumulate the number `{loss}.item()` (or `{loss}.detach()`)." + fix_note
             if acc.scalar else
-            f"`{loss}` holds a tensor that is backpropagated in this loop, so it carries its autograd graph; "
+            f"`{loss}` holds a tensor that is backpropagated {where}, so it carries its autograd graph; "
             f"keeping it in `{acc_text}`, which outlives the iteration, keeps the graph of every iteration alive. "
             f"Detach the tensor it holds (or store `.item()`) before keeping it."
         )
@@ -204,6 +210,25 @@ def check(model: FileModel) -> Iterable[Finding]:
 # --- examples ------------------------------------------------------------------------------------
 
 VALID = [
+    # the helper detaches the loss before returning it
+    """
+    import torch
+
+    def step(model, x, y, opt):
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        loss = loss.detach()
+        return loss
+
+    def fit(model, loader, opt):
+        hist = []
+        for x, y in loader:
+            hist.append(step(model, x, y, opt))
+            last = step(model, x, y, opt)
+            hist.append(last)
+        return hist
+    """,
     # the number, not the tensor
     """
     import torch
@@ -355,6 +380,89 @@ VALID = [
 ]
 
 INVALID = [
+    # a helper backpropagates the loss and returns it; the epoch loop sums what it returns
+    Example(
+        """
+import torch
+
+class Trainer:
+    def train_step(self, batch):
+        self.optimizer.zero_grad()
+        loss = self.criterion(self.model(batch["x"]), batch["y"])
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def train_epoch(self, loader):
+        total = 0.0
+        for batch in loader:
+            loss = self.train_step(batch)
+            total += loss
+        print(total / len(loader))
+""",
+        fixed="""
+import torch
+
+class Trainer:
+    def train_step(self, batch):
+        self.optimizer.zero_grad()
+        loss = self.criterion(self.model(batch["x"]), batch["y"])
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def train_epoch(self, loader):
+        total = 0.0
+        for batch in loader:
+            loss = self.train_step(batch)
+            total += loss.item()
+        print(total / len(loader))
+""",
+    ),
+    # backpropagated through a method of the loss (`loss.div(n)`): the summed tensor keeps the graph
+    Example(
+        """
+import torch
+
+def train_epoch(model, loader, optimizer, criterion):
+    total_loss, total_words = 0, 0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.div(y.size(0)).backward()
+        optimizer.step()
+        total_loss += loss
+        total_words += int(y.ne(0).sum())
+    return total_loss / total_words
+""",
+        unsafe_fixed="""
+import torch
+
+def train_epoch(model, loader, optimizer, criterion):
+    total_loss, total_words = 0, 0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.div(y.size(0)).backward()
+        optimizer.step()
+        total_loss += loss.item()
+        total_words += int(y.ne(0).sum())
+    return total_loss / total_words
+""",
+    ),
+    # a per-sample loss reduced for backward, collected whole: no `.item()` fix (not a scalar)
+    """
+import torch
+
+losses = []
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.mean().backward()
+    optimizer.step()
+    losses.append(loss)
+print(torch.stack(losses).mean())
+""",
     # the classic: an epoch's running loss summed as a tensor, then printed
     Example(
         """

@@ -14,9 +14,15 @@ Why it matters
     assigned from it, in a helper or method whose every ``return`` gives softmax
     output, or in a model whose ``forward`` ends in ``F.softmax``/``torch.softmax``/
     ``x.softmax``/an ``nn.Softmax`` layer (also the last layer of an
-    ``nn.Sequential``); the loss is ``F.cross_entropy`` or a callable bound to
-    ``nn.CrossEntropyLoss()`` (also ``self.criterion``, or a parameter every caller
-    in the file hands one).
+    ``nn.Sequential``), also one element of a tuple such a call returns
+    (``validity, class_probs = disc(x)`` where ``forward`` returns
+    ``self.adv_head(h), self.cls_head(h)``) and each element of a loop over softmax output
+    (``for row in probs:``); the loss is ``F.cross_entropy`` or a callable bound to
+    ``nn.CrossEntropyLoss()`` (also ``self.criterion``, a parameter every caller
+    in the file hands one, or a parameter defaulting to one that no call in the file
+    overrides); also a module handed to a training wrapper with ``criterion=`` the
+    ``CrossEntropyLoss`` class (skorch: ``NeuralNetClassifier(MyModule,
+    criterion=nn.CrossEntropyLoss)``), which feeds the module's output to the criterion.
 
 When the code is fine
     - ``log_softmax`` (or ``nn.LogSoftmax``) before ``NLLLoss``, the intended pairing.
@@ -25,7 +31,11 @@ When the code is fine
       computed twice for the same value (checked with torch 2.13: equal values and
       gradients); over another dimension the loss is wrong. The message says which.)
     - the softmax output is only used for predictions or metrics while the loss gets
-      the logits; a model that returns both logits and probabilities (a tuple or a dict);
+      the logits; a model that returns both logits and probabilities (a tuple or a dict)
+      whose logits go to the loss;
+    - a skorch classifier left with its default criterion (``NLLLoss``, which skorch
+      gives the log of the module's probabilities): a module ending in a softmax is
+      what it expects;
     - a softmax only on some paths (``if not self.training: return x.softmax(1)``);
     - soft targets: a softmax in the *target* (second) argument, as in distillation;
     - losses this rule cannot see into (a custom loss function, a loss from another
@@ -57,6 +67,7 @@ from mllint.semantics.probabilities import (
     Kind,
     _first_arg,
     _is_qual,
+    criterion_for_module,
     is_cross_entropy,
     softmax_origin,
     tensor_method_receiver,
@@ -90,6 +101,21 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue
         seen.add(call)
         yield _finding(model, call, arg, origin, kind)
+    for call, _ctx in model.calls:
+        found = criterion_for_module(model, call)
+        if found is None:
+            continue
+        criterion, module, origin = found
+        line = model.position(origin).start.line
+        message = (f"`criterion={shorten(model.code_of(criterion), 24)}` gets softmax output from "
+                   f"`{shorten(model.code_of(module), 24)}` (line {line}): it softmaxes again")
+        detail = (
+            f"The wrapper feeds what `{shorten(model.code_of(module), 40)}` returns to the criterion, and its forward ends "
+            f"in `{shorten(model.code_of(origin).strip(), 60)}` (line {line}); cross-entropy applies log_softmax itself, "
+            f"so the probabilities are squashed twice and training is slower. Return the logits from forward (skorch's "
+            f"predict_proba can apply the softmax), or keep the softmax and use NLLLoss on its log."
+        )
+        yield model.finding(criterion, CODE, NAME, message, _fix(model, origin), detail)
 
 
 def _finding(model: FileModel, call: cst.Call, arg: cst.BaseExpression, origin: cst.CSTNode, kind: Kind) -> Finding:
@@ -193,6 +219,48 @@ def _walk(node: cst.CSTNode):
 # --- examples ------------------------------------------------------------------------------------
 
 VALID = [
+    # skorch's default criterion for a classifier is NLLLoss on the log of the probabilities:
+    # a module ending in a softmax is what it expects
+    """
+    import torch
+    from torch import nn
+    from skorch import NeuralNetClassifier
+
+
+    class ClassifierModule(nn.Module):
+        def __init__(self, num_units=10):
+            super().__init__()
+            self.dense = nn.Linear(20, num_units)
+            self.output = nn.Linear(num_units, 2)
+            self.softmax = nn.Softmax(dim=-1)
+
+        def forward(self, X):
+            X = torch.relu(self.dense(X))
+            return self.softmax(self.output(X))
+
+
+    net = NeuralNetClassifier(ClassifierModule, max_epochs=10, lr=0.1)
+    net.fit(X, y)
+    """,
+    # the criterion parameter defaults to CrossEntropyLoss, but the file builds the module
+    # with another loss (one we cannot see into): the default is not what runs
+    """
+    import torch
+    from torch import nn
+    from losses import FocalLoss
+
+
+    class RowLoss(nn.Module):
+        def __init__(self, criterion=nn.CrossEntropyLoss()):
+            super().__init__()
+            self.criterion = criterion
+
+        def forward(self, scores, target):
+            return self.criterion(torch.softmax(scores, -1), target)
+
+
+    loss_fn = RowLoss(criterion=FocalLoss(gamma=2.0))
+    """,
     # log_softmax + NLLLoss: the intended pairing
     """
     import torch.nn.functional as F
@@ -319,6 +387,145 @@ VALID = [
 ]
 
 INVALID = [
+    # skorch: the module class ends in a softmax and the net's criterion is CrossEntropyLoss
+    Example(
+        """
+        import torch
+        from torch import nn
+        from skorch import NeuralNetClassifier
+
+
+        class ClassifierModule(nn.Module):
+            def __init__(self, num_units=10):
+                super().__init__()
+                self.dense = nn.Linear(20, num_units)
+                self.output = nn.Linear(num_units, 2)
+                self.softmax = nn.Softmax(dim=-1)
+
+            def forward(self, X):
+                X = torch.relu(self.dense(X))
+                return self.softmax(self.output(X))
+
+
+        net = NeuralNetClassifier(ClassifierModule, criterion=nn.CrossEntropyLoss, max_epochs=10, lr=0.1)
+        net.fit(X, y)
+        """,
+        unsafe_fixed="""
+        import torch
+        from torch import nn
+        from skorch import NeuralNetClassifier
+
+
+        class ClassifierModule(nn.Module):
+            def __init__(self, num_units=10):
+                super().__init__()
+                self.dense = nn.Linear(20, num_units)
+                self.output = nn.Linear(num_units, 2)
+                self.softmax = nn.Softmax(dim=-1)
+
+            def forward(self, X):
+                X = torch.relu(self.dense(X))
+                return self.output(X)
+
+
+        net = NeuralNetClassifier(ClassifierModule, criterion=nn.CrossEntropyLoss, max_epochs=10, lr=0.1)
+        net.fit(X, y)
+        """,
+    ),
+    # a two-headed model: the class head (a Sequential ending in nn.Softmax) is the second
+    # element of the tuple forward returns, unpacked and handed to CrossEntropyLoss
+    Example(
+        """
+        import torch
+        from torch import nn
+
+
+        class Discriminator(nn.Module):
+            def __init__(self, n_classes):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(784, 256), nn.LeakyReLU(0.2))
+                self.adv_head = nn.Sequential(nn.Linear(256, 1), nn.Sigmoid())
+                self.cls_head = nn.Sequential(nn.Linear(256, n_classes), nn.Softmax(dim=1))
+
+            def forward(self, x):
+                h = self.body(x)
+                return self.adv_head(h), self.cls_head(h)
+
+
+        disc = Discriminator(10)
+        adv_loss = nn.BCELoss()
+        cls_loss = nn.CrossEntropyLoss()
+        for images, labels in loader:
+            validity, class_probs = disc(images)
+            loss = adv_loss(validity, real) + cls_loss(class_probs, labels)
+            loss.backward()
+        """,
+        unsafe_fixed="""
+        import torch
+        from torch import nn
+
+
+        class Discriminator(nn.Module):
+            def __init__(self, n_classes):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(784, 256), nn.LeakyReLU(0.2))
+                self.adv_head = nn.Sequential(nn.Linear(256, 1), nn.Sigmoid())
+                self.cls_head = nn.Sequential(nn.Linear(256, n_classes))
+
+            def forward(self, x):
+                h = self.body(x)
+                return self.adv_head(h), self.cls_head(h)
+
+
+        disc = Discriminator(10)
+        adv_loss = nn.BCELoss()
+        cls_loss = nn.CrossEntropyLoss()
+        for images, labels in loader:
+            validity, class_probs = disc(images)
+            loss = adv_loss(validity, real) + cls_loss(class_probs, labels)
+            loss.backward()
+        """,
+    ),
+    # each row of the probabilities (a loop over them) goes to a criterion whose default is
+    # CrossEntropyLoss, and nothing in the file builds the module with another one
+    Example(
+        """
+        import torch
+        from torch import nn
+
+
+        class RowLoss(nn.Module):
+            def __init__(self, criterion=nn.CrossEntropyLoss(reduction="sum")):
+                super().__init__()
+                self.criterion = criterion
+
+            def forward(self, scores):
+                probs = torch.softmax(scores, -1)
+                total = 0
+                for row in probs:
+                    target = torch.arange(row.shape[0], device=row.device)
+                    total = total + self.criterion(row, target)
+                return total / len(scores)
+        """,
+        unsafe_fixed="""
+        import torch
+        from torch import nn
+
+
+        class RowLoss(nn.Module):
+            def __init__(self, criterion=nn.CrossEntropyLoss(reduction="sum")):
+                super().__init__()
+                self.criterion = criterion
+
+            def forward(self, scores):
+                probs = scores
+                total = 0
+                for row in probs:
+                    target = torch.arange(row.shape[0], device=row.device)
+                    total = total + self.criterion(row, target)
+                return total / len(scores)
+        """,
+    ),
     Example(
         """
         import torch.nn.functional as F

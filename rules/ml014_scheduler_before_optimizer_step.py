@@ -14,7 +14,10 @@ Why it matters
     stepped at the top of the epoch loop before the batch loop (or before calling a helper
     such as ``train_one_epoch(...)`` that steps the optimizer), per-batch schedulers and
     warm-up wrappers (``LambdaLR`` warm-ups, ``GradualWarmupScheduler``, transformers'
-    ``get_linear_schedule_with_warmup``) stepped before ``optimizer.step()``.
+    ``get_linear_schedule_with_warmup``) stepped before ``optimizer.step()``. A scheduler is
+    known by what built it, or, when the file does not show that (a parameter, an attribute
+    unpacked from a pair handed in: ``self.optimizer, self.lr_scheduler = optimizers``), by
+    its name.
 
 When the code is fine
     - ``scheduler.step()`` after the optimizer step, or after the batch loop of the epoch;
@@ -27,7 +30,9 @@ When the code is fine
     - a scheduler stepped under a condition the optimizer step does not share
       (``if epoch > 0:``, ``if i % 100 == 0:``), or an optimizer step under a condition the
       scheduler does not share (gradient accumulation): we cannot order them, so we stay
-      silent; switches such as ``if scheduler is not None:`` are looked through.
+      silent; switches such as ``if scheduler is not None:`` are looked through, and so are
+      warm-up guards (``if epoch <= args.warm:``, ``if step < args.warmup_steps:``: a counter under
+      an upper bound holds from the first iteration, so the first rate is skipped all the same).
 
 How to fix
     Step the scheduler after the optimizer: right after ``optimizer.step()`` for a per-batch
@@ -223,6 +228,49 @@ for step, batch in enumerate(loader):
     loss.backward()
     optimizer.step()
     optimizer.zero_grad()
+"""
+    ),
+    # unpacked from a literal pair: the element is what it holds (an EMA helper, not a scheduler)
+    Example(
+        """
+import torch
+
+def fit(model, loader, optimizer):
+    optimizer, sched = optimizer, ModelEMA(model)
+    for x, y in loader:
+        sched.step()
+        optimizer.zero_grad()
+        model.loss(x, y).backward()
+        optimizer.step()
+"""
+    ),
+    # an optimizer wrapper named like a schedule: its step() steps the optimizer, then the
+    # schedule (the wrapper is the optimizer step, not a scheduler stepped before one)
+    Example(
+        """
+import torch
+
+class OptimizerWithWarmupSchedule:
+    def __init__(self, accelerator, optimizer, warmup_steps=0):
+        self.optimizer = optimizer
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup_steps))
+        self.optimizer, self.scheduler = accelerator.prepare(self.optimizer, self.scheduler)
+
+    def step(self):
+        self.optimizer.step()
+        self.scheduler.step()
+
+class Trainer:
+    def __init__(self, accelerator, model):
+        self.model = model
+        self.optim = OptimizerWithWarmupSchedule(accelerator, torch.optim.Adam(model.parameters()), 100)
+        self.model, self.optim = accelerator.prepare(self.model, self.optim)
+
+    def train_step(self, batch):
+        loss = self.model(batch)
+        loss.backward()
+        self.optim.step()
+        self.optim.zero_grad()
 """
     ),
     # a custom object with a step() method, not a torch scheduler
@@ -502,6 +550,52 @@ def training_step(model, batch, optimizer, lr_scheduler, log):
     optimizer.step()
     optimizer.zero_grad()
 """
+    ),
+    # optimizer and scheduler unpacked from a pair handed in (a Trainer subclass): the scheduler,
+    # known by its name, stepped at the top of each update before the nested loops that step the optimizer
+    Example(
+        """
+import torch
+
+class PolicyTrainer:
+    def __init__(self, policy, optimizers=(None, None)):
+        self.policy = policy
+        self.optimizer, self.lr_scheduler = optimizers
+
+    def train(self, rollouts, num_updates, ppo_epochs):
+        optimizer = self.optimizer
+        for update in range(num_updates):
+            self.lr_scheduler.step()
+            batch = rollouts.collect(self.policy)
+            for _ in range(ppo_epochs):
+                for minibatch in batch.split(8):
+                    loss = self.policy.loss(minibatch)
+                    loss.backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+"""
+    ),
+    # a per-iteration warm-up stepped under its guard (`epoch <= warm` holds from the start)
+    # before the optimizer: the first warm-up rate is skipped (under an `if`: no automatic fix)
+    Example(
+        """
+import torch
+
+def train(epoch):
+    net.train()
+    for images, labels in train_loader:
+        if epoch <= args.warm:
+            warmup_scheduler.step()
+        optimizer.zero_grad()
+        loss = loss_function(net(images), labels)
+        loss.backward()
+        optimizer.step()
+
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+warmup_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: min(1.0, (it + 1) / 500))
+for epoch in range(1, 200):
+    train(epoch)
+""",
     ),
     # GradualWarmupScheduler wrapping a cosine schedule, stepped at the epoch top
     Example(

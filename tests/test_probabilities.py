@@ -105,3 +105,113 @@ def test_cross_entropy_through_parameters_and_attributes():
     """)
     names = sorted(m.code_of(call.func) for call, _ctx in _loss_calls(m))
     assert names == ["criterion", "fn", "self.crit"]
+
+
+def test_tuple_elements_of_what_a_model_or_function_returns():
+    assert _origins("""
+        import torch.nn.functional as F
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                logits = self.fc(x)
+                return logits, F.softmax(logits, dim=1)
+
+        def heads(x):
+            if x is None:
+                return None, None
+            return x, x.softmax(-1)
+
+        net = Net()
+        logits, probs = net(x)
+        F.cross_entropy(probs, y)
+        F.cross_entropy(logits, y)
+        a, b = heads(x)
+        F.cross_entropy(b, y)
+        c, d, e = net(x)
+        F.cross_entropy(e, y)
+    """) == ["F.softmax(logits, dim=1)", None, None, None]  # heads: one return is not softmax; 3 names: no match
+
+
+def test_loop_elements_and_parameter_defaults():
+    assert _origins("""
+        import torch
+        from torch import nn
+
+        def per_row(scores, target, crit=nn.CrossEntropyLoss()):
+            probs = torch.softmax(scores, -1)
+            for row in probs:
+                crit(row, target)
+            for row2 in scores:
+                crit(row2, target)
+    """) == ["torch.softmax(scores, -1)", None]
+    # a call in the file that may pass another loss: the default is not known to run
+    assert _origins("""
+        import torch
+        from torch import nn
+
+        def per_row(scores, target, crit=nn.CrossEntropyLoss()):
+            crit(torch.softmax(scores, -1), target)
+
+        per_row(s, t, crit=FocalLoss())
+    """) == []
+    assert _origins("""
+        import torch
+        from torch import nn
+
+        def per_row(scores, target, crit=nn.CrossEntropyLoss()):
+            crit(torch.softmax(scores, -1), target)
+
+        per_row(s, t)
+    """) == ["torch.softmax(scores, -1)"]
+
+
+def test_module_handed_to_a_wrapper_with_a_cross_entropy_criterion():
+    from mllint.semantics.probabilities import criterion_for_module
+
+    m = _model("""
+        import torch
+        from torch import nn
+
+        class Probs(nn.Module):
+            def forward(self, x):
+                return torch.softmax(self.fc(x), -1)
+
+        class Logits(nn.Module):
+            def forward(self, x):
+                return self.fc(x)
+
+        a = NeuralNet(Probs, criterion=nn.CrossEntropyLoss)
+        b = NeuralNet(module=Probs(), criterion=nn.CrossEntropyLoss())
+        c = NeuralNet(Logits, criterion=nn.CrossEntropyLoss)
+        d = NeuralNet(Probs, criterion=nn.NLLLoss)
+        e = NeuralNet(Probs)
+        f = NeuralNet(Imported, criterion=nn.CrossEntropyLoss)
+    """)
+    found = {}
+    for call, _ctx in m.calls:
+        hit = criterion_for_module(m, call)
+        if hit is not None:
+            found[m.code_of(hit[1])] = m.code_of(hit[2]).strip()
+    assert found == {"Probs": "torch.softmax(self.fc(x), -1)", "Probs()": "torch.softmax(self.fc(x), -1)"}
+
+
+def test_a_default_a_subclass_may_override_is_not_known():
+    source = """
+        import torch
+        from torch import nn
+
+        class Base(nn.Module):
+            def __init__(self, loss=nn.CrossEntropyLoss()):
+                super().__init__()
+                self.loss = loss
+
+            def forward(self, s, t):
+                return self.loss(torch.softmax(s, -1), t)
+    """
+    assert _origins(source) == ["torch.softmax(s, -1)"]  # its own super().__init__() is not a caller
+    assert _origins(source + """
+        class Child(Base):
+            def __init__(self):
+                super().__init__(loss=nn.NLLLoss())
+    """) == []

@@ -4,8 +4,10 @@ An *accumulation* is ``acc += v``, ``acc = acc + v`` or ``acc.append(v)`` inside
 where ``acc`` is a name, an attribute (``self.total``) or a subscript (``logs["loss"]``).
 It keeps a graph alive when ``v`` is a loss tensor of this iteration that carries one:
 the name ``v`` refers to is backpropagated in the same loop (``loss.backward()``,
-``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``), so it was computed with
-grad on, and no ``.detach()``/``.item()``/``float()`` rebinding sits in between. Anything
+``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``, ``loss.div(n).backward()``),
+or it was bound from a call of a local helper that backpropagates the name it returns
+(``loss.backward(); return loss``), so it was computed with grad on, and no
+``.detach()``/``.item()``/``float()`` rebinding sits in between. Anything
 else (``loss.item()``, ``float(loss)``, a helper, ``loss.detach()``) is not matched.
 
 The accumulator must outlive the iteration (not rebound unconditionally earlier in the same
@@ -25,6 +27,11 @@ from mllint.semantics.model import FileModel, Loop
 
 _DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data", "detach_"})
 _NUMBER_FUNCS = frozenset({"float", "int", "round", "abs"})
+# Tensor methods whose result keeps the graph of their receiver: backpropagating
+# ``loss.div(n)`` backpropagates ``loss``. Scaling keeps the shape; reducing may not.
+_SCALING_METHODS = frozenset({"div", "mul", "true_divide", "divide", "multiply", "float", "double", "to", "cuda",
+                              "neg", "__truediv__", "__mul__"})
+_REDUCING_METHODS = frozenset({"mean", "sum", "nanmean", "nansum"})
 _GRAD_OFF = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.set_grad_enabled",
              "torch.autograd.grad_mode.no_grad", "torch.enable_grad")
 
@@ -126,6 +133,15 @@ def _backward_of(call: cst.Call, name: str) -> Optional[bool]:
         if isinstance(receiver, cst.BinaryOperation) and isinstance(receiver.operator, (cst.Divide, cst.Multiply)):
             if isinstance(receiver.left, cst.Name) and receiver.left.value == name:
                 return scalar
+        # loss.div(n).backward(), loss.mean().backward(): a method that keeps the graph; a
+        # reduction means the loss itself may not be a scalar (`.item()` could fail on it)
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
+                and isinstance(receiver.func.value, cst.Name) and receiver.func.value.value == name:
+            method = receiver.func.attr.value
+            if method in _SCALING_METHODS:
+                return scalar
+            if method in _REDUCING_METHODS:
+                return False
         # accelerator.backward(loss), torch.autograd.backward(loss)
         if call.args and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Name):
             if call.args[0].value.value == name:
@@ -360,6 +376,55 @@ def _graph_proof(ordered, position, parents, body, name: str, here: int, depth: 
     return None
 
 
+def _local_callee(model: FileModel, call: cst.Call, scope: str):
+    """The function of this file ``call`` runs: ``f(...)`` or ``self.f(...)``."""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value in model.functions:
+        return model.functions[func.value]
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        cls_scope = model.class_scope_of(scope) if scope != "<module>" else None
+        if cls_scope is not None:
+            key = model.method_key(cls_scope.rsplit(".", 1)[-1], func.attr.value)
+            if key is not None:
+                return model.functions.get(key)
+    return None
+
+
+def _returned_after_backward(model: FileModel, value: Optional[cst.BaseExpression], scope: str) -> Optional[Tuple[cst.Call, bool]]:
+    """``value`` calls a local helper whose every ``return`` hands back one name, the loss it
+    backpropagated (``loss.backward(); ...; return loss``) with no rebinding in between: the
+    backward call, and whether it needs a scalar."""
+    if not isinstance(value, cst.Call):
+        return None
+    fn = _local_callee(model, value, scope)
+    if fn is None:
+        return None
+    returns = [n for n in _walk(fn.node.body) if isinstance(n, cst.Return)]
+    if not returns or any(not isinstance(r.value, cst.Name) for r in returns):
+        return None
+    names = {r.value.value for r in returns}
+    if len(names) != 1:
+        return None
+    name = names.pop()
+    if any(isinstance(n, (cst.Yield, cst.For, cst.While)) for n in _walk(fn.node.body)):
+        return None  # a generator, or a loop: which iteration's loss is returned is not followed
+    ordered = list(_small_statements(fn.node.body))
+    found = None
+    for index, stmt in enumerate(ordered):
+        for node in _walk(stmt) if not isinstance(stmt, cst.For) else ():
+            if isinstance(node, cst.Call) and found is None:
+                scalar = _backward_of(node, name)
+                if scalar is not None:
+                    found = (index, node, scalar)
+        if found is not None and index > found[0] and any(n == name for n, _v in _assigned_names(stmt)):
+            return None  # rebound after the backward (``loss = loss.detach()``)
+    if found is None or _grad_off_at(model, found[1]):
+        return None
+    if any(isinstance(n, cst.If) for n in _walk(fn.node.body)) and len(returns) > 1:
+        return None  # several exits: one may return before the backward
+    return found[1], found[2]
+
+
 def accumulations(model: FileModel) -> List[Accumulation]:
     found: List[Accumulation] = []
     parents = parents_of(model)
@@ -395,6 +460,9 @@ def accumulations(model: FileModel) -> List[Accumulation]:
             if before and detaching(before[-1][1]):
                 continue
             proof = _graph_proof(ordered, position, parents, body, name.value, here, 0)
+            if proof is None and before:
+                # ``loss = train_step(batch)``: a local helper that backpropagates what it returns
+                proof = _returned_after_backward(model, before[-1][1], loop.scope)
             if proof is None:
                 continue
             backward, scalar = proof

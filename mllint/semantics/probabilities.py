@@ -12,17 +12,20 @@ by following the value back through:
   output (a helper ``predict(x)``, ``self.head(x)``);
 - calls of models: an instance of a class defined in the file whose ``forward`` returns
   softmax output on every path, or an ``nn.Sequential`` whose last layer is ``nn.Softmax``;
-  parameters of a function are what every caller in the file passes.
+  parameters of a function are what every caller in the file passes (its default when a
+  caller leaves it out, or when no call in the file may reach the function);
+- ``a, b = f(x)``: element ``i`` of every tuple ``f`` (a function, method or model of this
+  file) returns; ``for row in probs:``: each element of what the loop iterates.
 
 It answers with the node that applies the softmax (a call, or the ``nn.Softmax(...)``
 layer inside a Sequential), or None. ``log_softmax``/``nn.LogSoftmax`` are not softmax
-here: cross-entropy after them is harmless (log_softmax is idempotent). A tuple (model
-returning logits and probabilities), a dict, anything computed from the probabilities
+here: cross-entropy after them is harmless (log_softmax is idempotent). A whole tuple
+(model returning logits and probabilities), a dict, anything computed from the probabilities
 (``torch.log(p)``, ``p * mask``) are not followed: None.
 
 ``is_cross_entropy(m, func, scope)``: the callee is ``F.cross_entropy`` or a callable bound
 to ``nn.CrossEntropyLoss(...)`` (a name, ``self.criterion``, a parameter every caller
-hands one, or ``nn.CrossEntropyLoss()(...)`` inline).
+hands one or that defaults to one, or ``nn.CrossEntropyLoss()(...)`` inline).
 """
 
 from __future__ import annotations
@@ -120,18 +123,64 @@ def _caller_arguments(m: FileModel, scope: str, param: str) -> Optional[List[Tup
         return None
     index = fn.params.index(param) - (1 if fn.cls is not None else 0)
     found = []
-    for effect in m.effects:
-        if effect.kind != CALL or effect.callee != fn.key or not isinstance(effect.node, cst.Call):
-            continue
-        call = effect.node
+    calls = [(e.node, e.ctx.scope) for e in m.effects
+             if e.kind == CALL and e.callee == fn.key and isinstance(e.node, cst.Call)]
+    if fn.key.rsplit(".", 1)[-1] == "__init__" and fn.cls is not None and fn.cls in m.classes:
+        calls += [(c, ctx.scope) for c, ctx in m.calls if dotted(c.func) == fn.cls]  # Cls(...) runs __init__
+    for call, where in calls:
         arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param), None)
         positional = [a for a in call.args if a.keyword is None]
         if arg is None and 0 <= index < len(positional) and not any(a.star for a in positional[: index + 1]):
             arg = positional[index].value
+        if arg is None and not any(a.star for a in call.args):
+            arg = _param_default(fn.node, param)  # not passed: the default
+            if arg is not None:
+                found.append((arg, fn.key))
+                continue
         if arg is None:
             return None
-        found.append((arg, effect.ctx.scope))
-    return found or None
+        found.append((arg, where))
+    if not found:
+        # no call of it in the file (a class used elsewhere): what it holds when not passed
+        default = _param_default(fn.node, param)
+        if default is None or _maybe_called(m, fn):
+            return None
+        return [(default, fn.key)]
+    return found
+
+
+def _maybe_called(m: FileModel, fn) -> bool:
+    """Whether some call in the file may call ``fn`` (by its name, or its class's name for
+    ``__init__``): then its parameter's default is not known to be what it holds."""
+    name = fn.key.rsplit(".", 1)[-1]
+    names = {name}
+    cls_name = (fn.cls or "").rsplit(".", 1)[-1]
+    if name == "__init__" and fn.cls is not None:
+        names = {cls_name}
+    for call, ctx in m.calls:
+        func = call.func
+        called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if called in names:
+            return True
+        if name == "__init__" and called == "__init__":
+            # super().__init__(...) in a subclass, or Base.__init__(self, ...)
+            if dotted(func.value) == cls_name:
+                return True
+            scope_cls = m.class_scope_of(ctx.scope) if ctx.scope != MODULE_SCOPE else None
+            info = m.classes.get(scope_cls.rsplit(".", 1)[-1]) if scope_cls else None
+            if info is not None and any(b.rsplit(".", 1)[-1] == cls_name for b in info.bases):
+                return True
+        if any(dotted(a.value) == name or (dotted(a.value) or "").endswith("." + name) for a in call.args):
+            return True  # handed as a callable (partial(f, ...), Trainer(model_fn=f)): called elsewhere
+    return False
+
+
+def _param_default(fn: cst.FunctionDef, param: str) -> Optional[cst.BaseExpression]:
+    """The default value of parameter ``param`` (``loss=nn.CrossEntropyLoss()``), if any."""
+    for p in list(fn.params.params) + list(fn.params.kwonly_params) + list(fn.params.posonly_params):
+        if p.name.value == param:
+            return p.default
+    return None
 
 
 def _unwrap(value: cst.BaseExpression) -> cst.BaseExpression:
@@ -279,14 +328,24 @@ def _name_origin(m: FileModel, ref: Optional[str], scope: str, at: cst.CSTNode, 
         pos = m.position(value).start
         if (pos.line, pos.column) < (here.line, here.column):
             earlier.append((pos.line, pos.column, value, ctx))
+    unpacked = [(t, v) for t, v, c in m.assignments if c.scope == scope and t != (ref,) and ref in t]
+    loops = [loop for loop in m.loops if loop.scope == scope and ref in loop.targets]
     if not earlier:
+        if len(unpacked) == 1 and not loops:
+            # ``logits, probs = model(x)``: bound once, by unpacking what a call returns
+            targets, value = unpacked[0]
+            if m.position(value).start.line < here.line and isinstance(value, cst.Call):
+                return _element_origin(m, value, scope, targets.index(ref), len(targets), depth + 1, kind=kind)
+        if len(loops) == 1 and not unpacked and loops[0].targets == (ref,) and isinstance(loops[0].node, cst.For):
+            # ``for row in probs:``: each element of softmax output is softmax output
+            loop = loops[0]
+            if loop.node.iter is not None and m.position(loop.node).start.line < here.line:
+                return softmax_origin(m, loop.node.iter, scope, loop.node, depth + 1, kind=kind)
         return None
     earlier.sort(key=lambda e: (e[0], e[1]))
     _l, _c, value, ctx = earlier[-1]
     # rebound in a loop of the scope, or in another way than a plain assignment: not followed
-    if any(targets != (ref,) and ref in targets for targets, _v, c in m.assignments if c.scope == scope):
-        return None
-    if any(loop.scope == scope and ref in loop.targets for loop in m.loops):
+    if unpacked or loops:
         return None
     if len(earlier) > 1 and ctx.conds:
         return None  # `if ...: out = softmax(out)`: the use may see the other value
@@ -316,6 +375,61 @@ def _callee_origin(m: FileModel, call: cst.Call, scope: str, depth: int, kind: K
         ref = ref[: -len(".forward")]  # model.forward(x): what calling the model gives
     found = _module_origin(m, ref, scope, depth + 1, kind=kind)
     return call if found is _CALL_SITE else found
+
+
+def _callee_key(m: FileModel, call: cst.Call, scope: str) -> Optional[str]:
+    """The function of this file that calling ``call.func`` runs: a function, a method of
+    ``self``, or the ``forward`` of an instance of a class defined here."""
+    ref = dotted(call.func)
+    if ref is None:
+        return None
+    if ref in m.functions and "." not in ref:
+        return ref
+    if ref.startswith("self.") and ref.count(".") == 1:
+        cls_scope = m.class_scope_of(scope) if scope != MODULE_SCOPE else None
+        if cls_scope is not None:
+            method = m.method_key(cls_scope.rsplit(".", 1)[-1], ref.split(".", 1)[1])
+            if method is not None:
+                return method
+    if ref in m.classes:
+        return None
+    if ref.endswith(".forward") and ref != "self.forward":
+        ref = ref[: -len(".forward")]
+    cls_name = m.instance_of.get(scope, ref) or m.instance_of.get(scope, m.canonical(ref, scope))
+    if cls_name not in m.classes:
+        values = _values_of(m, ref, scope, 0) or []
+        names = {dotted(_unwrap(v).func) for v, _w in values if isinstance(_unwrap(v), cst.Call)}
+        if len(values) != 1 or len(names) != 1:
+            return None
+        cls_name = names.pop()
+    return m.method_key(cls_name, "forward") if cls_name in m.classes else None
+
+
+def _element_origin(m: FileModel, call: cst.Call, scope: str, index: int, count: int, depth: int,
+                    kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
+    """The softmax behind element ``index`` of what ``call`` returns, unpacked into ``count``
+    names: every ``return`` of the callee is a tuple of ``count`` values whose element
+    ``index`` is softmax output (``return logits, F.softmax(logits, 1)``)."""
+    if depth > _MAX_DEPTH:
+        return None
+    key = _callee_key(m, call, scope)
+    fn = m.functions.get(key) if key else None
+    if fn is None:
+        return None
+    returns, yields = _own_returns(fn.node)
+    if yields or not returns:
+        return None
+    origin = None
+    for ret in returns:
+        value = ret.value
+        if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != count \
+                or any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        found = softmax_origin(m, value.elements[index].value, key, ret, depth + 1, kind=kind)
+        if found is None:
+            return None
+        origin = found
+    return origin
 
 
 def _module_origin(m: FileModel, ref: str, scope: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
@@ -453,3 +567,35 @@ def _factory_origin(m: FileModel, key: str, depth: int, kind: Kind = SOFTMAX) ->
             return None
         origin = found
     return origin
+
+
+# --- a module handed to a training wrapper with a cross-entropy criterion -----------------------
+
+
+def criterion_for_module(m: FileModel, call: cst.Call) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, cst.CSTNode]]:
+    """``NeuralNet(MyModule, criterion=nn.CrossEntropyLoss)`` (skorch and wrappers built like it):
+    a call handed a module (``module=`` or its first positional argument) and
+    ``criterion=`` the ``CrossEntropyLoss`` class or an instance, where the module is a class
+    of this file (or an instance of one) whose ``forward`` gives softmax output. The wrapper
+    feeds the module's output to the criterion. Returns (criterion value, module, softmax)."""
+    criterion = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "criterion"), None)
+    if criterion is None:
+        return None
+    value = criterion.func if isinstance(criterion, cst.Call) and not criterion.args else criterion
+    if not _is_qual(m, value, CROSS_ENTROPY_LOSSES):
+        return None
+    module = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "module"), None)
+    if module is None:
+        positional = [a for a in call.args if a.keyword is None]
+        if not positional or positional[0].star:
+            return None
+        module = positional[0].value
+    target = module.func if isinstance(module, cst.Call) else module
+    name = dotted(target)
+    if name not in m.classes:
+        return None
+    origin = _class_origin(m, name, 0)
+    if origin is None or origin is _CALL_SITE:
+        return None
+    return criterion, module, origin
+

@@ -5,7 +5,9 @@ A scheduler is identified, strongest evidence first, by what it was built from (
 ``torch.optim.lr_scheduler``, a transformers ``get_*_schedule*`` factory, a warm-up wrapper,
 a class in the file subclassing one, or any call handed an optimizer as its first argument),
 by an ``LRScheduler`` annotation, or, when nothing in the file binds it (a parameter, an
-attribute set elsewhere), by its spelling (``scheduler``, ``lr_scheduler``, ``sched``).
+attribute set elsewhere, a name unpacked from a value the file does not show:
+``self.optimizer, self.lr_scheduler = optimizers``), by its spelling (``scheduler``,
+``lr_scheduler``, ``sched``). ``a, b = x, y`` binds each name to its element.
 Anything bound to something else (a diffusers noise scheduler, a custom object) is not one.
 """
 
@@ -74,10 +76,23 @@ def _bindings(model: FileModel, ref: str, scope: str) -> List[cst.BaseExpression
             continue
         if ctx.scope in scopes or (cls_scope and (ctx.scope == cls_scope or ctx.scope.startswith(cls_scope + "."))):
             if len(targets) != 1:
-                out.append(cst.Name("__unknown__"))  # a, b = ...: what it holds is not seen
+                out.append(_unpacked(value, targets.index(ref), len(targets)))
             else:
                 out.append(value)
     return out
+
+
+_UNSEEN = "__unseen__"
+
+
+def _unpacked(value: cst.BaseExpression, index: int, count: int) -> cst.BaseExpression:
+    """The element ``a, b = x, y`` binds at ``index``; for any other right-hand side
+    (``opt, sched = optimizers``, ``model, opt, sched = accelerator.prepare(...)``) a
+    marker saying the value is not seen in the file: that binding is no evidence either way."""
+    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count \
+            and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return value.elements[index].value
+    return cst.Name(_UNSEEN)
 
 
 def _optimizer_argument(model: FileModel, call: cst.Call, scope: str) -> Tuple[bool, Optional[str]]:
@@ -99,13 +114,13 @@ def lr_scheduler(model: FileModel, ref: str, scope: str, _seen: Optional[frozens
     _seen = (_seen or frozenset()) | {ref}
     if len(_seen) > 6:
         return None
-    values = [v for v in _bindings(model, ref, scope) if not (isinstance(v, cst.Name) and v.value == "None")]
+    values = [v for v in _bindings(model, ref, scope) if not (isinstance(v, cst.Name) and v.value in ("None", _UNSEEN))]
     if values:
         info = None
         for value in values:
             if not isinstance(value, cst.Call):
                 source = ref_of(value)
-                if source and source not in _seen and source != "__unknown__":
+                if source and source not in _seen:
                     found = lr_scheduler(model, source, scope, _seen)
                     if found is None:
                         return None
@@ -117,6 +132,8 @@ def lr_scheduler(model: FileModel, ref: str, scope: str, _seen: Optional[frozens
                 return None
             handed, optimizer = _optimizer_argument(model, value, scope)
             local = dotted(value.func)
+            if local and _optimizer_wrapper(model, local):
+                return None  # its step() steps an optimizer: the optimizer step itself
             if _is_lr_constructor(qual) or (local and _local_lr_class(model, local)) or handed:
                 info = info or SchedulerInfo(ref, optimizer, "constructor", qual)
                 continue
@@ -131,6 +148,16 @@ def lr_scheduler(model: FileModel, ref: str, scope: str, _seen: Optional[frozens
     if _SCHEDULER_SPELLING.search(last):
         return SchedulerInfo(ref, None, "name")
     return None
+
+
+def _optimizer_wrapper(model: FileModel, name: str) -> bool:
+    """A class of this file whose ``step`` method steps an optimizer (``self.optimizer.step()``,
+    then maybe its scheduler): an optimizer wrapper, whatever its name says."""
+    if name not in model.classes:
+        return False
+    key = model.method_key(name, "step")
+    summary = model.summaries.get(key or "")
+    return bool(summary is not None and (summary.top_steps or summary.loop_steps))
 
 
 @dataclass(frozen=True)
@@ -148,7 +175,9 @@ class StepAhead:
 
 
 def _flag(cond: Cond) -> bool:
-    """A condition that holds on every iteration or on none (a switch, a None check)."""
+    """A condition that holds on every iteration or on none (a switch, a None check), or that
+    holds from the first iteration on (a warm-up guard): a scheduler step under it still runs
+    first where it is placed."""
     node = cond.node
     if cond.branch != "if" or node is None:
         return False
@@ -159,9 +188,41 @@ def _flag(cond: Cond) -> bool:
         return (
             isinstance(comp.operator, cst.IsNot) and isinstance(comp.comparator, cst.Name)
             and comp.comparator.value == "None" and isinstance(node.left, (cst.Name, cst.Attribute))
-        )
+        ) or _warmup_guard(node)
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
         return _flag(Cond(cond.text, "if", cond.loop, node.left)) and _flag(Cond(cond.text, "if", cond.loop, node.right))
+    return _warmup_guard(node)
+
+
+def _counter(node: cst.BaseExpression) -> bool:
+    """A loop counter: a plain name (``epoch``, ``step``), possibly shifted (``epoch - 1``)."""
+    return isinstance(node, cst.Name) or (
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract))
+        and isinstance(node.left, cst.Name) and isinstance(node.right, cst.Integer))
+
+
+def _bound(node: cst.BaseExpression) -> bool:
+    """A bound a counter is compared with: a setting (``args.warm``), a number, a call
+    (``len(loader)``), an expression of them; not another plain name (which side counts
+    would be a guess), nor 0."""
+    if _counter(node):
+        return False
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return float(node.value) != 0
+    return isinstance(node, (cst.Attribute, cst.Call, cst.Subscript, cst.BinaryOperation))
+
+
+def _warmup_guard(node: cst.CSTNode) -> bool:
+    """``if epoch <= args.warm:``, ``if step < len(loader) * 5:``: a counter under an upper bound
+    holds from the first iteration (counters start low), so a scheduler stepped under it runs
+    on the first iteration like an unconditional one. A lower bound (``if epoch > 0:``) does not."""
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    comp = node.comparisons[0]
+    if isinstance(comp.operator, (cst.LessThan, cst.LessThanEqual)):
+        return _counter(node.left) and _bound(comp.comparator)
+    if isinstance(comp.operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        return _counter(comp.comparator) and _bound(node.left)
     return False
 
 
