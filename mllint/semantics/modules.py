@@ -143,7 +143,8 @@ def iterates_own_parts(body: cst.CSTNode, call: cst.Call, name: str) -> bool:
         if node is call:
             return name in bound
         if isinstance(node, cst.For):
-            inner = bound | _bound_names(node.target) if _reads_self_attribute(node.iter) else bound - _bound_names(node.target)
+            names = _bound_names(node.target)
+            inner = bound | names if _reads_self_attribute(node.iter) else bound - names
             return (
                 visit(node.iter, bound)
                 or visit(node.body, frozenset(inner))
@@ -219,7 +220,8 @@ def built_by_other_class(model: FileModel, ref: str, scope: str) -> bool:
     values = [
         value
         for targets, value, ctx in model.assignments
-        if targets == (ref,) and (ctx.scope == scope or (cls_scope is not None and model.class_scope_of(ctx.scope) == cls_scope))
+        if targets == (ref,)
+        and (ctx.scope == scope or (cls_scope is not None and model.class_scope_of(ctx.scope) == cls_scope))
     ]
     if not values:
         return False
