@@ -21,7 +21,11 @@ When the code is fine
     - ``.forward`` taken but not called (``fn = model.forward``,
       ``torch.jit.trace(model.forward, x)``, ``torch.func.functional_call``);
     - unit tests (``def test_forward(): out = model.forward(x); assert ...``): a test
-      exercising ``forward`` itself on a module without hooks;
+      exercising ``forward`` itself on a module without hooks; likewise a ``*_test`` function
+      or an ``assert_*`` / ``check_*`` helper that asserts on what ``forward`` returns
+      (``torch.testing.assert_close(compiled.forward(**x), eager.forward(**x))``);
+    - an ensemble's own forward-like method running each module it holds
+      (``for model in self.models: model.decoder.forward(...)``);
     - objects not known to be nn.Modules: only a class of the file deriving from
       ``nn.Module``, a name bound to a torch layer or model, a torchvision/timm/transformers
       model or wrapper, an ``nn.Module`` annotation, or a name that ``.eval()`` /
@@ -30,7 +34,9 @@ When the code is fine
       in it: ``self.encoder_q``, ``text_encoder``, ``value_head``) counts in a file that
       imports torch or a library built on it (Lightning, pyro, allennlp, fairseq, timm,
       ...) and no other framework with ``forward`` methods, with an unsafe fix only;
-      elsewhere (a numpy ``net.forward(x)``) it does not.
+      elsewhere (a numpy ``net.forward(x)``) it does not. A name built by a class of the file
+      that is not known to be a module (``self.model = RuntimeModel.from_pretrained(p)`` with
+      ``RuntimeModel`` deriving from an ONNX/Neuron runtime class) does not count either.
 
 How to fix
     Call the module: ``model(x, mask=m)`` instead of ``model.forward(x, mask=m)``.
@@ -51,8 +57,17 @@ from mllint.findings import Applicability, Finding
 from mllint.registry import Example
 from mllint.semantics.model import MODULE_SCOPE, FileModel
 from mllint.semantics.phases import Phases
-from mllint.semantics.modules import LOCAL_CLASS, NAMED, known_module, local_module_class, overrides_call
+from mllint.semantics.modules import (
+    LOCAL_CLASS,
+    NAMED,
+    iterates_own_parts,
+    known_module,
+    local_module_class,
+    overrides_call,
+    result_asserted,
+)
 from mllint.semantics.names import ref_of, shorten
+from mllint.semantics.phases.words import name_tokens
 
 CODE = "ML011"
 NAME = "forward-called-directly"
@@ -85,6 +100,32 @@ def _in_unit_test(model: FileModel, scope: str) -> bool:
     return False
 
 
+def _ensemble_member(model: FileModel, call: cst.Call, head: str, scope: str) -> bool:
+    """``for m in self.models: m.forward(x)`` (or a comprehension over ``self.models``) in the
+    method: an element of the object's own collection of modules."""
+    fn = model.functions.get(scope)
+    return fn is not None and iterates_own_parts(fn.node, call, head)
+
+
+# A function checking what forward returns: a test (``model_output_test``) or an assertion helper.
+_CHECK_WORDS = ("test", "tests")
+_CHECK_PREFIXES = ("assert", "check", "verify")
+
+
+def _checks_forward(model: FileModel, call: cst.Call, scope: str) -> bool:
+    """Whether ``call`` sits in a test or assertion helper (``*_test``, ``assert_outputs_match``,
+    ``check_forward``) that asserts on what it returns: ``forward`` itself is what is checked."""
+    parts = scope.split(".") if scope != MODULE_SCOPE else []
+    for end in range(len(parts), 0, -1):
+        fn = model.functions.get(".".join(parts[:end]))
+        if fn is None:
+            continue
+        tokens = name_tokens(fn.node.name.value)
+        if tokens and (any(t in _CHECK_WORDS for t in tokens) or tokens[0] in _CHECK_PREFIXES):
+            return result_asserted(fn.node, call)
+    return False
+
+
 def _fixable(model: FileModel, ref: str, scope: str, evidence: str) -> bool:
     if evidence == LOCAL_CLASS:
         cls = local_module_class(model, ref, scope)
@@ -102,10 +143,12 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue  # super().forward(x), make_model().forward(x)
         head = ref.split(".", 1)[0].split("[", 1)[0]
         canonical = model.canonical(ref, ctx.scope)
-        if (head == "self" or canonical.split(".", 1)[0] == "self") and _in_own_forward(model, ctx.scope):
-            continue  # a wrapper's own forward delegating to the module it wraps
+        if _in_own_forward(model, ctx.scope) and (
+            head == "self" or canonical.split(".", 1)[0] == "self" or _ensemble_member(model, call, head, ctx.scope)
+        ):
+            continue  # a wrapper's (or an ensemble's) own forward delegating to the modules it holds
         evidence = known_module(model, ref, ctx.scope)
-        if evidence is None or _in_unit_test(model, ctx.scope):
+        if evidence is None or _in_unit_test(model, ctx.scope) or _checks_forward(model, call, ctx.scope):
             continue  # not known to be a module; a unit test exercising ``forward`` itself
         receiver = model.code_of(func.value)
         args = ", ".join(model.code_of(a).rstrip(", ") for a in call.args) if call.args else ""
@@ -255,6 +298,67 @@ VALID = [
                 return block.forward(*inputs)
 
             return checkpoint(run, x, use_reentrant=False)
+    """,
+    # an ensemble's own forward-like method delegating to each model it holds (self.models)
+    """
+    import torch.nn as nn
+
+    class EnsembleModel(nn.Module):
+        def __init__(self, models):
+            super().__init__()
+            self.models = nn.ModuleList(models)
+
+        def forward_decoder(self, tokens, encoder_outs):
+            outs = []
+            for i, model in enumerate(self.models):
+                outs.append(model.decoder.forward(tokens, encoder_out=encoder_outs[i]))
+            return outs
+
+        def forward(self, states):
+            return [m.forward(s) for m, s in zip(self.models, states)]
+    """,
+    # a test function asserting on what forward returns: forward itself is under test
+    """
+    import torch
+    from mytts.models import ForwardTTS, ForwardTTSArgs
+
+    def model_input_output_test():
+        model = ForwardTTS(ForwardTTSArgs(num_chars=10))
+        x = torch.randint(0, 10, (2, 21))
+        outputs = model.forward(x, torch.tensor([21, 21]))
+        assert outputs["model_outputs"].shape[0] == 2
+    """,
+    # an assertion helper comparing eager and compiled forward outputs
+    """
+    import torch
+
+    @torch.no_grad()
+    def assert_compiled_matches_eager(eager_model, compiled_model, inputs):
+        expected = eager_model.forward(**inputs)
+        actual = compiled_model.forward(**inputs)
+        torch.testing.assert_close(actual, expected)
+    """,
+    # a runtime wrapper class of the file (its base is not known to be an nn.Module), built
+    # by a class method: self.model is that class's instance, not a torch module by its name
+    """
+    import torch
+    import torch.nn.functional as F
+
+    try:
+        from optimum.neuron import NeuronModelForCausalLM
+    except ImportError:
+        NeuronModelForCausalLM = object
+
+    class CustomNeuronModel(NeuronModelForCausalLM):
+        def generate(self, input_ids, **kwargs):
+            return input_ids
+
+    class NeuronLM:
+        def __init__(self, path):
+            self.model = CustomNeuronModel.from_pretrained(path)
+
+        def loglikelihood(self, inputs):
+            return F.log_softmax(self.model.forward(**inputs).logits, dim=-1)
     """,
     # a compound network name, but the file works with numpy only: nothing says it is a torch module
     """
@@ -556,6 +660,45 @@ INVALID = [
         with pyro.plate("data", xs.shape[0]):
             z_loc, z_scale = self.encoder_z(xs)
             pyro.sample("z", dist.Normal(z_loc, z_scale).to_event(1))
+    """,
+    ),
+    # an ensemble's predict (not a forward of its own) running each held module with .forward
+    Example(
+        """
+    import torch.nn as nn
+
+    class Ensemble(nn.Module):
+        def __init__(self, models):
+            super().__init__()
+            self.models = nn.ModuleList(models)
+
+        def predict(self, states):
+            return [model.forward(s) for model, s in zip(self.models, states)]
+    """,
+    ),
+    # a helper named like a test that does not check what forward returns: a training step
+    Example(
+        """
+    import torch
+    import torch.nn as nn
+
+    def make_test_checkpoint(path):
+        policy = nn.Linear(4, 2)
+        optimizer = torch.optim.Adam(policy.parameters())
+        policy.forward(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+        torch.save(policy.state_dict(), path)
+    """,
+        fixed="""
+    import torch
+    import torch.nn as nn
+
+    def make_test_checkpoint(path):
+        policy = nn.Linear(4, 2)
+        optimizer = torch.optim.Adam(policy.parameters())
+        policy(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+        torch.save(policy.state_dict(), path)
     """,
     ),
     # a query encoder (MoCo-style name) run with .forward from a training helper

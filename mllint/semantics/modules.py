@@ -15,8 +15,11 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+import libcst as cst
+
 from mllint.semantics import roles as R
 from mllint.semantics.model import ANY, FileModel
+from mllint.semantics.names import dotted, target_names
 
 # The evidence ``known_module`` found.
 LOCAL_CLASS = "local class"  # an instance of a class defined in the file that derives from nn.Module
@@ -70,7 +73,7 @@ def known_module(model: FileModel, ref: Optional[str], scope: str) -> Optional[s
         return None  # ``Base.forward(self, x)``, ``nn.Linear.forward``: a class, not an instance
     if local_module_class(model, ref, scope) is not None:
         return LOCAL_CLASS
-    if model.instance_of.get(scope, ref) is not None:
+    if model.instance_of.get(scope, ref) is not None or built_by_other_class(model, ref, scope):
         return None  # an instance of a local class that is not a module
     if model.has_role(ref, R.MODEL, scope, by_name=False):
         return BOUND
@@ -113,3 +116,127 @@ def _defines_torch_modules(model: FileModel) -> bool:
     if any(model.imports.imports_module(p) for p in ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle", "chainer")):
         return False
     return any(model.imports.imports_module(p) for p in _TORCH_LIBRARIES)
+
+
+# --- where a ``.forward`` call delegates or is itself under test ---------------------------------
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+def _reads_self_attribute(node: cst.CSTNode) -> bool:
+    """Whether ``node`` reads an attribute of ``self`` (``self.models``, ``zip(self.models, xs)``)."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return True
+    return any(_reads_self_attribute(child) for child in node.children)
+
+
+def _bound_names(target: cst.BaseExpression) -> set:
+    return {n for n in target_names(target, dotted)}
+
+
+def iterates_own_parts(body: cst.CSTNode, call: cst.Call, name: str) -> bool:
+    """Whether, at ``call`` inside ``body``, ``name`` is bound by a ``for`` loop or a comprehension
+    over a collection held by ``self`` (``for model in self.models``, ``enumerate(self.models)``,
+    ``zip(self.models, states)``): an element of the object's own parts, as in an ensemble."""
+
+    def visit(node: cst.CSTNode, bound: frozenset) -> bool:
+        if node is call:
+            return name in bound
+        if isinstance(node, cst.For):
+            names = _bound_names(node.target)
+            inner = bound | names if _reads_self_attribute(node.iter) else bound - names
+            return (
+                visit(node.iter, bound)
+                or visit(node.body, frozenset(inner))
+                or (node.orelse is not None and visit(node.orelse, bound))
+            )
+        if isinstance(node, _COMPREHENSIONS):
+            inner = set(bound)
+            clause = node.for_in
+            while clause is not None:
+                names = _bound_names(clause.target)
+                inner = inner | names if _reads_self_attribute(clause.iter) else inner - names
+                clause = clause.inner_for_in
+            return any(visit(child, frozenset(inner)) for child in node.children)
+        return any(visit(child, bound) for child in node.children)
+
+    return visit(body, frozenset())
+
+
+_ASSERT_CALL = re.compile(r"^(?:[\w.]*\.)?assert\w*$", re.IGNORECASE)
+
+
+def _mentions(node: cst.CSTNode, names: set, call: cst.Call) -> bool:
+    if node is call:
+        return True
+    if isinstance(node, cst.Name) and node.value in names:
+        return True
+    return any(_mentions(child, names, call) for child in node.children)
+
+
+def result_asserted(body: cst.CSTNode, call: cst.Call) -> bool:
+    """Whether what ``call`` returns is checked in ``body``: the call itself, or a name it is
+    assigned to, appears in an ``assert`` statement or is handed to an ``assert*`` call
+    (``torch.testing.assert_close``, ``self.assertEqual``, ``np.testing.assert_allclose``)."""
+    names: set = set()
+
+    def collect(node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Assign) and node.value is call:
+            for target in node.targets:
+                names.update(n for n in target_names(target.target, dotted) if "." not in n)
+        elif isinstance(node, cst.AnnAssign) and node.value is call:
+            names.update(n for n in target_names(node.target, dotted) if "." not in n)
+        for child in node.children:
+            collect(child)
+
+    collect(body)
+    found = False
+
+    def scan(node: cst.CSTNode) -> None:
+        nonlocal found
+        if found:
+            return
+        if isinstance(node, cst.Assert) and _mentions(node.test, names, call):
+            found = True
+            return
+        if isinstance(node, cst.Call) and _ASSERT_CALL.match(dotted(node.func) or "") and any(
+            _mentions(arg.value, names, call) for arg in node.args
+        ):
+            found = True
+            return
+        for child in node.children:
+            scan(child)
+
+    scan(body)
+    return found
+
+
+def built_by_other_class(model: FileModel, ref: str, scope: str) -> bool:
+    """Whether every value assigned to ``ref`` (``self.model`` anywhere in its class, a plain
+    name in ``scope``) is built by a class of the file that is not known to be an nn.Module,
+    through one of its class methods (``CustomRuntimeModel.from_pretrained(path)``): the object
+    is that class's instance, whatever its name says."""
+    cls_scope = model.class_scope_of(scope) if ref.startswith("self.") else None
+    values = [
+        value
+        for targets, value, ctx in model.assignments
+        if targets == (ref,)
+        and (ctx.scope == scope or (cls_scope is not None and model.class_scope_of(ctx.scope) == cls_scope))
+    ]
+    if not values:
+        return False
+    for value in values:
+        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+            return False
+        owner = dotted(value.func.value)
+        if owner is None or owner not in model.classes or is_module_class(model, owner) or _model_based(model, owner):
+            return False
+    return True
+
+
+def _model_based(model: FileModel, name: str) -> bool:
+    """A class of the file deriving from a known model class (``class MyLM(GPT2LMHeadModel)``)."""
+    info = model.classes.get(name)
+    return info is not None and any(
+        R.role_of_constructor(model.imports.qualify(base) or base) == R.MODEL for base in info.bases
+    )
