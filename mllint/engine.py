@@ -10,6 +10,7 @@ many files (process pool, cache).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import re
 import tokenize
@@ -93,6 +94,15 @@ def _libcst_parses(source: str) -> bool:
     return True
 
 
+def compile_error(source: str, path: str) -> bool:
+    """Whether CPython itself rejects the source."""
+    try:
+        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    return False
+
+
 def syntax_error(source: str, path: str, exc: Optional[cst.ParserSyntaxError] = None) -> Optional[Finding]:
     """ML000 for a source that does not parse, or None when it parses.
 
@@ -130,21 +140,44 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None) -> 
     if not active:
         error = syntax_error(source, path)
         return [error] if error else _suppress([], source, path, rules, suppressions)
+    parsed_source = source
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        error = syntax_error(source, path, exc)
-        return [error] if error else []
+        if "\t" not in source or compile_error(source, path):
+            error = syntax_error(source, path, exc)
+            return [error] if error else []
+        # CPython accepts it and LibCST does not: tabs mixed into an indentation of spaces,
+        # which CPython reads as 8 columns. Lint the same lines with those tabs expanded.
+        parsed_source = _expand_indent_tabs(source)
+        try:
+            module = cst.parse_module(parsed_source)
+        except (cst.ParserSyntaxError, RecursionError, MemoryError):
+            error = syntax_error(source, path, exc)
+            return [error] if error else []
     except (RecursionError, MemoryError) as exc:  # pathological nesting
         return [file_error(path, f"could not parse: {type(exc).__name__}")]
 
     from mllint.semantics import build_model
 
-    model = build_model(module, source, path, options)
+    model = build_model(module, parsed_source, path, options)
     findings: List[Finding] = []
     for rule in active:
         findings.extend(rule.check(model))
+    if parsed_source is not source:
+        # positions past an expanded tab are not the file's: report, never rewrite
+        findings = [dataclasses.replace(f, fix=None) for f in findings]
     return _suppress(findings, source, path, rules, suppressions)
+
+
+def _expand_indent_tabs(source: str) -> str:
+    """The source with the tabs of each line's leading whitespace expanded to 8 columns."""
+    out = []
+    for line in source.splitlines(keepends=True):
+        body = line.lstrip(" \t")
+        indent = line[: len(line) - len(body)]
+        out.append(indent.expandtabs(8) + body if "\t" in indent else line)
+    return "".join(out)
 
 
 def _suppress(findings, source, path, rules, suppressions) -> List[Finding]:

@@ -585,3 +585,24 @@ def test_force_exclude(project):
     assert proc.returncode == 0
     assert "All checks passed!" in proc.stdout
     assert run([], project).stdout.count("ML001") == 1  # not found by walking
+
+
+def test_valid_python_with_a_tab_in_its_indentation_is_linted_not_reported_unparsable(tmp_path):
+    # CPython reads the tab as 8 columns; LibCST refuses the mix. mllint lints it (no fixes there)
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "def train(model, loader, optimizer):\n"
+        "    for x, y in loader:\n"
+        "        if x is not None:\n"
+        "\t        loss = model(x, y)\n"
+        "        else:\n"
+        "            loss = model(y, y)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+    )
+    before = script.read_bytes()
+    proc = run(["--no-cache", "--select", "ML000,ML001", "--fix", str(script)], tmp_path)
+    assert "ML000" not in proc.stdout, proc.stdout
+    assert "ML001" in proc.stdout  # the rules ran
+    assert script.read_bytes() == before  # no fix applied through expanded positions

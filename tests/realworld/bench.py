@@ -344,7 +344,10 @@ def extract_project(project: Project, root: Path) -> bool:
     gdir = git_dir(project.repo)
     if gdir is None:
         return False
-    names = git(gdir, "ls-tree", "-r", "-z", "--name-only", project.commit).decode().split("\0")
+    entries = [e for e in git(gdir, "ls-tree", "-r", "-z", project.commit).decode().split("\0") if "\t" in e]
+    # symbolic links (mode 120000) are left out: their blob is the target path, not code, and
+    # the file they point to is linted where it lives
+    names = [e.split("\t", 1)[1] for e in entries if not e.startswith("120000 ")]
     write_metadata(gdir, project.commit, root, names)
     for name in names:
         if _is_metadata(name):
