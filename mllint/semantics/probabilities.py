@@ -410,10 +410,24 @@ def _element_origin(m: FileModel, call: cst.Call, scope: str, index: int, count:
     """The softmax behind element ``index`` of what ``call`` returns, unpacked into ``count``
     names: every ``return`` of the callee is a tuple of ``count`` values whose element
     ``index`` is softmax output (``return logits, F.softmax(logits, 1)``)."""
-    if depth > _MAX_DEPTH:
-        return None
     key = _callee_key(m, call, scope)
-    fn = m.functions.get(key) if key else None
+
+    def element(ret: cst.Return) -> Optional[cst.CSTNode]:
+        value = ret.value
+        if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != count \
+                or any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        return softmax_origin(m, value.elements[index].value, key, ret, depth + 1, kind=kind)
+
+    return _every_return(m, key, depth, element)
+
+
+def _every_return(m: FileModel, key: Optional[str], depth: int, origin_of) -> Optional[cst.CSTNode]:
+    """``origin_of(ret)`` for the last ``return`` of function ``key``, when every ``return`` has
+    one (None if some return gives None or no value, if it has no return, or it is a generator)."""
+    if depth > _MAX_DEPTH or key is None:
+        return None
+    fn = m.functions.get(key)
     if fn is None:
         return None
     returns, yields = _own_returns(fn.node)
@@ -421,14 +435,11 @@ def _element_origin(m: FileModel, call: cst.Call, scope: str, index: int, count:
         return None
     origin = None
     for ret in returns:
-        value = ret.value
-        if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != count \
-                or any(isinstance(e, cst.StarredElement) for e in value.elements):
+        if ret.value is None:
             return None
-        found = softmax_origin(m, value.elements[index].value, key, ret, depth + 1, kind=kind)
-        if found is None:
+        origin = origin_of(ret)
+        if origin is None:
             return None
-        origin = found
     return origin
 
 
@@ -510,23 +521,7 @@ def _own_returns(fn: cst.FunctionDef) -> Tuple[List[cst.Return], bool]:
 def _returns_softmax(m: FileModel, key: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
     """The softmax every ``return`` of function ``key`` hands back (None if some return
     gives anything else, or it has no return with a value, or it is a generator)."""
-    if depth > _MAX_DEPTH:
-        return None
-    fn = m.functions.get(key)
-    if fn is None:
-        return None
-    returns, yields = _own_returns(fn.node)
-    if yields or not returns:
-        return None
-    origin = None
-    for ret in returns:
-        if ret.value is None:
-            return None
-        found = softmax_origin(m, ret.value, key, ret, depth + 1, kind=kind)
-        if found is None:
-            return None
-        origin = found
-    return origin
+    return _every_return(m, key, depth, lambda ret: softmax_origin(m, ret.value, key, ret, depth + 1, kind=kind))
 
 
 def _last_added_module(m: FileModel, ref: str, scope: str) -> Optional[cst.Call]:
