@@ -40,6 +40,7 @@ import dataclasses
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -475,7 +476,14 @@ def notebook_fix_problem(before: bytes, after: bytes) -> Optional[str]:
                     - {c.number for c in old_nb.cells if getattr(c, "error", None)})
     if broken:
         return "--fix left cell " + ", ".join(map(str, broken)) + " not parsing"
-    return _compile_problem(new_nb.program, "<notebook program>")
+    problem = _compile_problem(new_nb.program, "<notebook program>")
+    if problem and _same_problem(problem, _compile_problem(old_nb.program, "<notebook program>")):
+        return None  # the program did not compile before either (a `from __future__` in a later cell)
+    return problem
+
+
+def _same_problem(a: str, b: Optional[str]) -> bool:
+    return b is not None and re.sub(r"line \d+", "line N", a) == re.sub(r"line \d+", "line N", b)
 
 
 def precision(args, work: Path) -> int:
