@@ -56,7 +56,7 @@ import libcst as cst
 
 from mllint.findings import Applicability, Edit, Finding, Fix
 from mllint.registry import Example
-from mllint.semantics.checkpoints import is_in_memory_round_trip, relies_on_weights_only_default
+from mllint.semantics.checkpoints import allow_lists_globals, in_safe_globals_block, is_in_memory_round_trip
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import dotted
 
@@ -100,7 +100,8 @@ def _replace_false(model: FileModel, value: cst.BaseExpression) -> Fix:
 
 
 def check(model: FileModel) -> Iterable[Finding]:
-    safe_default = model.options.torch_at_least(SAFE_DEFAULT_SINCE)
+    # torch >= 2.6 configured or declared, or an allow-list for the weights-only unpickler in the file
+    safe_default = model.options.torch_at_least(SAFE_DEFAULT_SINCE) or allow_lists_globals(model)
     for call, ctx in model.calls:
         if model.imports.qualname(call.func) not in TORCH_LOADS:
             continue
@@ -135,7 +136,7 @@ def check(model: FileModel) -> Iterable[Finding]:
             )
             yield model.finding(call, CODE, NAME, message, None, detail)
             continue
-        if safe_default or relies_on_weights_only_default(model, ctx):
+        if safe_default or in_safe_globals_block(model, ctx):
             continue  # torch >= 2.6 (configured, declared, or what safe_globals presumes): weights_only=True
         extra = " (`map_location=` does not change that)" if _keyword(call, "map_location") is not None else ""
         message = f"`{spelled}` without `weights_only=True` can run code hidden in the checkpoint (torch < 2.6)"

@@ -20,6 +20,7 @@ from typing import Optional
 import libcst as cst
 
 from mllint.semantics.model import Context, FileModel
+from mllint.semantics.names import call_argument
 
 SAFE_GLOBALS_CONTEXTS = frozenset({"torch.serialization.safe_globals"})
 ADD_SAFE_GLOBALS = frozenset({"torch.serialization.add_safe_globals"})
@@ -27,27 +28,23 @@ BYTES_IO = frozenset({"io.BytesIO"})
 TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
-def relies_on_weights_only_default(model: FileModel, ctx: Context) -> bool:
-    """The load sits in a ``safe_globals`` block, or the file calls ``add_safe_globals``."""
-    for with_node in ctx.withs:
-        for item in with_node.items:
-            if isinstance(item.item, cst.Call) and model.imports.qualname(item.item.func) in SAFE_GLOBALS_CONTEXTS:
-                return True
+def allow_lists_globals(model: FileModel) -> bool:
+    """The file calls ``add_safe_globals``: every load in it targets the weights-only default."""
     return any(model.imports.qualname(call.func) in ADD_SAFE_GLOBALS for call, _ in model.calls)
 
 
-def _file_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "f":
-            return arg.value
-    if call.args and call.args[0].keyword is None:
-        return call.args[0].value
-    return None
+def in_safe_globals_block(model: FileModel, ctx: Context) -> bool:
+    """The load sits in a ``with torch.serialization.safe_globals([...])`` block."""
+    return any(
+        isinstance(item.item, cst.Call) and model.imports.qualname(item.item.func) in SAFE_GLOBALS_CONTEXTS
+        for with_node in ctx.withs
+        for item in with_node.items
+    )
 
 
 def is_in_memory_round_trip(model: FileModel, call: cst.Call, ctx: Context) -> bool:
     """``torch.load(buf)`` of an empty ``io.BytesIO()`` the same function wrote with ``torch.save``."""
-    source = _file_argument(call)
+    source = call_argument(call, 0, "f")  # torch.load(f, ...)
     if not isinstance(source, cst.Name):
         return False
     name = source.value
@@ -58,18 +55,11 @@ def is_in_memory_round_trip(model: FileModel, call: cst.Call, ctx: Context) -> b
         if not (isinstance(value, cst.Call) and not value.args and model.imports.qualname(value.func) in BYTES_IO):
             return False
     return any(
-        where.scope == ctx.scope and model.imports.qualname(save.func) in TORCH_SAVES and _names(_save_target(save), name)
+        where.scope == ctx.scope
+        and model.imports.qualname(save.func) in TORCH_SAVES
+        and _names(call_argument(save, 1, "f"), name)  # torch.save(obj, f)
         for save, where in model.calls
     )
-
-
-def _save_target(save: cst.Call) -> Optional[cst.BaseExpression]:
-    """The file argument of ``torch.save(obj, f)``."""
-    for arg in save.args:
-        if arg.keyword is not None and arg.keyword.value == "f":
-            return arg.value
-    positional = [arg for arg in save.args if arg.keyword is None]
-    return positional[1].value if len(positional) > 1 else None
 
 
 def _names(node: Optional[cst.BaseExpression], name: str) -> bool:

@@ -41,6 +41,18 @@ def ref_of(node: Optional[cst.BaseExpression]) -> Optional[str]:
     return None
 
 
+def call_argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
+    """The argument a call passes for a parameter: by its keyword, else the positional one at
+    ``position`` (None when absent or behind a ``*args``)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None]
+    if len(positional) > position and not any(a.star for a in positional[: position + 1]):
+        return positional[position].value
+    return None
+
+
 def target_names(target: cst.BaseExpression, name_of=ref_of) -> List[str]:
     """The names an assignment target binds, through tuple/list unpacking and starred
     elements (``a, (b, *c) = ...``), each as ``name_of`` spells it (None: skipped)."""

@@ -36,7 +36,7 @@ from typing import FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from mllint.semantics.model import CALL, MODULE_SCOPE, FileModel
-from mllint.semantics.names import dotted
+from mllint.semantics.names import call_argument, dotted
 
 SOFTMAX_FUNCTIONS = frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.special.softmax"})
 SOFTMAX_LAYERS = frozenset({"torch.nn.Softmax", "torch.nn.modules.activation.Softmax"})
@@ -82,13 +82,7 @@ def _is_qual(m: FileModel, func: cst.BaseExpression, names) -> bool:
 
 
 def _first_arg(call: cst.Call, keyword: str = "input") -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    positional = [a for a in call.args if a.keyword is None]
-    if positional and not positional[0].star:
-        return positional[0].value
-    return None
+    return call_argument(call, 0, keyword)
 
 
 def _bindings(m: FileModel, ref: str, scope: str) -> List[Tuple[cst.BaseExpression, str]]:

@@ -63,25 +63,23 @@ class TensorFacts:
         for loop in model.loops:
             for name in loop.targets:
                 self.bindings.setdefault((loop.scope, name), []).append(None)  # a loop variable: unknown
-        self.annotated: Set[Tuple[str, str]] = set()
+        self.tensor_params: Set[Tuple[str, str]] = set()  # annotated torch.Tensor, or used with a torch-only method
+        params: Set[Tuple[str, str]] = set()
         for key, fn in model.functions.items():
             for param in (*fn.node.params.params, *fn.node.params.kwonly_params, *fn.node.params.posonly_params):
+                params.add((key, param.name.value))
                 ann = param.annotation
                 if ann is not None and (model.imports.qualname(ann.annotation) or "") in _TENSOR_ANNOTATIONS:
-                    self.annotated.add((key, param.name.value))
+                    self.tensor_params.add((key, param.name.value))
                 self.bindings.setdefault((key, param.name.value), []).append(None)
         for call, ctx in model.calls:
             func = call.func
-            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and ctx.scope in model.functions:
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
                 method = func.attr.value
-                if method in _TORCH_ONLY_METHODS or (method == "size" and len(call.args) == 1):
-                    if self._is_param(ctx.scope, func.value.value):
-                        self.annotated.add((ctx.scope, func.value.value))
+                key = (ctx.scope, func.value.value)
+                if key in params and (method in _TORCH_ONLY_METHODS or (method == "size" and len(call.args) == 1)):
+                    self.tensor_params.add(key)
         self._tensor: Dict[Tuple[str, str], bool] = {}
-
-    def _is_param(self, scope: str, name: str) -> bool:
-        params = self.model.functions[scope].node.params
-        return any(p.name.value == name for p in (*params.params, *params.kwonly_params, *params.posonly_params))
 
     def _home(self, scope: str, name: str) -> Optional[str]:
         """The scope whose binding of ``name`` the code in ``scope`` sees (None: not bound here)."""
@@ -104,11 +102,11 @@ class TensorFacts:
         if key in self._tensor:
             return self._tensor[key]
         self._tensor[key] = False  # cycles: not proven
-        if key in self.annotated and len(self.bindings[key]) == 1:
+        if key in self.tensor_params and len(self.bindings[key]) == 1:
             result = True
         else:
             values = [v for v in self.bindings[key]]
-            if key in self.annotated:
+            if key in self.tensor_params:
                 values = values[1:] if values and values[0] is None else values
             result = bool(values) and all(v is not None and self.is_tensor(home, v) for v in values)
         self._tensor[key] = result
