@@ -14,6 +14,11 @@ When the code is fine
     ``x.shape[0]``, a name bound to one of them), and whose body only assigns ``out[i] =``
     or accumulates ``total += ...`` with arithmetic (and element-wise functions such as
     ``torch.exp``) on elements indexed by the loop variable of tensors built in the file.
+    Statistics of a whole tensor inside the loop (``(t[i] - t.mean()) / t.std()``) are
+    loop-invariant, and a reduction of the row at the index (``torch.norm(x[i])``,
+    ``x[i].abs().sum()``) is one call with ``dim=``: both are reported too. A parameter is a
+    tensor when it is annotated ``torch.Tensor`` or the function calls a method only a tensor
+    has on it (``x.size(0)``, ``x.numel()``, ``x.unsqueeze(1)``, ``x.detach()``).
     It stays silent for:
     - loops whose body decides anything per element (``if``, ``break``, ``continue``,
       ``while``), calls anything that is not element-wise arithmetic (a model forward per
@@ -21,8 +26,9 @@ When the code is fine
       variable other than as an index (``x[i + 1]``, ``x[i] * i``);
     - recurrences, where a step reads what an earlier step wrote (``h = h * a[i] + x[i]``,
       ``out[i] = out[i - 1] + x[i]``): RNN steps and scans are not one element-wise op;
-    - containers that are not known tensors (Python lists, numpy arrays, dicts,
-      parameters without a ``torch.Tensor`` annotation), and loops over a count that is
+    - containers that are not known tensors (Python lists, numpy arrays, dicts, parameters
+      only used through ``.shape``/``.copy()``, which an ndarray has too), a reduction whose
+      argument changes per element (``x[i].sum(dims[i])``), and loops over a count that is
       not a tensor's size (epochs, batches, layers, heads, a fixed ``range(3)``).
 
 How to fix
