@@ -73,6 +73,7 @@ def finding_from_json(data: Dict[str, Any], path: str) -> Finding:
                 Edit(e["line"], e["column"], e["end_line"], e["end_column"], e["content"]) for e in raw["edits"]
             ),
             description=raw.get("message") or "",
+            deferred=bool(raw.get("deferred")),
         )
     return Finding(
         path=path,
@@ -109,9 +110,13 @@ class Cache:
             return data["files"]
         return {}
 
-    def get(self, abspath: str, digest: str, display_path: str) -> Optional[List[Finding]]:
+    def get(self, abspath: str, digest: str, display_path: str, fixes: bool = True) -> Optional[List[Finding]]:
+        """The cached findings, or None. With `fixes`, only an entry whose fixes were
+        built (not deferred) will do; without, any entry."""
         entry = self.entries.get(abspath)
         if not isinstance(entry, dict) or entry.get("sha256") != digest:
+            return None
+        if fixes and entry.get("deferred"):
             return None
         try:
             return [finding_from_json(item, display_path) for item in entry["findings"]]
@@ -119,7 +124,9 @@ class Cache:
             return None  # a corrupt entry is a miss
 
     def put(self, abspath: str, digest: str, findings: List[Finding]) -> None:
-        entry = {"sha256": digest, "findings": [finding_to_json(f) for f in findings]}
+        entry: Dict[str, Any] = {"sha256": digest, "findings": [finding_to_json(f) for f in findings]}
+        if any(f.fix is not None and f.fix.deferred for f in findings):
+            entry["deferred"] = True  # its fixes were not built: no use to a run that needs them
         self.entries[abspath] = self.updated[abspath] = entry
 
     def save(self) -> bool:

@@ -212,7 +212,10 @@ def lint_command(
         _warn("no Python files found under the given path(s)")
     use_cache = not no_cache
     stats: dict = {}
-    results = engine.lint_paths(files, settings, use_cache=use_cache, stats=stats)
+    # Fixes are built only for what shows or applies their edits; --fix and --diff re-lint
+    # the files that have one, so a deferred fix is enough to pick them.
+    wants_edits = output_format in ("json", "sarif") or bool(verify_options)
+    results = engine.lint_paths(files, settings, use_cache=use_cache, stats=stats, fixes=wants_edits)
     cached = sum(1 for r in results if r.cached)
     _debug(verbose, f"{len(files)} files: {cached} from cache, {len(files) - cached} linted"
            f" in {stats.get('workers', 1)} process(es)")

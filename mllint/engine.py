@@ -278,7 +278,8 @@ def _read_for_cache(path: str):
 
 
 def lint_paths(
-    files, settings, *, use_cache: bool = True, jobs: Optional[int] = None, stats: Optional[dict] = None
+    files, settings, *, use_cache: bool = True, jobs: Optional[int] = None, stats: Optional[dict] = None,
+    fixes: bool = True,
 ) -> List[FileResult]:
     """Lint `files` (display paths) with the rules `settings` enables for each of them.
 
@@ -289,6 +290,8 @@ def lint_paths(
     linted in a process pool when there are more than POOL_MIN_FILES of them and more than
     one CPU (or `jobs` allows it), otherwise in this process. `stats`, when given, receives
     ``workers`` (processes used for linting; 1 = in this process) and ``cache_written``.
+    Without `fixes` the findings' fixes are deferred (they say a fix exists; nothing is
+    built): what a report that shows no edits needs.
     """
     import os
 
@@ -311,14 +314,14 @@ def lint_paths(
     for index, path in enumerate(files):
         own = settings.settings_for(path)
         codes = tuple(sorted(own.codes_for(path)))
-        options = ModelOptions.from_settings(own)
+        options = dataclasses.replace(ModelOptions.from_settings(own), fixes=fixes)
         cache = cache_for(own)
         digest = None
         if cache is not None:
             read = _read_for_cache(path)
             if read is not None:
                 data, digest = read
-                findings = cache.get(os.path.abspath(path), digest, path)
+                findings = cache.get(os.path.abspath(path), digest, path, fixes=fixes)
                 if findings is not None:
                     results[index] = _cached_result(path, data, findings)
                     continue

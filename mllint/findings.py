@@ -52,12 +52,16 @@ class Fix:
     applicability: Applicability
     edits: Tuple[Edit, ...]
     description: str = ""
+    # A fix that exists but whose edits were not built (nothing asked for them: a text
+    # report without --fix/--diff). It marks the finding fixable; the fixer re-lints to build it.
+    deferred: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
         return {
             "applicability": self.applicability.value,
             "message": self.description or None,
             "edits": [e.to_dict() for e in self.edits],
+            **({"deferred": True} if self.deferred else {}),
         }
 
 

@@ -17,6 +17,7 @@ This module is imported only by flake8; it never imports flake8 itself.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Dict, Iterator, Sequence, Tuple
 
@@ -61,6 +62,6 @@ class MLLintChecker:
         rules = rules_for(settings.codes_for(path))
         from mllint.semantics.options import ModelOptions
 
-        options = ModelOptions.from_settings(settings.settings_for(path))
+        options = dataclasses.replace(ModelOptions.from_settings(settings.settings_for(path)), fixes=False)  # flake8 shows no fixes
         for finding in lint_source("".join(self.lines), self.filename, rules, options):
             yield finding.line, max(finding.column - 1, 0), f"{finding.code} {finding.message}", type(self)

@@ -16,6 +16,7 @@ linted or fixed for a path; everything else here is reading, reporting and exit 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from typing import List, Optional, Sequence, Tuple
@@ -129,8 +130,9 @@ def run(
         fixed = len(outcome.applied)
         result = FileResult(path, sorted(outcome.remaining, key=lambda f: f.sort_key()), new_text, decoded.encoding)
         new_bytes = data if new_text == old_text else new_text.encode(decoded.encoding)
-    else:
-        result = lint_text(decoded.text, path, rules, decoded.encoding, model_options)
+    else:  # only the formats that carry edits need the fixes built
+        wants_edits = output_format in ("json", "sarif")
+        result = lint_text(decoded.text, path, rules, decoded.encoding, dataclasses.replace(model_options, fixes=wants_edits))
         new_bytes = data
         old_text = new_text = decoded.text
 

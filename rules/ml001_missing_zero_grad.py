@@ -77,6 +77,7 @@ from mllint.semantics.model import (
     covers,
 )
 from mllint.semantics.names import after_docstring, shorten
+from mllint.semantics.tree import children as tree_children
 
 CODE = "ML001"
 NAME = "missing-zero-grad"
@@ -294,25 +295,15 @@ def _in_comprehension(effect: LoopEffect) -> bool:
     if local is None or local.ctx.statement is None:
         return False
     target = local.node
-    found = []
 
-    class _Finder(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.depth = 0
+    def inside(node: cst.CSTNode, depth: int) -> bool:
+        if node is target:
+            return depth > 0
+        if isinstance(node, _COMPREHENSIONS):
+            depth += 1
+        return any(inside(child, depth) for child in tree_children(node))
 
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if node is target and self.depth:
-                found.append(node)
-            if isinstance(node, _COMPREHENSIONS):
-                self.depth += 1
-            return not found
-
-        def on_leave(self, node: cst.CSTNode) -> None:
-            if isinstance(node, _COMPREHENSIONS):
-                self.depth -= 1
-
-    local.ctx.statement.visit(_Finder())
-    return bool(found)
+    return inside(local.ctx.statement, 0)
 
 
 def _helper_fix(model: FileModel, steps: List[LoopEffect], site: LoopEffect) -> Optional[Fix]:
@@ -422,8 +413,8 @@ def _bindings(model: FileModel, scope: str, loop: Optional[Loop], name: str):
     own body for None)."""
     return [
         (ctx, model.assignment_order[value])
-        for targets, value, ctx in model.assignments
-        if ctx.scope == scope and name in targets and (loop is None or loop.encloses(ctx.loop))
+        for targets, value, ctx in model.assignments_in(scope)
+        if name in targets and (loop is None or loop.encloses(ctx.loop))
     ]
 
 

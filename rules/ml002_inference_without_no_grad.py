@@ -254,23 +254,19 @@ def _with_import(module: cst.Module) -> cst.Module:
     return module.with_changes(body=body)
 
 
-def _finish(phases: Phases, new_module: cst.Module, needs_import: bool, description: str) -> Optional[Fix]:
-    if needs_import:
-        new_module = _with_import(new_module)
-    try:
-        cst.parse_module(new_module.code)
-    except Exception:
-        return None
-    return phases.m.fix_from_module(new_module, Applicability.SAFE, description)
+def _change(phases: Phases, old: cst.CSTNode, new: cst.CSTNode, needs_import: bool, description: str) -> Optional[Fix]:
+    """The fix replacing ``old`` by ``new``; with ``import torch`` added when the file has none
+    (then the whole module changes, and is built only when the fix is asked for)."""
+    model = phases.m
+    if not needs_import:
+        return model.fix_replacing(old, new, Applicability.SAFE, description)
 
+    def build() -> Optional[Fix]:
+        module = _with_import(model.replaced(old, new))
+        cst.parse_module(module.code)
+        return model.fix_from_module(module, Applicability.SAFE, description)
 
-def _replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode) -> cst.Module:
-    if old is module:
-        assert isinstance(new, cst.Module)
-        return new
-    replaced = module.deep_replace(old, new)
-    assert isinstance(replaced, cst.Module)
-    return replaced
+    return model.deferred_fix(Applicability.SAFE, description, build)
 
 
 def _decorate(phases: Phases, key: str) -> Optional[Fix]:
@@ -278,11 +274,7 @@ def _decorate(phases: Phases, key: str) -> Optional[Fix]:
     expression, needs_import = _no_grad_expression(phases)
     decorator = cst.Decorator(decorator=cst.parse_expression(expression))
     new = fn.node.with_changes(decorators=list(fn.node.decorators) + [decorator])
-    try:
-        module = _replace(phases.m.module, fn.node, new)
-    except Exception:
-        return None
-    return _finish(phases, module, needs_import, f"Add `@{expression}` to `{fn.node.name.value}()`")
+    return _change(phases, fn.node, new, needs_import, f"Add `@{expression}` to `{fn.node.name.value}()`")
 
 
 def _wrap(phases: Phases, statement: cst.CSTNode, what: str) -> Optional[Fix]:
@@ -297,11 +289,7 @@ def _wrap(phases: Phases, statement: cst.CSTNode, what: str) -> Optional[Fix]:
         leading_lines=statement.leading_lines,
     )
     body = [wrapped if item is statement else item for item in block.body]
-    try:
-        module = _replace(phases.m.module, block, block.with_changes(body=body))
-    except Exception:
-        return None
-    return _finish(phases, module, needs_import, f"Wrap the {what} in `with {expression}:`")
+    return _change(phases, block, block.with_changes(body=body), needs_import, f"Wrap the {what} in `with {expression}:`")
 
 
 def _outermost_eval_loop(phases: Phases, effect: Effect):

@@ -70,6 +70,7 @@ from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics import dataflow as D
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import dotted, target_names
+from mllint.semantics.tree import visit as tree_visit
 
 CODE = "ML003"
 NAME = "data-leakage"
@@ -403,10 +404,10 @@ def _names_in(node: cst.CSTNode) -> List[cst.Name]:
             found.append(name)
 
         def visit_Attribute(self, attr: cst.Attribute) -> bool:
-            attr.value.visit(self)
+            tree_visit(attr.value, self)
             return False
 
-    node.visit(Finder())
+    tree_visit(node, Finder())
     return found
 
 
@@ -439,7 +440,7 @@ def _bound_names(statements) -> Set[str]:
             self._target(node.target)
 
     for statement in statements:
-        statement.visit(Finder())
+        tree_visit(statement, Finder())
     return bound
 
 
@@ -727,7 +728,7 @@ def _fix_pipeline(model: FileModel, leak: Leak) -> Optional[Fix]:
         new_body[i] = follower.with_changes(leading_lines=tuple(statement.leading_lines) + tuple(follower.leading_lines))
     new_block = block.with_changes(body=new_body)
     module = model.module if isinstance(block, cst.Module) else None
-    new_module = new_block if module is not None else model.module.deep_replace(block, new_block)
+    new_module = new_block if module is not None else model.replaced(block, new_block)
     if needs_import:
         new_module = _add_import(new_module, "from sklearn.pipeline import make_pipeline\n")
         if new_module is None:
@@ -743,7 +744,7 @@ def _calls_in(node: cst.CSTNode) -> List[cst.Call]:
         def visit_Call(self, call: cst.Call) -> None:
             found.append(call)
 
-    node.visit(Finder())
+    tree_visit(node, Finder())
     return found
 
 

@@ -67,6 +67,7 @@ from mllint.registry import Example
 from mllint.semantics.invariance import NEW_METHODS, TENSOR_CONSTRUCTORS, Analysis, LoopFacts, analysis
 from mllint.semantics.model import FileModel, Loop, counts_iterations
 from mllint.semantics.names import dotted, shorten
+from mllint.semantics.tree import children as tree_children
 
 CODE = "ML004"
 NAME = "per-batch-tensor-allocation"
@@ -349,30 +350,21 @@ def _bound_outside(an: Analysis, loop: Loop, name: str) -> bool:
 
 def _reads_before(an: Analysis, loop: Loop, statement: cst.CSTNode, name: str) -> bool:
     """Whether ``name`` is read in the loop before ``statement`` (textually)."""
-    found: List[bool] = []
-    stop: List[bool] = []
+    reached: List[bool] = []
 
-    class Reads(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if stop or found:
-                return False
-            if node is statement:
-                stop.append(True)
-                return False
-            if isinstance(node, cst.Name) and node.value == name:
-                found.append(True)
-            if isinstance(node, cst.Attribute):
-                node.value.visit(self)
-                return False
-            if isinstance(node, cst.Arg):
-                node.value.visit(self)
-                return False
+    def reads(node: cst.CSTNode) -> bool:
+        if reached:
+            return False
+        if node is statement:
+            reached.append(True)
+            return False
+        if isinstance(node, cst.Name) and node.value == name:
             return True
+        if isinstance(node, (cst.Attribute, cst.Arg)):
+            return reads(node.value)
+        return any(reads(child) for child in tree_children(node))
 
-    if isinstance(loop.node, cst.While):
-        loop.node.test.visit(Reads())
-    loop.node.body.visit(Reads())
-    return bool(found)
+    return (isinstance(loop.node, cst.While) and reads(loop.node.test)) or reads(loop.node.body)
 
 
 def _fresh_name(an: Analysis, expr: cst.CSTNode, call: cst.Call, kind: str, taken: Set[str]) -> str:

@@ -218,7 +218,7 @@ def _repeated_sampling(phases: Phases, effect: Effect) -> bool:
     """The forward repeated over the same input: inside a comprehension, or a ``for _ in
     range(n)`` loop (a loop over a count, not over data)."""
     statement = effect.ctx.statement
-    if statement is not None and any(_contains(comp, effect.node) for comp in _comprehensions(statement)):
+    if statement is not None and _in_comprehension(phases.m, effect.node, statement):
         return True
     loop = effect.ctx.loop
     while loop is not None and phases.iterated_data(loop) is None:
@@ -228,31 +228,14 @@ def _repeated_sampling(phases: Phases, effect: Effect) -> bool:
     return False
 
 
-def _comprehensions(node: cst.CSTNode) -> List[cst.CSTNode]:
-    found: List[cst.CSTNode] = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_ListComp(self, n: cst.ListComp) -> None:
-            found.append(n)
-
-        def visit_GeneratorExp(self, n: cst.GeneratorExp) -> None:
-            found.append(n)
-
-    node.visit(Finder())
-    return found
-
-
-def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
-    found = []
-
-    class Finder(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if n is inner:
-                found.append(n)
-            return not found
-
-    outer.visit(Finder())
-    return bool(found)
+def _in_comprehension(model: FileModel, node: cst.CSTNode, statement: cst.CSTNode) -> bool:
+    """Whether ``node`` sits in a list comprehension or generator expression of ``statement``."""
+    for ancestor in model.parents.ancestors(node):
+        if isinstance(ancestor, (cst.ListComp, cst.GeneratorExp)):
+            return True
+        if ancestor is statement:
+            return False
+    return False
 
 
 def _losses_with_targets(phases: Phases, effect: Effect) -> bool:
@@ -281,17 +264,17 @@ def _statement(text: str) -> Optional[cst.SimpleStatementLine]:
     return node if isinstance(node, cst.SimpleStatementLine) else None
 
 
-def _replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode) -> Optional[cst.Module]:
+def _replace(model: FileModel, old: cst.CSTNode, new: cst.CSTNode) -> Optional[cst.Module]:
     try:
-        if old is module:
-            return new if isinstance(new, cst.Module) else None
-        replaced = module.deep_replace(old, new)
+        return model.replaced(old, new)
     except Exception:
         return None
-    return replaced if isinstance(replaced, cst.Module) else None
 
 
-def _insert_at_top(module: cst.Module, suite: cst.CSTNode, text: str) -> Optional[cst.Module]:
+Change = Tuple[cst.CSTNode, cst.CSTNode]  # (old, new): a node and what replaces it
+
+
+def _insert_at_top(suite: cst.CSTNode, text: str) -> Optional[Change]:
     """``text`` as the first statement of an indented block (after a docstring)."""
     statement = _statement(text)
     if statement is None or not isinstance(suite, cst.IndentedBlock):
@@ -299,10 +282,10 @@ def _insert_at_top(module: cst.Module, suite: cst.CSTNode, text: str) -> Optiona
     body = list(suite.body)
     start = after_docstring(body)
     body.insert(start, statement)
-    return _replace(module, suite, suite.with_changes(body=body))
+    return suite, suite.with_changes(body=body)
 
 
-def _insert_before(phases: Phases, module: cst.Module, statement_node: cst.CSTNode, text: str) -> Optional[cst.Module]:
+def _insert_before(phases: Phases, statement_node: cst.CSTNode, text: str) -> Optional[Change]:
     statement = _statement(text)
     block = phases.block_of(statement_node)
     if statement is None or block is None:
@@ -314,19 +297,13 @@ def _insert_before(phases: Phases, module: cst.Module, statement_node: cst.CSTNo
             body.append(item.with_changes(leading_lines=()))
         else:
             body.append(item)
-    return _replace(module, block, block.with_changes(body=body))
+    return block, block.with_changes(body=body)
 
 
-def _as_fix(phases: Phases, module: Optional[cst.Module], description: str) -> Optional[Fix]:
-    if module is None:
-        return None
-    return phases.m.fix_from_module(module, Applicability.SAFE, description)
-
-
-def _train_insertion(phases: Phases, item: NotUndone) -> Optional[cst.Module]:
+def _train_insertion(phases: Phases, item: NotUndone) -> Optional[Change]:
     if not phases.valid_at(item.ref, item.loop.scope, item.loop.node, item.loop) and not _bound_by_loop(item):
         return None
-    return _insert_at_top(phases.m.module, item.loop.body, f"{item.ref}.train()")
+    return _insert_at_top(item.loop.body, f"{item.ref}.train()")
 
 
 def _bound_by_loop(item: NotUndone) -> bool:
@@ -340,7 +317,10 @@ def _bound_by_loop(item: NotUndone) -> bool:
 
 
 def _undone_fix(phases: Phases, item: NotUndone) -> Optional[Fix]:
-    return _as_fix(phases, _train_insertion(phases, item), f"Insert `{item.ref}.train()` at the start of the training step")
+    change = _train_insertion(phases, item)
+    if change is None:
+        return None
+    return phases.m.fix_replacing(*change, Applicability.SAFE, f"Insert `{item.ref}.train()` at the start of the training step")
 
 
 def _outermost_eval_loop(phases: Phases, effect: Effect):
@@ -359,39 +339,45 @@ def _missing_fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evi
     switched_before = any(
         e.order < effect.order and related(e.ref, ref) and e.kind in ("train", "maybe") for e in phases.events(scope)
     )
-    module: Optional[cst.Module] = None
+    change: Optional[Change] = None
     if evidence.kind in ("function", "callers") and scope != MODULE_SCOPE and not switched_before:
         fn = model.functions[scope]
         if phases.valid_at(ref, scope):
-            module = _insert_at_top(model.module, fn.node.body, text)
+            change = _insert_at_top(fn.node.body, text)
     elif evidence.kind == "loop" and evidence.loop is not None:
         target = phases.outside_withs(evidence.loop.node, effect.ctx.withs)
         if phases.valid_at(ref, scope, evidence.loop.node, evidence.loop):
-            module = _insert_before(phases, model.module, target, text)
+            change = _insert_before(phases, target, text)
     else:
         loop = _outermost_eval_loop(phases, effect)
         target = loop.node if loop is not None else effect.ctx.statement
         if target is not None and phases.valid_at(ref, scope, target, loop):
-            module = _insert_before(phases, model.module, phases.outside_withs(target, effect.ctx.withs), text)
-    if module is None:
+            change = _insert_before(phases, phases.outside_withs(target, effect.ctx.withs), text)
+    if change is None:
         return None
-    module = _restore_training(phases, module)
-    return _as_fix(phases, module, f"Insert `{text}` before the evaluation")
+    description = f"Insert `{text}` before the evaluation"
+    if not phases.file_trains():
+        return model.fix_replacing(*change, Applicability.SAFE, description)
+
+    def build() -> Optional[Fix]:  # re-analyses the fixed file: only when the fix is asked for
+        module = _restore_training(phases, _replace(model, *change))
+        return None if module is None else model.fix_from_module(module, Applicability.SAFE, description)
+
+    return model.deferred_fix(Applicability.SAFE, description, build)
 
 
-def _restore_training(phases: Phases, module: cst.Module) -> Optional[cst.Module]:
+def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[cst.Module]:
     """When the inserted ``eval()`` lands in a training loop (directly or through the
     evaluation function it calls), also switch the model back at the start of the
     training step, so the fix does not leave the model in eval mode for training."""
-    if not phases.file_trains():
-        return module
+    if module is None:
+        return None
     from mllint.semantics import build_model
 
     before = len(phases.eval_not_undone())
     for _ in range(4):
-        code = module.code
-        try:
-            new_model = build_model(cst.parse_module(code), code, phases.m.path)
+        try:  # the changed tree itself: nothing to re-parse
+            new_model = build_model(module, module.code, phases.m.path)
         except Exception:
             return None
         new_phases = Phases.of(new_model)
@@ -400,10 +386,10 @@ def _restore_training(phases: Phases, module: cst.Module) -> Optional[cst.Module
             return module
         known = {phases.m.code_of(i.event.node) + "|" + i.ref for i in phases.eval_not_undone()}
         fresh = [i for i in items if new_phases.m.code_of(i.event.node) + "|" + i.ref not in known] or items
-        fixed = _train_insertion(new_phases, fresh[0])
-        if fixed is None:
+        change = _train_insertion(new_phases, fresh[0])
+        if change is None:
             return None
-        module = fixed
+        module = _replace(new_model, *change)
     return None
 
 

@@ -40,6 +40,7 @@ from mllint.registry import Example
 from mllint.semantics import hotloop
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import shorten
+from mllint.semantics.tree import visit as tree_visit
 
 CODE = "ML007"
 NAME = "host-sync-in-hot-loop"
@@ -67,7 +68,7 @@ def _contains_sync(expr: cst.BaseExpression) -> bool:
             if _sync_method(node):
                 found.append(node)
 
-    expr.visit(Finder())
+    tree_visit(expr, Finder())
     return bool(found)
 
 

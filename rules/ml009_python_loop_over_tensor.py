@@ -51,6 +51,7 @@ from mllint.registry import Example
 from mllint.semantics.model import FileModel, Loop
 from mllint.semantics.names import dotted, shorten
 from mllint.semantics.tensors import TensorFacts, tensor_facts
+from mllint.semantics.tree import visit as tree_visit
 
 CODE = "ML009"
 NAME = "python-loop-over-tensor"
@@ -127,7 +128,7 @@ class _Body:
                 if n.value in names:
                     found.append(n)
 
-        node.visit(Finder())
+        tree_visit(node, Finder())
         return bool(found)
 
     def expr_ok(self, node: cst.BaseExpression) -> bool:
@@ -303,7 +304,7 @@ def check(model: FileModel) -> Iterable[Finding]:
             def visit_For(self, n: cst.For) -> None:
                 inside.add(n)
 
-        node.body.visit(Nested())
+        tree_visit(node.body, Nested())
         header = f"for {model.code_of(node.target).strip()} in {model.code_of(node.iter).strip()}"
         statement = model.code_of(first).strip()
         message = f"`{shorten(header, 34)}` computes `{shorten(statement, 30)}` element by element: vectorise it"

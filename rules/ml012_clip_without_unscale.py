@@ -61,51 +61,18 @@ FIX = "unsafe"
 
 
 def _block_of(model: FileModel, statement) -> Optional[cst.CSTNode]:
-    found: List[cst.CSTNode] = []
-
-    class _Finder(cst.CSTVisitor):
-        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
-            if any(s is statement for s in node.body):
-                found.append(node)
-            return not found
-
-    model.module.visit(_Finder())
-    return found[0] if found else None
+    """The indented block ``statement`` is directly in."""
+    parent = model.parents.get(statement)
+    return parent if isinstance(parent, cst.IndentedBlock) and any(s is statement for s in parent.body) else None
 
 
 def _innermost_block(model: FileModel, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     """The innermost indented block holding ``node``."""
-    stack: List[cst.CSTNode] = []
-    found: List[cst.CSTNode] = []
-
-    class _Finder(cst.CSTVisitor):
-        def visit_IndentedBlock(self, block: cst.IndentedBlock) -> bool:
-            stack.append(block)
-            return not found
-
-        def leave_IndentedBlock(self, block: cst.IndentedBlock) -> None:
-            stack.pop()
-
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if n is node and stack and not found:
-                found.append(stack[-1])
-            return super().on_visit(n) and not found
-
-    model.module.visit(_Finder())
-    return found[0] if found else None
+    return next((a for a in model.parents.ancestors(node) if isinstance(a, cst.IndentedBlock)), None)
 
 
-def _contains(outer: cst.CSTNode, node: cst.CSTNode) -> bool:
-    found: List[bool] = []
-
-    class _Finder(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if n is node:
-                found.append(True)
-            return not found
-
-    outer.visit(_Finder())
-    return bool(found)
+def _contains(model: FileModel, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return node is outer or any(a is outer for a in model.parents.ancestors(node))
 
 
 def _fix(model: FileModel, hits: List[ScaledClip]) -> Optional[Fix]:
@@ -120,7 +87,7 @@ def _fix(model: FileModel, hits: List[ScaledClip]) -> Optional[Fix]:
         # the step must run wherever the clip runs (``if scaler is not None: scaler.step(...)``
         # around the step only: the scaler may be None where the clip is, so no unscale_ there)
         step_block = _innermost_block(model, hit.step)
-        if step_block is None or not _contains(step_block, clip.node):
+        if step_block is None or not _contains(model, step_block, clip.node):
             return None
     statement = clip.statement
     block = _block_of(model, statement)

@@ -121,7 +121,7 @@ def check(model: FileModel) -> Iterable[Finding]:
 def _finding(model: FileModel, call: cst.Call, arg: cst.BaseExpression, origin: cst.CSTNode, kind: Kind) -> Finding:
     line = model.position(origin).start.line
     softmax = model.code_of(origin).strip()
-    where = "here" if _inside(origin, call) else f"line {line}"
+    where = "here" if origin is call or any(a is call for a in model.parents.ancestors(origin)) else f"line {line}"
     if kind is LOG_SOFTMAX:
         message = (f"`{shorten(model.code_of(call), 40)}` gets log_softmax output ({where}): cross-entropy "
                    "repeats it, use NLLLoss")
@@ -143,42 +143,29 @@ def _finding(model: FileModel, call: cst.Call, arg: cst.BaseExpression, origin: 
     return model.finding(call, CODE, NAME, message, _fix(model, origin, kind), detail)
 
 
-def _inside(node: cst.CSTNode, container: cst.CSTNode) -> bool:
-    stack = [container]
-    while stack:
-        current = stack.pop()
-        if current is node:
-            return True
-        stack.extend(current.children)
-    return False
-
-
 def _fix(model: FileModel, origin: cst.CSTNode, kind: Kind = SOFTMAX) -> Optional[Fix]:
     description = f"drop the {kind.name}: cross-entropy takes logits (callers reading its output must apply it)"
+    parents = model.parents
     if isinstance(origin, cst.Call) and _is_qual(model, origin.func, kind.layers):
         # a layer of an nn.Sequential: remove it
-        for node in _walk(model.module):
-            if isinstance(node, cst.Call) and any(a.value is origin for a in node.args):
-                args = [a for a in node.args if a.value is not origin]
-                if not args:
-                    return None
-                if node.args[-1].value is origin:
-                    args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
-                return model.fix_replacing(node, node.with_changes(args=args), Applicability.UNSAFE, description)
-        return None
+        arg, node = parents.get(origin), parents.get(parents.get(origin) or origin)
+        if not (isinstance(arg, cst.Arg) and isinstance(node, cst.Call)):
+            return None
+        args = [a for a in node.args if a.value is not origin]
+        if not args:
+            return None
+        if node.args[-1].value is origin:
+            args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
+        return model.fix_replacing(node, node.with_changes(args=args), Applicability.UNSAFE, description)
     if not isinstance(origin, cst.Call):
         return None
     func = origin.func
     if isinstance(func, cst.Attribute) and func.attr.value == "add_module":
         # model.add_module("softmax", nn.Softmax()): remove the statement
-        for node in _walk(model.module):
-            if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(node.body[0], cst.Expr) \
-                    and node.body[0].value is origin:
-                try:
-                    fixed = model.module.deep_remove(node)
-                except Exception:
-                    return None
-                return model.fix_from_module(fixed, Applicability.UNSAFE, description) if isinstance(fixed, cst.Module) else None
+        expr = parents.get(origin)
+        line = parents.get(expr) if isinstance(expr, cst.Expr) else None
+        if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+            return _remove_line(model, line, description)
         return None
     if isinstance(func, cst.Attribute) and func.attr.value == kind.method and tensor_method_receiver(model, func) and not _is_qual(
         model, func, kind.functions
@@ -190,30 +177,27 @@ def _fix(model: FileModel, origin: cst.CSTNode, kind: Kind = SOFTMAX) -> Optiona
         return None
     if isinstance(inner, cst.Name):
         # ``x = F.softmax(x, dim=1)`` becomes nothing rather than ``x = x``
-        for node in _walk(model.module):
-            if isinstance(node, cst.IndentedBlock) and len(node.body) > 1:
-                for line in node.body:
-                    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(line.body[0], cst.Assign):
-                        assign = line.body[0]
-                        if assign.value is origin and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) \
-                                and assign.targets[0].target.value == inner.value:
-                            try:
-                                fixed = model.module.deep_remove(line)
-                            except Exception:
-                                return None
-                            if isinstance(fixed, cst.Module):
-                                return model.fix_from_module(fixed, Applicability.UNSAFE, description)
+        assign = parents.get(origin)
+        line = parents.get(assign) if isinstance(assign, cst.Assign) else None
+        block = parents.get(line) if isinstance(line, cst.SimpleStatementLine) else None
+        if isinstance(assign, cst.Assign) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 \
+                and isinstance(block, cst.IndentedBlock) and len(block.body) > 1 and assign.value is origin \
+                and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) \
+                and assign.targets[0].target.value == inner.value:
+            return _remove_line(model, line, description)
     if not isinstance(inner, _ATOMIC):
         inner = inner.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return model.fix_replacing(origin, inner, Applicability.UNSAFE, description)
 
 
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
+def _remove_line(model: FileModel, line: cst.SimpleStatementLine, description: str) -> Optional[Fix]:
+    """The fix that deletes one statement line, with the comments above it, from its block
+    (a block left empty gets ``pass``)."""
+    block = model.parents.get(line)
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    body = [item for item in block.body if item is not line]
+    return model.fix_replacing(block, block.with_changes(body=body), Applicability.UNSAFE, description)
 
 
 # --- examples ------------------------------------------------------------------------------------

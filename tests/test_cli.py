@@ -490,6 +490,23 @@ def test_cached_findings_keep_source_and_fixes(project):
     assert (project / "train.py").read_text() == FIXED
 
 
+def test_fixes_are_built_only_for_runs_that_show_edits(project):
+    """A text run defers fixes (it shows `[*]`, not the edits) and caches that; a JSON run
+    needs the edits, so it re-lints a file whose cached fixes were deferred, and its entries
+    then serve every later run."""
+    text = run(["-v"], project)
+    assert "2 files: 0 from cache, 2 linted" in text.stderr and "[*]" in text.stdout
+    first_json = run(["-v", "--format", "json"], project)
+    assert "2 files: 1 from cache, 1 linted" in first_json.stderr  # train.py: its fix was deferred
+    fix = json.loads(first_json.stdout)[0]["fix"]
+    assert fix["edits"] and "zero_grad()" in fix["edits"][0]["content"] and "deferred" not in fix
+    second_json = run(["-v", "--format", "json"], project)
+    assert "2 files: 2 from cache, 0 linted" in second_json.stderr
+    assert second_json.stdout == first_json.stdout
+    again = run(["-v"], project)
+    assert "2 files: 2 from cache, 0 linted" in again.stderr and again.stdout == text.stdout
+
+
 def test_corrupt_cache_is_ignored(project):
     run([], project)
     for entry in (project / ".mllint_cache").glob("*.json"):

@@ -24,6 +24,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from mllint.semantics.model import FileModel, Loop
+from mllint.semantics.tree import children as tree_children
 
 _DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data", "detach_"})
 _NUMBER_FUNCS = frozenset({"float", "int", "round", "abs"})
@@ -48,25 +49,13 @@ class Accumulation:
     scalar: bool  # that backward needs a scalar (no gradient argument): `.item()` works
 
 
-def parents_of(model: FileModel) -> Dict[cst.CSTNode, cst.CSTNode]:
-    found = getattr(model, "_ml006_parents", None)
-    if found is None:
-        found = {}
-
-        class Parents(cst.CSTVisitor):
-            def on_visit(self, node: cst.CSTNode) -> bool:
-                for child in node.children:
-                    found[child] = node
-                return True
-
-        model.module.visit(Parents())
-        model._ml006_parents = found  # type: ignore[attr-defined]
-    return found
+def parents_of(model: FileModel):
+    return model.parents
 
 
 def _walk(node: cst.CSTNode, into_loops: bool = True) -> Iterator[cst.CSTNode]:
     """Nodes under ``node`` in source order, not entering nested functions, classes, lambdas."""
-    for child in node.children:
+    for child in tree_children(node):
         yield child
         if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue

@@ -25,6 +25,7 @@ import libcst as cst
 
 from mllint.semantics.model import MODULE_SCOPE, FileModel
 from mllint.semantics.names import dotted, ref_of
+from mllint.semantics.tree import visit as tree_visit
 
 CLIPS = {
     "torch.nn.utils.clip_grad_norm_",
@@ -359,7 +360,7 @@ class AmpWalk:
 
     def _simple(self, small, line, states, frame, loop, depth, active, block) -> List[State]:
         visitor = _Calls()
-        small.visit(visitor)
+        tree_visit(small, visitor)
         for call in visitor.calls:
             states = self._call(call, line, states, frame, loop, depth, active, block)
         return states

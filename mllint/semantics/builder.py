@@ -31,6 +31,7 @@ from mllint.semantics.model import (
     Loop,
 )
 from mllint.semantics.names import dotted, ref_of, target_names
+from mllint.semantics.tree import visit as tree_visit
 
 # Entering one starts an empty store of gradients (torch.distributed.autograd).
 DIST_AUTOGRAD_CONTEXTS = {"torch.distributed.autograd.context"}
@@ -890,7 +891,7 @@ def _parameter_owners(call: cst.Call, assigned=None):
                 if ref:
                     owners.add(ref)
 
-    params.visit(Finder())
+    tree_visit(params, Finder())
     return frozenset(owners) or None
 
 

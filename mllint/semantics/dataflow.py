@@ -36,6 +36,7 @@ import libcst as cst
 
 from mllint.semantics.model import MODULE_SCOPE, FileModel
 from mllint.semantics.names import dotted, target_names
+from mllint.semantics.tree import children as tree_children
 
 Row = Tuple[int, Tuple[Tuple[int, str], ...]]  # (root id, ((split id, part), ...))
 
@@ -1007,7 +1008,7 @@ class _Analysis:
         if isinstance(node, cst.StarredElement):
             return data_of(self.ev(node.value))
         # anything else (f-strings, constants, slices): evaluate sub-expressions for their events
-        for child in node.children:
+        for child in tree_children(node):
             if isinstance(child, cst.BaseExpression):
                 self.ev(child)
             elif isinstance(child, cst.FormattedStringExpression):

@@ -15,6 +15,7 @@ import libcst as cst
 from mllint.semantics import roles as R
 from mllint.semantics.model import BACKWARD, CALL, MODULE_SCOPE, STEP, FileModel, Loop, conds_within, counts_iterations
 from mllint.semantics.names import dotted
+from mllint.semantics.tree import visit as tree_visit
 
 _DEVICE_WORDS = re.compile(r"cuda|device|\bdev\b|gpu|rank", re.IGNORECASE)
 
@@ -172,7 +173,7 @@ def tensor_names(model: FileModel, scope: str) -> Set[str]:
         elif effect.kind == BACKWARD and isinstance(effect.node, cst.Call) and effect.node.args:
             known.update(_names(effect.node.args[0].value))  # accelerator.backward(loss)
     known = {n for n in known if n not in ("self", "cls") and not model.has_role(n, R.SCALER, scope) and not model.has_role(n, R.ACCELERATOR, scope)}
-    assigned = [(targets, value) for targets, value, ctx in model.assignments if ctx.scope == scope]
+    assigned = [(targets, value) for targets, value, ctx in model.assignments_in(scope)]
     changed = True
     while changed:
         changed = False
@@ -205,12 +206,12 @@ def _names(expr: cst.BaseExpression) -> Set[str]:
 
         def visit_Call(self, node: cst.Call) -> bool:
             for arg in node.args:
-                arg.value.visit(self)
+                tree_visit(arg.value, self)
             if isinstance(node.func, cst.Attribute):
-                node.func.value.visit(self)
+                tree_visit(node.func.value, self)
             return False
 
-    expr.visit(Finder())
+    tree_visit(expr, Finder())
     return found
 
 

@@ -34,6 +34,7 @@ from mllint.semantics import roles as R
 from mllint.semantics.model import BACKWARD, CALL, MODULE_SCOPE, FileModel, Loop
 from mllint.semantics.names import dotted
 from mllint.semantics.phases import Phases
+from mllint.semantics.tree import visit as tree_visit
 
 # --- vocabularies -----------------------------------------------------------------------
 
@@ -188,7 +189,7 @@ class Analysis:
 
     def __init__(self, model: FileModel) -> None:
         self.model = model
-        self._parents: Optional[Dict[cst.CSTNode, cst.CSTNode]] = None
+        self._parents = None  # the model's Parents (edits.Parents), once the file is scanned
         self._names: Optional[Set[str]] = None
         self._globals: Optional[Set[str]] = None
         self._facts: Dict[cst.CSTNode, "LoopFacts"] = {}
@@ -199,7 +200,7 @@ class Analysis:
 
     # --- tree helpers ----------------------------------------------------------------
     @property
-    def parents(self) -> Dict[cst.CSTNode, cst.CSTNode]:
+    def parents(self):
         if self._parents is None:
             self._scan_file()
         assert self._parents is not None
@@ -223,37 +224,21 @@ class Analysis:
         return self._globals
 
     def _scan_file(self) -> None:
-        parents: Dict[cst.CSTNode, cst.CSTNode] = {}
         names: Set[str] = set()
         declared: Set[str] = set()
-        stack: List[cst.CSTNode] = []
-
-        class Walker(cst.CSTVisitor):
-            def on_visit(self, node: cst.CSTNode) -> bool:
-                parent = stack[-1] if stack else None
-                if parent is not None:
-                    parents[node] = parent
-                stack.append(node)
-                if isinstance(node, cst.Name):
-                    if not (isinstance(parent, cst.Attribute) and parent.attr is node) and not (
-                        isinstance(parent, cst.Arg) and parent.keyword is node
-                    ):
-                        names.add(node.value)
-                elif isinstance(node, (cst.Global, cst.Nonlocal)):
-                    declared.update(item.name.value for item in node.names)
-                return True
-
-            def on_leave(self, original_node: cst.CSTNode) -> None:
-                stack.pop()
-
-        self.model.module.visit(Walker())
+        parents = self.model.parents
+        for node, parent in parents.items():
+            if isinstance(node, cst.Name):
+                if not (isinstance(parent, cst.Attribute) and parent.attr is node) and not (
+                    isinstance(parent, cst.Arg) and parent.keyword is node
+                ):
+                    names.add(node.value)
+            elif isinstance(node, (cst.Global, cst.Nonlocal)):
+                declared.update(item.name.value for item in node.names)
         self._parents, self._names, self._globals = parents, names, declared
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        parents = self.parents
-        while node in parents:
-            node = parents[node]
-            yield node
+        return self.model.parents.ancestors(node)
 
     def statement_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The statement (simple statement line or compound statement) holding ``node``."""
@@ -501,7 +486,7 @@ class _Bindings(cst.CSTVisitor):
         self.self_calls: Set[str] = set()
         self.binding_counts: Dict[str, int] = {}
         self.changes_defaults = False  # calls torch.set_default_dtype/device/tensor_type
-        root.visit(self)
+        tree_visit(root, self)
 
     def _bind_target(self, target: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
@@ -631,7 +616,7 @@ class LoopFacts:
         if isinstance(node, cst.For):
             scan._bind_target(node.target)
         elif isinstance(node, cst.While):
-            node.test.visit(scan)
+            tree_visit(node.test, scan)
         self._fixed: FrozenSet[str] = frozenset()  # comprehension variables while checking one
         self.bound = scan.bound
         self.binding_counts = scan.binding_counts
@@ -1023,7 +1008,7 @@ class _Aliases:
                 if any(item.name.value in aliases.names for item in node.names):
                     failed.append(True)
 
-        self.root.visit(Scan())
+        tree_visit(self.root, Scan())
         return not failed
 
     def _assigned(self, target: cst.BaseExpression, value_aliases: bool, failed: List[bool]) -> None:

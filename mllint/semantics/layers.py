@@ -28,6 +28,7 @@ import libcst as cst
 
 from mllint.semantics.model import CALL, MODULE_SCOPE, FileModel
 from mllint.semantics.names import dotted
+from mllint.semantics.tree import children as tree_children
 
 DROPOUT = "dropout"
 BATCH_NORM = "batch norm"
@@ -262,4 +263,4 @@ def _walk(node: cst.CSTNode):
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(tree_children(current)))

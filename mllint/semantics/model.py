@@ -19,6 +19,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mllint.findings import Applicability, Edit, Finding, Fix, Severity, split_lines
 from mllint.semantics.names import ImportTable
+from mllint.semantics.tree import visit as tree_visit
 
 MODULE_SCOPE = "<module>"
 ANY = "*"  # a reference that may be anything (unknown argument, loop variable over many)
@@ -207,13 +208,34 @@ class FileModel:
         self.options = DEFAULT  # what the settings say about the environment (see options.py)
         self._wrapper: Optional[MetadataWrapper] = None
         self._positions = None
+        self._parents = None
+        self._lines: Optional[List[str]] = None
+        self._assignments_index = None  # see _assignment_index
+        self._code_lines: Optional[List[int]] = None  # see _statement_positions
 
     # --- positions (resolved lazily: most files report nothing) ----------------------
     def position(self, node: cst.CSTNode):
+        """The node's PositionProvider range. Only the top-level statement holding it is
+        rendered (a finding in a large file should not cost a rendering of all of it)."""
         if self._positions is None:
-            self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = self._wrapper.resolve(PositionProvider)
-        return self._positions[node]
+            self._positions = {}
+        found = self._positions.get(node)
+        if found is None:
+            self._positions.update(self._statement_positions(node) or _positions(self.module))
+            found = self._positions[node]
+        return found
+
+    def _statement_positions(self, node: cst.CSTNode):
+        from mllint.semantics.edits import statement_positions, top_statement_lines
+
+        if self._code_lines is None:
+            self._code_lines = top_statement_lines(self.module, self.source) or []
+        if not self._code_lines:
+            return None
+        try:
+            return statement_positions(self.module, self.lines, self.parents, node, self._code_lines)
+        except (ImportError, AttributeError, TypeError):  # a LibCST whose internals differ
+            return None
 
     # --- roles --------------------------------------------------------------------------
     def method_key(self, cls: Optional[str], method: str, seen: Optional[set] = None) -> Optional[str]:
@@ -416,30 +438,127 @@ class FileModel:
         # Only a model known to be a different one is evidence of a missing clear.
         return not self.has_role(target, R.MODEL, scope)
 
+    def _assignment_index(self):
+        """(assignments by scope, assignments by a single target), rebuilt if assignments grew."""
+        index = self._assignments_index
+        if index is None or index[0] != len(self.assignments):
+            by_scope: Dict[str, list] = {}
+            by_target: Dict[str, list] = {}
+            for item in self.assignments:
+                by_scope.setdefault(item[2].scope, []).append(item)
+                if isinstance(item[0], tuple) and len(item[0]) == 1:
+                    by_target.setdefault(item[0][0], []).append(item)
+            index = self._assignments_index = (len(self.assignments), by_scope, by_target)
+        return index
+
+    def assignments_in(self, scope: str) -> list:
+        """The (targets, value, ctx) assignments made directly in ``scope``, in order."""
+        return self._assignment_index()[1].get(scope, [])
+
+    def assignments_to(self, ref: str) -> list:
+        """The (targets, value, ctx) assignments whose targets are exactly ``(ref,)``, in order."""
+        return self._assignment_index()[2].get(ref, [])
+
     def assigns_locally(self, scope: str, name: str) -> bool:
         """Whether ``name`` is assigned (so local) in exactly ``scope``."""
-        return any(ctx.scope == scope and name in targets for targets, _value, ctx in self.assignments) or any(
+        return any(name in targets for targets, _value, ctx in self.assignments_in(scope)) or any(
             loop.scope == scope and name in loop.targets for loop in self.loops
         )
 
     # --- fixes -----------------------------------------------------------------------------
-    def fix_replacing(self, old: cst.CSTNode, new: cst.CSTNode, applicability: Applicability, description: str) -> Optional[Fix]:
-        """A fix built as a LibCST change: the module with ``old`` replaced by ``new``,
-        expressed as line edits against the original text."""
+    # A fix costs nothing until it is asked for: when ``options.fixes`` is off (a text report,
+    # no --fix/--diff) a rule's fix is a *deferred* one, its applicability and description
+    # without edits; the edits are built when a run needs them, as local edits of the
+    # statement that changes (see edits.py).
+    @property
+    def parents(self):
+        if self._parents is None:
+            from mllint.semantics.edits import Parents
+
+            self._parents = Parents(self.module)
+        return self._parents
+
+    @property
+    def lines(self) -> List[str]:
+        """The source's lines with their endings (findings.split_lines), split once."""
+        if self._lines is None:
+            self._lines = split_lines(self.source)
+        return self._lines
+
+    def deferred_fix(self, applicability: Applicability, description: str, build) -> Optional[Fix]:
+        """``build()`` (a Fix or None) when fixes are wanted, else a deferred fix that says
+        a fix of this kind exists. Checks a rule can make cheaply (is the name bound there?)
+        belong before this call, so that a deferred fix is one that will be built."""
+        if not self.options.fixes:
+            return Fix(applicability, (), description, deferred=True)
         try:
-            fixed = self.module.deep_replace(old, new)
-            assert isinstance(fixed, cst.Module)
-            return self.fix_from_module(fixed, applicability, description)
+            return build()
         except Exception:  # a rule built an invalid tree: no fix rather than a crash
             return None
+
+    def fix_replacing(self, old: cst.CSTNode, new: cst.CSTNode, applicability: Applicability, description: str) -> Optional[Fix]:
+        """A fix built as a LibCST change, ``old`` replaced by ``new``, expressed as line
+        edits against the original text (of the statement holding ``old``)."""
+        return self.deferred_fix(applicability, description, lambda: self._replacing(old, new, applicability, description))
+
+    def _replacing(self, old, new, applicability: Applicability, description: str) -> Optional[Fix]:
+        from mllint.semantics.edits import local_edits
+
+        edits = local_edits(self.module, self.lines, self.parents, lambda node: self.position(node).start.line, old, new)
+        if edits is None:  # the module itself, or a statement we could not place: the whole file
+            return self._from_module(self.replaced(old, new), applicability, description)
+        return Fix(applicability, tuple(edits), description) if edits else None
+
+    def replaced(self, old: cst.CSTNode, new: cst.CSTNode) -> cst.Module:
+        """This file's module with ``old`` replaced by ``new`` (sharing every node not above
+        ``old``: see tree.replace)."""
+        if old is self.module:
+            assert isinstance(new, cst.Module)
+            return new
+        from mllint.semantics.tree import replace
+
+        fixed = replace(self.parents, old, new)
+        assert isinstance(fixed, cst.Module)
+        return fixed
 
     def fix_from_module(self, fixed: cst.Module, applicability: Applicability, description: str) -> Optional[Fix]:
         """A fix that turns this file into ``fixed`` (a changed copy of ``self.module``),
         as line edits against the original text; None when nothing changes."""
-        edits = line_edits(self.source, fixed.code)
+        return self.deferred_fix(applicability, description, lambda: self._from_module(fixed, applicability, description))
+
+    def _from_module(self, fixed: cst.Module, applicability: Applicability, description: str) -> Optional[Fix]:
+        edits = self._statement_edits(fixed)
+        if edits is None:
+            edits = line_edits(self.source, fixed.code)
         if not edits:
             return None
         return Fix(applicability, tuple(edits), description)
+
+    def _statement_edits(self, fixed: cst.Module) -> Optional[List[Edit]]:
+        """The edits turning this file into ``fixed`` when ``fixed`` has the same header,
+        footer and number of top-level statements and shares the unchanged ones (a module
+        built by `replaced`): each changed statement is rendered and diffed on its own.
+        None when the modules differ in another way (then the whole text is diffed)."""
+        from mllint.semantics.edits import local_edits
+
+        old_body, new_body = self.module.body, fixed.body
+        if len(old_body) != len(new_body) or fixed.header is not self.module.header and list(fixed.header) != list(
+            self.module.header
+        ) or fixed.footer is not self.module.footer and list(fixed.footer) != list(self.module.footer):
+            return None
+        if (fixed.default_indent, fixed.default_newline, fixed.has_trailing_newline, fixed.encoding) != (
+            self.module.default_indent, self.module.default_newline, self.module.has_trailing_newline, self.module.encoding
+        ):
+            return None
+        edits: List[Edit] = []
+        for old, new in zip(old_body, new_body):
+            if old is new:
+                continue
+            found = local_edits(self.module, self.lines, self.parents, lambda node: self.position(node).start.line, old, new)
+            if found is None:
+                return None
+            edits.extend(found)
+        return edits
 
     def finding(self, node: cst.CSTNode, code: str, name: str, message: str, fix: Optional[Fix] = None,
                 detail: Optional[str] = None) -> Finding:
@@ -533,7 +652,7 @@ def counts_iterations(cond: Cond, loop_targets: Tuple[str, ...] = ()) -> bool:
             if node.value in loop_targets or _COUNTER_WORDS.search(node.value):
                 found.append(True)
 
-    cond.node.visit(Finder())
+    tree_visit(cond.node, Finder())
     return bool(found)
 
 
@@ -548,7 +667,7 @@ def moduli(cond: Cond) -> FrozenSet[str]:
                 found.add(module.code_for_node(node.right).strip())
 
     if cond.node is not None:
-        cond.node.visit(Finder())
+        tree_visit(cond.node, Finder())
     return frozenset(found)
 
 
@@ -588,6 +707,22 @@ def translate(ref: Optional[str], mapping: Dict[str, str]) -> str:
             return ANY
         return f"{base}.{rest}" if sep else base
     return ref
+
+
+def _positions(module: cst.Module):
+    """Every node's position: one rendering of the module by PositionProvider's codegen,
+    without MetadataWrapper (whose resolve also walks the whole tree with a visitor)."""
+    try:
+        from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+        provider = PositionProvider()
+        state = PositionProvidingCodegenState(
+            default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
+        )
+        module._codegen(state)
+        return provider._computed
+    except (ImportError, AttributeError, TypeError):  # a LibCST whose internals differ
+        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 def line_edits(old: str, new: str) -> List[Edit]:

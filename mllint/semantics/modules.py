@@ -20,6 +20,7 @@ import libcst as cst
 from mllint.semantics import roles as R
 from mllint.semantics.model import ANY, FileModel
 from mllint.semantics.names import dotted, target_names
+from mllint.semantics.tree import children as tree_children
 
 # The evidence ``known_module`` found.
 LOCAL_CLASS = "local class"  # an instance of a class defined in the file that derives from nn.Module
@@ -127,7 +128,7 @@ def _reads_self_attribute(node: cst.CSTNode) -> bool:
     """Whether ``node`` reads an attribute of ``self`` (``self.models``, ``zip(self.models, xs)``)."""
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
         return True
-    return any(_reads_self_attribute(child) for child in node.children)
+    return any(_reads_self_attribute(child) for child in tree_children(node))
 
 
 def _bound_names(target: cst.BaseExpression) -> set:
@@ -157,8 +158,8 @@ def iterates_own_parts(body: cst.CSTNode, call: cst.Call, name: str) -> bool:
                 names = _bound_names(clause.target)
                 inner = inner | names if _reads_self_attribute(clause.iter) else inner - names
                 clause = clause.inner_for_in
-            return any(visit(child, frozenset(inner)) for child in node.children)
-        return any(visit(child, bound) for child in node.children)
+            return any(visit(child, frozenset(inner)) for child in tree_children(node))
+        return any(visit(child, bound) for child in tree_children(node))
 
     return visit(body, frozenset())
 
@@ -171,7 +172,7 @@ def _mentions(node: cst.CSTNode, names: set, call: cst.Call) -> bool:
         return True
     if isinstance(node, cst.Name) and node.value in names:
         return True
-    return any(_mentions(child, names, call) for child in node.children)
+    return any(_mentions(child, names, call) for child in tree_children(node))
 
 
 def result_asserted(body: cst.CSTNode, call: cst.Call) -> bool:
@@ -186,7 +187,7 @@ def result_asserted(body: cst.CSTNode, call: cst.Call) -> bool:
                 names.update(n for n in target_names(target.target, dotted) if "." not in n)
         elif isinstance(node, cst.AnnAssign) and node.value is call:
             names.update(n for n in target_names(node.target, dotted) if "." not in n)
-        for child in node.children:
+        for child in tree_children(node):
             collect(child)
 
     collect(body)
@@ -204,7 +205,7 @@ def result_asserted(body: cst.CSTNode, call: cst.Call) -> bool:
         ):
             found = True
             return
-        for child in node.children:
+        for child in tree_children(node):
             scan(child)
 
     scan(body)

@@ -16,6 +16,9 @@ from typing import Optional, Tuple
 @dataclass(frozen=True)
 class ModelOptions:
     torch_version: Optional[str] = None  # "2.6": the oldest PyTorch the code is run with
+    # Build each fix's edits (--fix, --diff, --verify, JSON, SARIF, editors); off, a fix is
+    # deferred: it says a fix exists and costs nothing (see FileModel.deferred_fix).
+    fixes: bool = True
 
     @classmethod
     def from_settings(cls, settings) -> "ModelOptions":

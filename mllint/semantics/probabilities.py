@@ -37,6 +37,7 @@ import libcst as cst
 
 from mllint.semantics.model import CALL, MODULE_SCOPE, FileModel
 from mllint.semantics.names import call_argument, dotted
+from mllint.semantics.tree import children as tree_children
 
 SOFTMAX_FUNCTIONS = frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.special.softmax"})
 SOFTMAX_LAYERS = frozenset({"torch.nn.Softmax", "torch.nn.modules.activation.Softmax"})
@@ -88,12 +89,12 @@ def _first_arg(call: cst.Call, keyword: str = "input") -> Optional[cst.BaseExpre
 def _bindings(m: FileModel, ref: str, scope: str) -> List[Tuple[cst.BaseExpression, str]]:
     """Values assigned to ``ref`` alone, seen from ``scope``: in the scope itself, else (for
     ``self.x``) in the class's methods, else at module level."""
-    own = [(v, c.scope) for t, v, c in m.assignments if t == (ref,) and c.scope == scope]
+    own = [(v, c.scope) for t, v, c in m.assignments_to(ref) if c.scope == scope]
     if own:
         return own
     cls_scope = m.class_scope_of(scope) if scope != MODULE_SCOPE else None
     if ref.startswith("self.") and cls_scope is not None:
-        found = [(v, c.scope) for t, v, c in m.assignments if t == (ref,) and m.class_scope_of(c.scope) == cls_scope]
+        found = [(v, c.scope) for t, v, c in m.assignments_to(ref) if m.class_scope_of(c.scope) == cls_scope]
         if found:
             return found
     fn = m.functions.get(scope)
@@ -106,7 +107,7 @@ def _bindings(m: FileModel, ref: str, scope: str) -> List[Tuple[cst.BaseExpressi
             return _bindings(m, ref, parent)
     if head in m.locals.get(scope, ()) and scope != MODULE_SCOPE:
         return []
-    return [(v, c.scope) for t, v, c in m.assignments if t == (ref,) and c.scope == MODULE_SCOPE]
+    return [(v, c.scope) for t, v, c in m.assignments_to(ref) if c.scope == MODULE_SCOPE]
 
 
 def _caller_arguments(m: FileModel, scope: str, param: str) -> Optional[List[Tuple[cst.BaseExpression, str]]]:
@@ -190,7 +191,7 @@ def _values_of(m: FileModel, ref: str, scope: str, depth: int) -> Optional[List[
     fn = m.functions.get(scope)
     head = ref.split(".", 1)[0]
     if fn is not None and ref == head and head in fn.params and head not in ("self", "cls"):
-        if not any(c.scope == scope and t == (ref,) for t, _v, c in m.assignments):
+        if not any(c.scope == scope for t, _v, c in m.assignments_to(ref)):
             if depth >= _MAX_DEPTH:
                 return None
             return _caller_arguments(m, scope, ref)
@@ -499,7 +500,7 @@ def _own_returns(fn: cst.FunctionDef) -> Tuple[List[cst.Return], bool]:
     in it), and whether it yields."""
     returns: List[cst.Return] = []
     yields = False
-    stack = list(fn.body.children)
+    stack = list(tree_children(fn.body))
     while stack:
         node = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -508,7 +509,7 @@ def _own_returns(fn: cst.FunctionDef) -> Tuple[List[cst.Return], bool]:
             yields = True
         elif isinstance(node, cst.Return):
             returns.append(node)
-        stack.extend(node.children)
+        stack.extend(tree_children(node))
     return returns, yields
 
 

@@ -19,6 +19,7 @@ from mllint.semantics.model import (
 )
 from mllint.semantics.names import dotted
 from mllint.semantics.phases.words import _FACTORY_WORDS, _NOT_MODEL_WORDS, _head, name_tokens
+from mllint.semantics.tree import visit as tree_visit
 
 
 class FileFacts:
@@ -99,29 +100,29 @@ class FileFacts:
                 def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
                     if id(node) not in called:
                         names.add(node.attr.value)
-                    node.value.visit(self)
+                    tree_visit(node.value, self)
                     return False
 
                 def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
                     for d in node.decorators:
-                        d.visit(self)
-                    node.body.visit(self)
+                        tree_visit(d, self)
+                    tree_visit(node.body, self)
                     return False
 
                 def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-                    node.body.visit(self)
+                    tree_visit(node.body, self)
                     return False
 
                 def visit_Arg(self, node: cst.Arg) -> bool:
-                    node.value.visit(self)
+                    tree_visit(node.value, self)
                     return False
 
                 def visit_Param(self, node: cst.Param) -> bool:
                     if node.default is not None:
-                        node.default.visit(self)
+                        tree_visit(node.default, self)
                     return False
 
-            self.m.module.visit(Finder())
+            tree_visit(self.m.module, Finder())
             self._value_refs = names
         return key.rsplit(".", 1)[-1] in self._value_refs
 
@@ -145,7 +146,7 @@ class FileFacts:
                     for item in node.body:
                         blocks[item] = node
 
-            self.m.module.visit(Finder())
+            tree_visit(self.m.module, Finder())
             self._blocks = blocks
         return self._blocks.get(statement)
 

@@ -39,6 +39,7 @@ from mllint.semantics.phases.words import (
     name_tokens,
     related,
 )
+from mllint.semantics.tree import visit as tree_visit
 
 
 def _iterates(node: cst.FunctionDef) -> bool:
@@ -55,7 +56,7 @@ def _iterates(node: cst.FunctionDef) -> bool:
         def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
             return False
 
-    node.body.visit(Finder())
+    tree_visit(node.body, Finder())
     return bool(found)
 
 
@@ -94,7 +95,7 @@ def _returned_values(node: cst.FunctionDef) -> List[cst.BaseExpression]:
         def visit_Lambda(self, inner: cst.Lambda) -> bool:
             return False
 
-    node.body.visit(Finder())
+    tree_visit(node.body, Finder())
     return found
 
 
@@ -244,7 +245,7 @@ class EvaluationFacts:
             if expr.func.attr.value in ("cpu", "cuda", "to", "squeeze", "view", "reshape", "flatten", "float", "long"):
                 return self._no_gradient(expr.func.value, scope, depth)
         if isinstance(expr, cst.Name) and depth > 0:
-            values = [v for t, v, ctx in self.m.assignments if ctx.scope == scope and t == (expr.value,)]
+            values = [v for t, v, ctx in self.m.assignments_to(expr.value) if ctx.scope == scope]
             return bool(values) and self._no_gradient(values[-1], scope, depth - 1)
         return False
 
@@ -555,7 +556,7 @@ class EvaluationFacts:
             if isinstance(expr, cst.Call):
                 return self.qual(expr.func) in _SYNTHETIC
             if isinstance(expr, cst.Name):
-                values = [v for t, v, ctx in self.m.assignments if ctx.scope == scope and t == (expr.value,)]
+                values = [v for t, v, ctx in self.m.assignments_to(expr.value) if ctx.scope == scope]
                 return bool(values) and all(isinstance(v, cst.Call) and self.qual(v.func) in _SYNTHETIC for v in values)
             return False
 

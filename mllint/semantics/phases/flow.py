@@ -22,6 +22,8 @@ from mllint.semantics.model import (
 )
 from mllint.semantics.names import dotted, ref_of
 from mllint.semantics.phases.words import _head
+from mllint.semantics.tree import children as tree_children
+from mllint.semantics.tree import visit as tree_visit
 
 # --- data flow: the statements of one scope ----------------------------------------------------------
 
@@ -46,7 +48,7 @@ class _Reads(cst.CSTVisitor):
         self.refs.add(node.value)
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
+        tree_visit(node.value, self)
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -66,7 +68,7 @@ def _reads(*nodes: Optional[cst.CSTNode]) -> _Reads:
     visitor = _Reads()
     for node in nodes:
         if node is not None:
-            node.visit(visitor)
+            tree_visit(node, visitor)
     return visitor
 
 
@@ -320,7 +322,7 @@ class BackwardFlow:
                 if node.finalbody is not None:
                     suite(node.finalbody.body)
             else:
-                for child in node.children:
+                for child in tree_children(node):
                     if isinstance(child, cst.BaseSuite):
                         suite(child)
 

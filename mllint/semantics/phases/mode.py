@@ -41,6 +41,7 @@ from mllint.semantics.phases.words import (
     name_tokens,
     related,
 )
+from mllint.semantics.tree import visit as tree_visit
 
 
 @dataclass
@@ -166,7 +167,7 @@ class ModeFacts:
                     return False
 
             fn = self.m.functions[key]
-            fn.node.body.visit(Finder())
+            tree_visit(fn.node.body, Finder())
             self._yield_line[key] = self.m.position(found[0]).start.line if found else None
         return self._yield_line[key]
 
@@ -520,7 +521,7 @@ class ModeFacts:
         # the one assignment that built ``head``, in the nearest scope that assigns it
         current = scope
         while True:
-            built = [(t, v, c) for t, v, c in self.m.assignments if c.scope == current and head in t]
+            built = [(t, v, c) for t, v, c in self.m.assignments_in(current) if head in t]
             if built or current == MODULE_SCOPE:
                 break
             if head in self.m.locals.get(current, ()):

@@ -11,6 +11,7 @@ import libcst as cst
 from mllint.semantics.model import (
     ANY,
 )
+from mllint.semantics.tree import visit as tree_visit
 
 # --- words ------------------------------------------------------------------------------
 
@@ -181,7 +182,7 @@ def _asserts(node: cst.FunctionDef) -> bool:
         def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
             return False
 
-    node.body.visit(Finder())
+    tree_visit(node.body, Finder())
     return bool(found)
 
 

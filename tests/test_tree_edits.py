@@ -1,0 +1,161 @@
+"""The tree helpers that replace LibCST's visitors, local fix edits and statement-local
+positions: each must give exactly what the whole-module LibCST operation gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from mllint.findings import apply_edits, split_lines
+from mllint.semantics.edits import local_edits, statement_positions, top_statement_lines
+from mllint.semantics.model import _positions
+from mllint.semantics.tree import Parents, child_nodes, children, visit, walk
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TRICKY = [
+    # header comment, decorators with comments between them, a nested class, elif chains
+    '#!/usr/bin/env python\n# header\n\nimport torch  # trailing\n\n\n@decorator(1)\n# between\n@other\n'
+    'def f(a, *, b=2):\n    """doc"""\n    if a:\n        x = 1; y = 2\n    elif b:\n        pass\n    else:\n'
+    '        for i in range(3):\n            # comment\n            x += i\n    return x\n\n\nclass C:\n'
+    '    def m(self):\n        while True:\n            break\n        try:\n            pass\n'
+    '        except Exception as e:\n            raise\n        finally:\n            pass\n',
+    # tabs for indentation, no final newline
+    "def g():\n\tif True:\n\t\treturn [1,\n\t\t\t2]\n\treturn 3",
+    # CRLF line endings, one-line suites, a with statement, a lambda and comprehensions
+    "import os\r\nif os: print(1)\r\nwith open('x') as h, open('y') as k:\r\n    data = [l for l in h if l]\r\n"
+    "    f = lambda q: {q: q for q in data}\r\n",
+    # line continuation and a multi-line string
+    'x = 1 + \\\n    2\ns = """a\nb"""\nasync def h():\n    async with a as b:\n        await b\n',
+]
+
+
+def _sources():
+    out = list(TRICKY)
+    for path in sorted((ROOT / "fixtures").rglob("*.py"))[:30]:
+        out.append(path.read_text(encoding="utf-8"))
+    return out
+
+
+SOURCES = _sources()
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_children_in_libcst_order(source):
+    module = cst.parse_module(source)
+    stack = [module]
+    while stack:
+        node = stack.pop()
+        expected = list(node.children)
+        got = children(node)
+        assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), type(node).__name__
+        assert {id(n) for n in child_nodes(node)} == {id(n) for n in expected}
+        stack.extend(expected)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_visit_calls_the_hooks_libcst_calls(source):
+    module = cst.parse_module(source)
+
+    class Recorder(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def visit_Name(self, node):
+            self.seen.append(("Name", id(node)))
+
+        def visit_Call(self, node):
+            self.seen.append(("Call", id(node)))
+            return len(node.args) < 2  # skip the children of calls with two or more arguments
+
+        def leave_Call(self, node):
+            self.seen.append(("/Call", id(node)))
+
+        def visit_FunctionDef(self, node):
+            self.seen.append(("def", id(node)))
+
+    ours, theirs = Recorder(), Recorder()
+    visit(module, ours)
+    module.visit(theirs)
+    assert ours.seen == theirs.seen
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_parents(source):
+    module = cst.parse_module(source)
+    parents = Parents(module)
+    count = 0
+    for node in walk(module):
+        for child in node.children:
+            assert parents.get(child) is node
+            count += 1
+    assert parents.get(module) is None
+    assert sum(1 for _ in parents.items()) == count
+
+
+def _position_line(positions, node):
+    return positions[node].start.line
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_local_edits_equal_the_whole_module_rewrite(source):
+    module = cst.parse_module(source)
+    parents = Parents(module)
+    positions = _positions(module)
+    changed = 0
+    for node in walk(module):
+        if isinstance(node, cst.IndentedBlock):
+            new = node.with_changes(body=[cst.parse_statement("inserted()\n")] + list(node.body))
+        elif isinstance(node, cst.Call):
+            new = node.with_changes(func=cst.Name("other"))
+        elif isinstance(node, cst.FunctionDef):
+            new = node.with_changes(decorators=list(node.decorators) + [cst.Decorator(cst.Name("added"))])
+        else:
+            continue
+        edits = local_edits(module, split_lines(source), parents, lambda n: _position_line(positions, n), node, new)
+        assert edits is not None, module.code_for_node(node)
+        assert apply_edits(source, edits) == module.deep_replace(node, new).code
+        changed += 1
+    assert changed or "def" not in source
+
+
+def test_local_edits_leave_the_module_itself_to_the_caller():
+    module = cst.parse_module("x = 1\n")
+    assert local_edits(module, ["x = 1\n"], Parents(module), lambda n: 1, module, module) is None
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_statement_positions_equal_positions_of_the_module(source):
+    module = cst.parse_module(source)
+    full = _positions(module)
+    parents = Parents(module)
+    lines = top_statement_lines(module, source)
+    assert lines is not None and len(lines) == len(module.body)
+    for statement in module.body:
+        nodes = list(walk(statement))
+        deepest = nodes[-1]
+        local = statement_positions(module, split_lines(source), parents, deepest, lines)
+        assert local is not None
+        for node in nodes:
+            assert local[node] == full[node], module.code_for_node(node)[:60]
+    for line in module.header:  # not in a statement: the caller renders the whole module
+        assert statement_positions(module, split_lines(source), parents, line, lines) is None
+
+
+@pytest.mark.parametrize("source", SOURCES[:4])
+def test_replace_copies_only_the_path(source):
+    from mllint.semantics.tree import replace
+
+    module = cst.parse_module(source)
+    parents = Parents(module)
+    for node in walk(module):
+        if not isinstance(node, (cst.Call, cst.Name, cst.IndentedBlock)):
+            continue
+        new = cst.Name("zz") if not isinstance(node, cst.IndentedBlock) else node.with_changes(body=[cst.parse_statement("pass\n")])
+        fixed = replace(parents, node, new)
+        assert fixed.code == module.deep_replace(node, new).code
+        changed = [a is not b for a, b in zip(module.body, fixed.body)]
+        assert sum(changed) == 1  # the statement holding the node; every other one is shared
