@@ -82,6 +82,11 @@ def _debug(enabled: bool, message: str) -> None:
 @click.option("--silent", is_flag=True, help="Print nothing on standard output (same as -qq).")
 @click.option("--show-fixes", is_flag=True, help="After --fix, list what was fixed, per file and rule.")
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when problems are found.")
+@click.option("-j", "--jobs", type=click.IntRange(1, None), default=None, metavar="N",
+              help="Lint in N processes (1: in this one). [default: the number of CPUs]")
+@click.option("--max-file-size", metavar="SIZE", default=None,
+              help="Skip (with a warning) Python files larger than SIZE, e.g. 4MiB, 500kB or bytes"
+                   " (a notebook: its code). [default: 2MiB; config: max-file-size]")
 @click.option("--no-cache", is_flag=True, envvar="MLLINT_NO_CACHE",
               help="Neither read nor write the result cache (.mllint_cache/). [env: MLLINT_NO_CACHE]")
 @click.option("--config", "config_path", metavar="PATH", type=click.Path(dir_okay=False, path_type=str),
@@ -159,6 +164,8 @@ def lint_command(
     quiet: int = 0,
     silent: bool = False,
     show_fixes: bool = False,
+    jobs: Optional[int] = None,
+    max_file_size: Optional[str] = None,
 ) -> int:
     """Find silent ML bugs (PyTorch, scikit-learn) in Python files and Jupyter notebooks under PATHS (default: .)."""
     from mllint import engine
@@ -189,6 +196,7 @@ def lint_command(
             "per_file_ignores": list(per_file_ignores) if per_file_ignores else None,
             "extend_per_file_ignores": list(extend_per_file_ignores),
             "force_exclude": force_exclude,
+            "max_file_size": max_file_size,
         },
     )
     if show_settings is not None:
@@ -212,7 +220,16 @@ def lint_command(
         _warn("no Python files found under the given path(s)")
     use_cache = not no_cache
     stats: dict = {}
-    results = engine.lint_paths(files, settings, use_cache=use_cache, stats=stats)
+    from mllint.output import Progress
+
+    # progress on stderr, never with -q/--silent nor beside a machine format going to a pipe
+    machine_to_pipe = output_format not in ("text", "concise") and not output_file and not sys.stdout.isatty()
+    with Progress(enabled=not (silent or quiet or machine_to_pipe)) as progress:
+        results = engine.lint_paths(files, settings, use_cache=use_cache, jobs=jobs, stats=stats,
+                                    progress=progress.update)
+    for result in results:
+        if result.skipped:
+            _warn(f"{result.path}: {result.skipped}")
     cached = sum(1 for r in results if r.cached)
     _debug(verbose, f"{len(files)} files: {cached} from cache, {len(files) - cached} linted"
            f" in {stats.get('workers', 1)} process(es)")
