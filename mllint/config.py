@@ -337,10 +337,10 @@ def parse_per_file_ignores(values: Sequence[str], known: Sequence[str], option: 
 
 def command_line(overrides: Optional[Mapping[str, Any]] = None) -> CommandLine:
     """Validate command-line values (see `load_settings` for the keys)."""
-    from mllint.registry import all_rules
+    from mllint.registry import catalogue
 
     overrides = dict(overrides or {})
-    known = sorted(set(all_rules()) | {PARSE_ERROR_CODE})
+    known = sorted(set(catalogue()) | {PARSE_ERROR_CODE})
     cli_select = split_codes(overrides.get("select"))
     layer = Layer(
         select=normalize_selectors(cli_select, known, "--select") if cli_select is not None else None,
@@ -392,7 +392,7 @@ def build_settings(
     config_path: Optional[Path], section: Mapping[str, Any], root: Path, cli: CommandLine
 ) -> Settings:
     """Settings from one configuration table (empty: the defaults) and the command line."""
-    from mllint.registry import all_rules
+    from mllint.registry import catalogue
 
     root = Path(os.path.normpath(str(root.absolute())))
     where = str(config_path) if config_path else "config"
@@ -404,8 +404,8 @@ def build_settings(
             f"{where}: unknown key `{unknown[0]}` in {table} (allowed keys: {', '.join(KNOWN_KEYS)})"
         )
 
-    rules = all_rules()
-    known = sorted(set(rules) | {PARSE_ERROR_CODE})
+    defaults = catalogue()  # code -> on by default
+    known = sorted(set(defaults) | {PARSE_ERROR_CODE})
 
     def codes(key: str) -> List[str]:
         return normalize_selectors(_string_list(where, key, section[key]), known, where) if key in section else []
@@ -415,7 +415,7 @@ def build_settings(
         extend_select=codes("extend-select"),
         ignore=codes("ignore"),
     )
-    select = resolve_codes([file_layer, cli.layer], {code: rule.default_enabled for code, rule in rules.items()})
+    select = resolve_codes([file_layer, cli.layer], defaults)
     if not select - {PARSE_ERROR_CODE}:
         if cli.layer.select is not None or config_path is None:
             source = "the command line"

@@ -210,13 +210,17 @@ def _suppress(findings, source, path, rules, suppressions) -> List[Finding]:
 
 
 def format_size(size: int) -> str:
-    """A byte count for people: ``812 bytes``, ``1.5 KiB``, ``2 MiB``."""
+    """A byte count for people, exact when it is a whole number of a unit (``2 MiB``,
+    ``500 kB``, ``812 bytes``), else to a tenth (``2.9 KiB``)."""
+    for unit, scale in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024),
+                        ("GB", 1000 ** 3), ("MB", 1000 ** 2), ("kB", 1000)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
     if size < 1024:
         return f"{size} bytes"
     for unit, scale in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
         if size >= scale:
-            value = size / scale
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+            return f"{size / scale:.1f} {unit}"
     return f"{size} bytes"  # pragma: no cover
 
 
@@ -261,10 +265,13 @@ def lint_text(text: str, path: str, rules: Sequence[Rule], options=None, max_siz
     return FileResult(path, sorted(set(findings), key=Finding.sort_key), text)
 
 
+def is_notebook(path: str) -> bool:
+    """``notebook.is_notebook``, without importing the notebook module (a warm run needs only this)."""
+    return str(path).lower().endswith(".ipynb")
+
+
 def decode_file(path: str, data: bytes) -> Decoded:
     """`decode`, except that a notebook is JSON: UTF-8 (a BOM is allowed), no coding cookie."""
-    from mllint.notebook import is_notebook
-
     if not is_notebook(path):
         return decode(data)
     if b"\x00" in data:
@@ -280,8 +287,6 @@ def decode_file(path: str, data: bytes) -> Decoded:
 def lint_file(path: str, rules: Sequence[Rule], options=None, max_size: Optional[int] = None) -> FileResult:
     """Lint one file. A Python file over `max_size` bytes (``max-file-size``) is not even
     decoded; a notebook is read whole (its outputs do not count) and its code measured."""
-    from mllint.notebook import is_notebook
-
     try:
         size = os.path.getsize(path)
     except OSError:
@@ -363,7 +368,6 @@ def release_memory() -> None:
 def _read_for_cache(path: str, max_size: Optional[int]):
     """(bytes, sha256) of a file, or None when it cannot be read or is too large to lint."""
     from mllint.cache import content_hash
-    from mllint.notebook import is_notebook
 
     limit = MAX_FILE_BYTES if is_notebook(path) or max_size is None else min(max_size, MAX_FILE_BYTES)
     try:
@@ -478,7 +482,10 @@ def _lint_in_pool(items, workers: int, counted=lambda results: results):
 
     chunksize = max(1, min(CHUNK_MAX, len(items) // (workers * 8)))
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        import gc
+
+        # the workers collect as this process does (cli._tune_gc), however they are started
+        with ProcessPoolExecutor(max_workers=workers, initializer=gc.set_threshold, initargs=gc.get_threshold()) as pool:
             return list(counted(pool.map(_lint_one, items, chunksize=chunksize)))
     except (BrokenProcessPool, OSError, NotImplementedError, PermissionError):
         return None

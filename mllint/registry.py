@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import inspect
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple
@@ -47,7 +46,7 @@ class Rule:
 
 
 def _clean(text: Optional[str]) -> Optional[str]:
-    return None if text is None else inspect.cleandoc(text) + "\n"
+    return None if text is None else _cleandoc(text) + "\n"
 
 
 def _as_example(item) -> Example:
@@ -68,7 +67,7 @@ def rule_from_module(mod) -> Rule:
         requires=tuple(getattr(mod, "REQUIRES", ())),
         default_enabled=getattr(mod, "DEFAULT_ENABLED", True),
         fix=Applicability(fix) if fix else None,
-        doc=inspect.cleandoc(mod.__doc__ or ""),
+        doc=_cleandoc(mod.__doc__ or ""),
         check=mod.check,
         valid=tuple(_as_example(e) for e in getattr(mod, "VALID", ())),
         invalid=tuple(_as_example(e) for e in getattr(mod, "INVALID", ())),
@@ -85,6 +84,31 @@ def all_rules() -> Dict[str, Rule]:
         rule = rule_from_module(importlib.import_module(f"mllint.rules.{modname}"))
         rules[rule.code] = rule
     return dict(sorted(rules.items()))
+
+
+@lru_cache(maxsize=None)
+def catalogue() -> Dict[str, bool]:
+    """Every rule code and whether it is on by default, without importing the rule modules
+    (their code is in the module name, ``ml001_...``; ``mllint.rules.DEFAULT_OFF`` lists the
+    codes off by default). Settings need only this; a warm run then imports no rule, nor
+    the semantic model, nor LibCST."""
+    package = importlib.import_module("mllint.rules")
+    off = getattr(package, "DEFAULT_OFF", ())
+    table = {}
+    for name in package.RULE_MODULES:
+        prefix = name.split("_", 1)[0]
+        if len(prefix) == 5 and prefix[:2] == "ml" and prefix[2:].isdigit():
+            table[prefix.upper()] = prefix.upper() not in off
+        else:  # a module not named after its code (added at run time): ask the module itself
+            rule = rule_from_module(importlib.import_module(f"mllint.rules.{name}"))
+            table[rule.code] = rule.default_enabled
+    return dict(sorted(table.items()))
+
+
+def _cleandoc(doc: str) -> str:
+    import inspect
+
+    return inspect.cleandoc(doc)
 
 
 def rules_for(codes: Iterable[str]) -> Sequence[Rule]:
