@@ -245,13 +245,13 @@ def lint_text(text: str, path: str, rules: Sequence[Rule], options=None, max_siz
     A notebook that cannot be read is one ML000 finding (at its JSON position). Python text
     over `max_size` bytes (a notebook: its code cells) is not parsed: the result has no
     findings and says why in ``skipped``."""
-    from mllint import notebook
-
-    if not notebook.is_notebook(path):
+    if not is_notebook(path):
         skipped = too_large(_utf8_size(text, max_size), max_size)
         if skipped:
             return FileResult(path, [], text, skipped=skipped)
         return FileResult(path, lint_source(text, path, rules, options), text)
+    from mllint import notebook
+
     try:
         nb = notebook.load(text)
     except notebook.NotebookError as exc:
