@@ -26,6 +26,15 @@ from mllint.semantics.model import (
 MAX_ROUNDS = 50
 
 
+def _join(outer: Tuple, inner: Tuple) -> Tuple:
+    """The conditions of a site in a callee seen from the call: the call's, then the callee's
+    not already among them. A condition repeated adds nothing (``covers`` reads them as a
+    set), and without this a recursive helper's sites gained the call's conditions again on
+    every round, so the summaries never settled and grew for MAX_ROUNDS rounds (a worker at
+    several GiB on torch/_dynamo/utils.py). Without recursion nothing repeats: unchanged."""
+    return outer + tuple(c for c in inner if c not in outer) if inner else outer
+
+
 def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary:
     fn = model.functions[key]
     backward, clears, fresh, loop_steps = set(), set(), set(), set()
@@ -59,15 +68,15 @@ def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary
                 continue
             mapping = effect.args or {}
             backward |= callee.backward_sites
-            clears |= {ClearSite(translate(c.ref, mapping), conds + c.conds) for c in callee.clears}
+            clears |= {ClearSite(translate(c.ref, mapping), _join(conds, c.conds)) for c in callee.clears}
             if not in_loop:
-                fresh |= {ClearSite(translate(c.ref, mapping), conds + c.conds) for c in callee.fresh}
+                fresh |= {ClearSite(translate(c.ref, mapping), _join(conds, c.conds)) for c in callee.fresh}
             for step in callee.top_steps:
                 ref = translate(step.ref, mapping)
                 if in_loop:
                     loop_steps.add(ref)
                 else:
-                    steps.append((effect.order, StepSite(ref, step.node, conds + step.conds, step.feeder, step.covered)))
+                    steps.append((effect.order, StepSite(ref, step.node, _join(conds, step.conds), step.feeder, step.covered)))
             loop_steps |= {translate(r, mapping) for r in callee.loop_steps}
             forwards |= {translate(r, mapping) for r in callee.forwards}
             evals |= {translate(r, mapping) for r in callee.evals}
