@@ -78,31 +78,39 @@ def rule_from_module(mod) -> Rule:
 
 @lru_cache(maxsize=None)
 def all_rules() -> Dict[str, Rule]:
+    return {code: _load(name) for code, name in _modules().items()}
+
+
+@lru_cache(maxsize=None)
+def _load(name: str) -> Rule:
+    return rule_from_module(importlib.import_module(f"mllint.rules.{name}"))
+
+
+@lru_cache(maxsize=None)
+def _modules() -> Dict[str, str]:
+    """Rule code -> its module's name in ``mllint.rules``, sorted by code. The code is in the
+    module's name (``ml001_...``); a module not named so (added at run time) is asked."""
     package = importlib.import_module("mllint.rules")
-    rules = {}
-    for modname in package.RULE_MODULES:
-        rule = rule_from_module(importlib.import_module(f"mllint.rules.{modname}"))
-        rules[rule.code] = rule
-    return dict(sorted(rules.items()))
+    table = {}
+    for name in package.RULE_MODULES:
+        prefix = name.split("_", 1)[0]
+        if len(prefix) == 5 and prefix[:2] == "ml" and prefix[2:].isdigit():
+            table[prefix.upper()] = name
+        else:
+            table[_load(name).code] = name
+    return dict(sorted(table.items()))
 
 
 @lru_cache(maxsize=None)
 def catalogue() -> Dict[str, bool]:
     """Every rule code and whether it is on by default, without importing the rule modules
-    (their code is in the module name, ``ml001_...``; ``mllint.rules.DEFAULT_OFF`` lists the
-    codes off by default). Settings need only this; a warm run then imports no rule, nor
-    the semantic model, nor LibCST."""
-    package = importlib.import_module("mllint.rules")
-    off = getattr(package, "DEFAULT_OFF", ())
-    table = {}
-    for name in package.RULE_MODULES:
-        prefix = name.split("_", 1)[0]
-        if len(prefix) == 5 and prefix[:2] == "ml" and prefix[2:].isdigit():
-            table[prefix.upper()] = prefix.upper() not in off
-        else:  # a module not named after its code (added at run time): ask the module itself
-            rule = rule_from_module(importlib.import_module(f"mllint.rules.{name}"))
-            table[rule.code] = rule.default_enabled
-    return dict(sorted(table.items()))
+    (``mllint.rules.DEFAULT_OFF`` lists the codes off by default). Settings need only this;
+    a warm run then imports no rule, nor the semantic model, nor LibCST."""
+    off = getattr(importlib.import_module("mllint.rules"), "DEFAULT_OFF", ())
+    return {
+        code: (code not in off) if name.startswith(code.lower() + "_") else _load(name).default_enabled
+        for code, name in _modules().items()
+    }
 
 
 def _cleandoc(doc: str) -> str:
@@ -112,8 +120,9 @@ def _cleandoc(doc: str) -> str:
 
 
 def rules_for(codes: Iterable[str]) -> Sequence[Rule]:
-    table = all_rules()
-    return [table[c] for c in sorted(set(codes)) if c in table]
+    """The rules of `codes` (unknown codes and ML000 left out); only their modules are imported."""
+    modules = _modules()
+    return [_load(modules[c]) for c in sorted(set(codes)) if c in modules]
 
 
 # ML000 is not a rule module: the engine reports it for files it cannot read or parse.

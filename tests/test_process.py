@@ -258,6 +258,14 @@ def test_catalogue_agrees_with_the_rule_modules():
     from mllint.registry import all_rules, catalogue
 
     assert catalogue() == {code: rule.default_enabled for code, rule in all_rules().items()}
+    assert all(rule.code == code for code, rule in all_rules().items())  # the code in the module's name
+
+
+def test_rules_for_imports_only_the_rules_asked_for():
+    code = "import sys; from mllint.registry import rules_for; rules_for(['ML010']);" \
+           " print(sorted(m for m in sys.modules if m.startswith('mllint.rules.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env()).stdout
+    assert out.strip() == "['mllint.rules.ml010_unsafe_torch_load']"
 
 
 # --- memory ------------------------------------------------------------------------------------
