@@ -416,6 +416,14 @@ def lint_paths(
         own = settings.settings_for(path)
         codes = tuple(sorted(own.codes_for(path)))
         options = ModelOptions.from_settings(own)
+        if not is_notebook(path):  # over the limit: said here, without loading any rule
+            try:
+                skipped = too_large(os.path.getsize(path), own.max_file_size)
+            except OSError:
+                skipped = None
+            if skipped:
+                results[index] = FileResult(path, [], skipped=skipped)
+                continue
         cache = cache_for(own)
         digest = None
         if cache is not None:
