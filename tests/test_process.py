@@ -221,6 +221,8 @@ def test_progress_on_a_terminal_and_not_in_a_pipe(many):
     assert f"mllint: {total}/{total} files" in shown and shown.endswith("\r\x1b[2K")
     assert "files" not in _with_progress(["--no-cache", "-j", "1", "."], many, stderr_on_terminal=False)
     assert "files" not in _with_progress(["--no-cache", "-q", "."], many, stderr_on_terminal=True)
+    # a machine format going to a pipe: nothing either (stdout is a pipe here)
+    assert "files" not in _with_progress(["--no-cache", "--format", "json", "."], many, stderr_on_terminal=True)
 
 
 # --- start-up ----------------------------------------------------------------------------------
