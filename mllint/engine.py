@@ -295,13 +295,14 @@ def lint_file(path: str, rules: Sequence[Rule], options=None, max_size: Optional
         skipped = too_large(size, max_size)
         if skipped:
             return FileResult(path, [], skipped=skipped)
+    cap = max(MAX_FILE_BYTES, max_size or 0)  # a notebook's JSON: read up to MAX_FILE_BYTES
     try:
         with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+            data = handle.read(cap + 1)
     except OSError as exc:
         return FileResult(path, [file_error(path, f"cannot read file: {exc.strerror or exc}")])
-    if len(data) > MAX_FILE_BYTES:
-        return FileResult(path, [], skipped=too_large(len(data), MAX_FILE_BYTES))
+    if len(data) > cap:
+        return FileResult(path, [], skipped=f"file is over {format_size(cap)}, more than mllint reads: not linted")
     try:
         decoded = decode_file(path, data)
     except UnreadableFile as exc:
@@ -369,7 +370,7 @@ def _read_for_cache(path: str, max_size: Optional[int]):
     """(bytes, sha256) of a file, or None when it cannot be read or is too large to lint."""
     from mllint.cache import content_hash
 
-    limit = MAX_FILE_BYTES if is_notebook(path) or max_size is None else min(max_size, MAX_FILE_BYTES)
+    limit = max(MAX_FILE_BYTES, max_size or 0) if is_notebook(path) or max_size is None else max_size
     try:
         with open(path, "rb") as handle:
             data = handle.read(limit + 1)
