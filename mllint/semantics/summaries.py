@@ -3,6 +3,7 @@ what the helper does (helpers calling helpers, in any order, recursion included)
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict, List, Tuple
 
 from mllint.semantics.model import (
@@ -33,6 +34,21 @@ def _join(outer: Tuple, inner: Tuple) -> Tuple:
     every round, so the summaries never settled and grew for MAX_ROUNDS rounds (a worker at
     several GiB on torch/_dynamo/utils.py). Without recursion nothing repeats: unchanged."""
     return outer + tuple(c for c in inner if c not in outer) if inner else outer
+
+
+def _distinct(sites):
+    """One site per place and set of conditions: ``covers`` reads conditions as a set, so
+    two orders of the same conditions are the same site. Helpers that call each other under
+    different conditions otherwise produced every order of every subset, round after round
+    (torch/_subclasses/meta_utils.py). The order kept is the first by the conditions' text."""
+    best = {}
+    for site in sites:
+        place = dataclasses.replace(site, conds=())
+        group = (place, frozenset(site.conds))
+        rank = tuple((c.text, c.branch) for c in site.conds)
+        if group not in best or rank < best[group][0]:
+            best[group] = (rank, site)
+    return {site for _, site in best.values()}
 
 
 def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary:
@@ -93,9 +109,9 @@ def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary
         top_steps.add(StepSite(step.ref, step.node, step.conds, feeder, covered))
     return Summary(
         frozenset(backward),
-        frozenset(clears),
-        frozenset(fresh),
-        frozenset(top_steps),
+        frozenset(_distinct(clears)),
+        frozenset(_distinct(fresh)),
+        frozenset(_distinct(top_steps)),
         frozenset(loop_steps),
         frozenset(forwards),
         frozenset(evals),
