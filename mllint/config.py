@@ -34,9 +34,9 @@ CONFIG_FILES = ("mllint.toml", CONFIG_FILE)  # looked for in this order in each 
 SECTION = ("tool", "mllint")
 DEFAULT_CACHE_DIR = ".mllint_cache"
 # Python files larger than this are not parsed (a notebook: its code cells). The largest
-# hand-written files seen are 1.4 MB (torch's common_methods_invocations.py, 19 s and
-# 0.8 GiB in LibCST) and 0.6 MB (the 237 mirrored ML projects); above 2 MiB come generated
-# tables, where LibCST needs seconds per 100 KB and ~1 GiB per MB.
+# hand-written files seen are 1.4 MB (torch's common_methods_invocations.py: 19 s, its
+# LibCST tree 0.7 GiB) and 0.6 MB (in the 237 mirrored ML projects); above 2 MiB come
+# generated tables and data, 5-15 s and 0.5-0.7 GiB per MB.
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
 
 # Directories and files never linted unless named on the command line (Ruff's list, plus ours).
