@@ -185,14 +185,15 @@ def unknown_noqa_codes(source: str, known: Set[str]) -> List[Tuple[int, List[str
 def warn_unknown_noqa(results, warn: Warn) -> None:
     """One warning per file and line: ``path:line: # noqa names unknown rule code ML999``
     (``path:cell N:line L:`` in a notebook)."""
-    from mllint import notebook
-    from mllint.registry import all_rules
+    from mllint.registry import catalogue
 
-    known = set(all_rules()) | {PARSE_ERROR_CODE}
+    known = set(catalogue()) | {PARSE_ERROR_CODE}
     for result in results:
         if result.source is None or not _ML_IN_NOQA.search(result.source):
             continue
         source, nb = result.source, None
+        from mllint import notebook
+
         if notebook.is_notebook(result.path):
             try:
                 nb = notebook.load(result.source)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -143,6 +142,8 @@ class Cache:
             merged.update(self.updated)
             # Forget files that no longer exist (moved or deleted since they were cached).
             self.entries = {path: entry for path, entry in merged.items() if os.path.exists(path)}
+            import tempfile
+
             payload = json.dumps({"format": FORMAT, "version": __version__, "files": self.entries})
             handle, temporary = tempfile.mkstemp(dir=str(self.directory), prefix=".tmp-", suffix=".json")
             try:

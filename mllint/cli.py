@@ -82,6 +82,11 @@ def _debug(enabled: bool, message: str) -> None:
 @click.option("--silent", is_flag=True, help="Print nothing on standard output (same as -qq).")
 @click.option("--show-fixes", is_flag=True, help="After --fix, list what was fixed, per file and rule.")
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when problems are found.")
+@click.option("-j", "--jobs", type=click.IntRange(1, None), default=None, metavar="N",
+              help="Lint in N processes (1: in this one). [default: the number of CPUs]")
+@click.option("--max-file-size", metavar="SIZE", default=None,
+              help="Skip (with a warning) Python files larger than SIZE, e.g. 4MiB, 500kB or bytes"
+                   " (a notebook: its code). [default: 2MiB; config: max-file-size]")
 @click.option("--no-cache", is_flag=True, envvar="MLLINT_NO_CACHE",
               help="Neither read nor write the result cache (.mllint_cache/). [env: MLLINT_NO_CACHE]")
 @click.option("--config", "config_path", metavar="PATH", type=click.Path(dir_okay=False, path_type=str),
@@ -159,6 +164,8 @@ def lint_command(
     quiet: int = 0,
     silent: bool = False,
     show_fixes: bool = False,
+    jobs: Optional[int] = None,
+    max_file_size: Optional[str] = None,
 ) -> int:
     """Find silent ML bugs (PyTorch, scikit-learn) in Python files and Jupyter notebooks under PATHS (default: .)."""
     from mllint import engine
@@ -189,6 +196,7 @@ def lint_command(
             "per_file_ignores": list(per_file_ignores) if per_file_ignores else None,
             "extend_per_file_ignores": list(extend_per_file_ignores),
             "force_exclude": force_exclude,
+            "max_file_size": max_file_size,
         },
     )
     if show_settings is not None:
@@ -212,10 +220,19 @@ def lint_command(
         _warn("no Python files found under the given path(s)")
     use_cache = not no_cache
     stats: dict = {}
+    from mllint.output import Progress
+
     # Fixes are built only for what shows or applies their edits; --fix and --diff re-lint
     # the files that have one, so a deferred fix is enough to pick them.
     wants_edits = output_format in ("json", "sarif") or bool(verify_options)
-    results = engine.lint_paths(files, settings, use_cache=use_cache, stats=stats, fixes=wants_edits)
+    # progress on stderr, never with -q/--silent nor beside a machine format going to a pipe
+    machine_to_pipe = output_format not in ("text", "concise") and not output_file and not sys.stdout.isatty()
+    with Progress(enabled=not (silent or quiet or machine_to_pipe)) as progress:
+        results = engine.lint_paths(files, settings, use_cache=use_cache, jobs=jobs, stats=stats,
+                                    progress=progress.update, fixes=wants_edits)
+    for result in results:
+        if result.skipped:
+            _warn(f"{result.path}: {result.skipped}")
     cached = sum(1 for r in results if r.cached)
     _debug(verbose, f"{len(files)} files: {cached} from cache, {len(files) - cached} linted"
            f" in {stats.get('workers', 1)} process(es)")
@@ -554,4 +571,15 @@ def run(argv: Sequence[str]) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
+    _tune_gc()
     sys.exit(run(sys.argv[1:] if argv is None else argv))
+
+
+def _tune_gc() -> None:
+    """Collect cycles less often: a LibCST parse allocates millions of objects, none of them
+    in cycles, and the default threshold (700) runs the collector over the growing tree all
+    along (20% of a large file's time). The command owns its process (and its workers,
+    forked from it), so it may set this; the library (server, flake8 plugin) does not."""
+    import gc
+
+    gc.set_threshold(100_000, 50, 100)

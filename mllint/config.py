@@ -33,6 +33,11 @@ CONFIG_FILE = "pyproject.toml"
 CONFIG_FILES = ("mllint.toml", CONFIG_FILE)  # looked for in this order in each directory
 SECTION = ("tool", "mllint")
 DEFAULT_CACHE_DIR = ".mllint_cache"
+# Python files larger than this are not parsed (a notebook: its code cells). The largest
+# hand-written files seen are 1.4 MB (torch's common_methods_invocations.py: 19 s, its
+# LibCST tree 0.7 GiB) and 0.6 MB (in the 237 mirrored ML projects); above 2 MiB come
+# generated tables and data, 5-15 s and 0.5-0.7 GiB per MB.
+DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
 
 # Directories and files never linted unless named on the command line (Ruff's list, plus ours).
 DEFAULT_EXCLUDE: Tuple[str, ...] = (
@@ -76,6 +81,7 @@ KNOWN_KEYS = (
     "torch-version",
     "cache-dir",
     "notebooks",
+    "max-file-size",
 )
 
 _TORCH_VERSION = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9]+)?$")
@@ -99,6 +105,7 @@ class Settings:
     cache_dir: Path = Path(DEFAULT_CACHE_DIR)
     force_exclude: bool = False
     notebooks: bool = True  # lint *.ipynb files (`notebooks = false` leaves them out)
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are skipped with a warning
     _pfi_specs: Optional[list] = field(default=None, init=False, repr=False, compare=False)
 
     def settings_for(self, path: str) -> "Settings":
@@ -129,6 +136,7 @@ class Settings:
             "root": str(self.root),
             "per_file_ignores": [[p, sorted(c)] for p, c in self.per_file_ignores],
             "torch_version": self.torch_version,
+            "max_file_size": self.max_file_size,
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -273,6 +281,28 @@ class CommandLine:
     config: Optional[Path] = None  # --config: this file for everything
     isolated: bool = False  # --isolated: no configuration file at all
     force_exclude: bool = False
+    max_file_size: Optional[int] = None  # --max-file-size: replaces the configured one
+
+
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(b|kb|kib|mb|mib|gb|gib)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {None: 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000 ** 2, "mib": 1024 ** 2,
+               "gb": 1000 ** 3, "gib": 1024 ** 3}
+
+
+def parse_size(value: Any, where: str) -> int:
+    """A size in bytes: an integer, or a string with a unit (``512KiB``, ``2 MiB``, ``1.5MB``)."""
+    size = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str):
+        match = _SIZE.match(value)
+        if match:
+            size = int(float(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()])
+    if size is None or size < 1:
+        name = where if where.startswith("--") else f"{where}: `max-file-size`"
+        raise ConfigError(f"{name} must be a positive size in bytes, or with a unit"
+                          f' (KiB, MiB, kB, MB), e.g. "2MiB"; got {value!r}')
+    return size
 
 
 def split_patterns(value: Optional[Sequence[str]]) -> Optional[List[str]]:
@@ -307,10 +337,10 @@ def parse_per_file_ignores(values: Sequence[str], known: Sequence[str], option: 
 
 def command_line(overrides: Optional[Mapping[str, Any]] = None) -> CommandLine:
     """Validate command-line values (see `load_settings` for the keys)."""
-    from mllint.registry import all_rules
+    from mllint.registry import catalogue
 
     overrides = dict(overrides or {})
-    known = sorted(set(all_rules()) | {PARSE_ERROR_CODE})
+    known = sorted(set(catalogue()) | {PARSE_ERROR_CODE})
     cli_select = split_codes(overrides.get("select"))
     layer = Layer(
         select=normalize_selectors(cli_select, known, "--select") if cli_select is not None else None,
@@ -341,6 +371,8 @@ def command_line(overrides: Optional[Mapping[str, Any]] = None) -> CommandLine:
         config=config_path,
         isolated=isolated,
         force_exclude=bool(overrides.get("force_exclude", False)),
+        max_file_size=(parse_size(overrides["max_file_size"], "--max-file-size")
+                       if overrides.get("max_file_size") is not None else None),
     )
 
 
@@ -360,7 +392,7 @@ def build_settings(
     config_path: Optional[Path], section: Mapping[str, Any], root: Path, cli: CommandLine
 ) -> Settings:
     """Settings from one configuration table (empty: the defaults) and the command line."""
-    from mllint.registry import all_rules
+    from mllint.registry import catalogue
 
     root = Path(os.path.normpath(str(root.absolute())))
     where = str(config_path) if config_path else "config"
@@ -372,8 +404,8 @@ def build_settings(
             f"{where}: unknown key `{unknown[0]}` in {table} (allowed keys: {', '.join(KNOWN_KEYS)})"
         )
 
-    rules = all_rules()
-    known = sorted(set(rules) | {PARSE_ERROR_CODE})
+    defaults = catalogue()  # code -> on by default
+    known = sorted(set(defaults) | {PARSE_ERROR_CODE})
 
     def codes(key: str) -> List[str]:
         return normalize_selectors(_string_list(where, key, section[key]), known, where) if key in section else []
@@ -383,7 +415,7 @@ def build_settings(
         extend_select=codes("extend-select"),
         ignore=codes("ignore"),
     )
-    select = resolve_codes([file_layer, cli.layer], {code: rule.default_enabled for code, rule in rules.items()})
+    select = resolve_codes([file_layer, cli.layer], defaults)
     if not select - {PARSE_ERROR_CODE}:
         if cli.layer.select is not None or config_path is None:
             source = "the command line"
@@ -439,8 +471,15 @@ def build_settings(
     if not isinstance(notebooks, bool):
         raise ConfigError(f"{where}: `notebooks` must be true or false, got {notebooks!r}")
 
+    max_file_size = DEFAULT_MAX_FILE_SIZE
+    if "max-file-size" in section:
+        max_file_size = parse_size(section["max-file-size"], where)
+    if cli.max_file_size is not None:
+        max_file_size = cli.max_file_size
+
     return Settings(
         notebooks=notebooks,
+        max_file_size=max_file_size,
         select=select,
         root=root,
         config_path=config_path,

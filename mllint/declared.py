@@ -62,9 +62,11 @@ def declared_torch_floor(root: Path) -> Optional[DeclaredTorch]:
 
 def _floor(requirement: str) -> Optional[str]:
     """The lowest version `requirement` (PEP 508, or a Poetry constraint) allows, if torch."""
+    text = requirement.strip()
+    if "torch" not in text.lower():  # no torch name in it: not worth importing packaging (50 ms)
+        return None
     from packaging.requirements import InvalidRequirement, Requirement
 
-    text = requirement.strip()
     try:
         parsed = Requirement(text)
     except InvalidRequirement:

@@ -12,18 +12,33 @@ from __future__ import annotations
 import ast
 import dataclasses
 import io
+import os
 import re
+import sys
 import tokenize
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
-
-import libcst as cst
+from typing import Callable, List, Optional, Sequence
 
 from mllint import noqa
 from mllint.findings import Finding, Severity
 from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, Rule
 
-MAX_FILE_BYTES = 10 * 1024 * 1024
+# What is read of a file at most, whatever `max-file-size` says (a guard for memory; a
+# notebook's JSON, outputs included, may be much larger than the code it holds).
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+class _LazyLibCST:
+    """``libcst``, imported on first use: a run that parses nothing (a warm cache, a file
+    without trigger words, ``--version``) does not pay for importing it."""
+
+    def __getattr__(self, name):
+        import libcst
+
+        return getattr(libcst, name)
+
+
+cst = _LazyLibCST()
 
 
 @dataclass
@@ -40,6 +55,7 @@ class FileResult:
     source: Optional[str] = None  # decoded text, kept for --show-source and fixes
     encoding: str = "utf-8"
     cached: bool = False
+    skipped: Optional[str] = None  # why the file was not linted (over max-file-size): a warning, not a finding
 
 
 class UnreadableFile(Exception):
@@ -193,28 +209,69 @@ def _suppress(findings, source, path, rules, suppressions) -> List[Finding]:
     return sorted(set(findings), key=Finding.sort_key)
 
 
-def lint_text(text: str, path: str, rules: Sequence[Rule], options=None) -> FileResult:
+def format_size(size: int) -> str:
+    """A byte count for people, exact when it is a whole number of a unit (``2 MiB``,
+    ``500 kB``, ``812 bytes``), else to a tenth (``2.9 KiB``)."""
+    for unit, scale in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024),
+                        ("GB", 1000 ** 3), ("MB", 1000 ** 2), ("kB", 1000)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    if size < 1024:
+        return f"{size} bytes"
+    for unit, scale in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"  # pragma: no cover
+
+
+def too_large(size: int, max_size: Optional[int], what: str = "file") -> Optional[str]:
+    """The warning for a file (or a notebook's code) over `max-file-size`, or None."""
+    if max_size is None or size <= max_size:
+        return None
+    return (f"{what} is {format_size(size)}, over max-file-size ({format_size(max_size)}): not linted"
+            " (raise the limit with --max-file-size or `max-file-size` in [tool.mllint])")
+
+
+def _utf8_size(text: str, max_size: Optional[int]) -> int:
+    """The UTF-8 length of `text`, computed only when it matters for the limit."""
+    if max_size is None or len(text) > max_size or 4 * len(text) <= max_size:
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def lint_text(text: str, path: str, rules: Sequence[Rule], options=None, max_size: Optional[int] = None) -> FileResult:
     """Lint the text of one file: a notebook (JSON) when `path` ends in ``.ipynb``, else Python.
 
-    A notebook that cannot be read is one ML000 finding (at its JSON position)."""
+    A notebook that cannot be read is one ML000 finding (at its JSON position). Python text
+    over `max_size` bytes (a notebook: its code cells) is not parsed: the result has no
+    findings and says why in ``skipped``."""
+    if not is_notebook(path):
+        skipped = too_large(_utf8_size(text, max_size), max_size)
+        if skipped:
+            return FileResult(path, [], text, skipped=skipped)
+        return FileResult(path, lint_source(text, path, rules, options), text)
     from mllint import notebook
 
-    if not notebook.is_notebook(path):
-        return FileResult(path, lint_source(text, path, rules, options), text)
     try:
         nb = notebook.load(text)
     except notebook.NotebookError as exc:
         return FileResult(path, [file_error(path, str(exc), exc.line, exc.column)], text)
     if not nb.program.strip():
         return FileResult(path, [], text)
+    skipped = too_large(_utf8_size(nb.program, max_size), max_size, "the code of this notebook")
+    if skipped:
+        return FileResult(path, [], text, skipped=skipped)
     findings = [nb.map_finding(f) for f in lint_source(nb.program, path, rules, options)] + nb.cell_errors(path)
     return FileResult(path, sorted(set(findings), key=Finding.sort_key), text)
 
 
+def is_notebook(path: str) -> bool:
+    """``notebook.is_notebook``, without importing the notebook module (a warm run needs only this)."""
+    return str(path).lower().endswith(".ipynb")
+
+
 def decode_file(path: str, data: bytes) -> Decoded:
     """`decode`, except that a notebook is JSON: UTF-8 (a BOM is allowed), no coding cookie."""
-    from mllint.notebook import is_notebook
-
     if not is_notebook(path):
         return decode(data)
     if b"\x00" in data:
@@ -227,19 +284,30 @@ def decode_file(path: str, data: bytes) -> Decoded:
     return Decoded(text, encoding, "\r\n" if "\r\n" in text else "\n")
 
 
-def lint_file(path: str, rules: Sequence[Rule], options=None) -> FileResult:
+def lint_file(path: str, rules: Sequence[Rule], options=None, max_size: Optional[int] = None) -> FileResult:
+    """Lint one file. A Python file over `max_size` bytes (``max-file-size``) is not even
+    decoded; a notebook is read whole (its outputs do not count) and its code measured."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0  # not a regular file (a pipe): the read below says what is wrong
+    if not is_notebook(path):
+        skipped = too_large(size, max_size)
+        if skipped:
+            return FileResult(path, [], skipped=skipped)
+    cap = max(MAX_FILE_BYTES, max_size or 0)  # a notebook's JSON: read up to MAX_FILE_BYTES
     try:
         with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+            data = handle.read(cap + 1)
     except OSError as exc:
         return FileResult(path, [file_error(path, f"cannot read file: {exc.strerror or exc}")])
-    if len(data) > MAX_FILE_BYTES:
-        return FileResult(path, [file_error(path, f"file larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; skipped")])
+    if len(data) > cap:
+        return FileResult(path, [], skipped=f"file is over {format_size(cap)}, more than mllint reads: not linted")
     try:
         decoded = decode_file(path, data)
     except UnreadableFile as exc:
         return FileResult(path, [file_error(path, str(exc))])
-    result = lint_text(decoded.text, path, rules, options)
+    result = lint_text(decoded.text, path, rules, options, max_size)
     result.encoding = decoded.encoding
     return result
 
@@ -254,25 +322,61 @@ class InternalError(Exception):
 
 
 def _lint_one(item):
-    path, codes, options = item
+    path, codes, options, max_size = item
     from mllint.registry import rules_for
 
     try:
-        return lint_file(path, rules_for(codes), options)
+        return lint_file(path, rules_for(codes), options, max_size)
     except Exception as exc:  # a rule or the model crashed: name the file for the bug report
         raise InternalError(f"while linting {path}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        release_memory()
 
 
-def _read_for_cache(path: str):
+_TRIM_ABOVE = 128 * 1024 * 1024  # resident bytes above which freed heap is handed back
+_malloc_trim = None
+
+
+def release_memory() -> None:
+    """Give the memory freed by the last file back to the system (glibc only).
+
+    A file's syntax tree and model are freed when the file is done (no cache holds them),
+    but glibc keeps the freed heap for the process: after a 500 KB file of data tables a
+    worker stays at 600+ MiB, and a long run grows with every large file to several GiB.
+    ``malloc_trim(0)`` returns it (600 MiB -> 50 MiB); it runs only when the process is
+    large, so small files pay nothing."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+            except (OSError, AttributeError):
+                pass
+    if not _malloc_trim:
+        return
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            resident = int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return
+    if resident > _TRIM_ABOVE:
+        _malloc_trim(0)
+
+
+def _read_for_cache(path: str, max_size: Optional[int]):
     """(bytes, sha256) of a file, or None when it cannot be read or is too large to lint."""
     from mllint.cache import content_hash
 
+    limit = max(MAX_FILE_BYTES, max_size or 0) if is_notebook(path) or max_size is None else max_size
     try:
         with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+            data = handle.read(limit + 1)
     except OSError:
         return None
-    if len(data) > MAX_FILE_BYTES:
+    if len(data) > limit:
         return None
     return data, content_hash(data)
 
@@ -280,6 +384,7 @@ def _read_for_cache(path: str):
 def lint_paths(
     files, settings, *, use_cache: bool = True, jobs: Optional[int] = None, stats: Optional[dict] = None,
     fixes: bool = True,
+    progress: Optional[Callable[[int, int], None]] = None,
 ) -> List[FileResult]:
     """Lint `files` (display paths) with the rules `settings` enables for each of them.
 
@@ -290,11 +395,11 @@ def lint_paths(
     linted in a process pool when there are more than POOL_MIN_FILES of them and more than
     one CPU (or `jobs` allows it), otherwise in this process. `stats`, when given, receives
     ``workers`` (processes used for linting; 1 = in this process) and ``cache_written``.
+    `progress`, when given, is called as ``progress(done, total)`` as files are done.
+    Files over their ``max-file-size`` are not linted (``skipped`` says why) nor cached.
     Without `fixes` the findings' fixes are deferred (they say a fix exists; nothing is
     built): what a report that shows no edits needs.
     """
-    import os
-
     caches = {}  # (cache dir, settings fingerprint) -> Cache
 
     def cache_for(own):
@@ -315,32 +420,54 @@ def lint_paths(
         own = settings.settings_for(path)
         codes = tuple(sorted(own.codes_for(path)))
         options = dataclasses.replace(ModelOptions.from_settings(own), fixes=fixes)
+        if not is_notebook(path):  # over the limit: said here, without loading any rule
+            try:
+                skipped = too_large(os.path.getsize(path), own.max_file_size)
+            except OSError:
+                skipped = None
+            if skipped:
+                results[index] = FileResult(path, [], skipped=skipped)
+                continue
         cache = cache_for(own)
         digest = None
         if cache is not None:
-            read = _read_for_cache(path)
+            read = _read_for_cache(path, own.max_file_size)
             if read is not None:
                 data, digest = read
                 findings = cache.get(os.path.abspath(path), digest, path, fixes=fixes)
                 if findings is not None:
                     results[index] = _cached_result(path, data, findings)
                     continue
-        pending.append((index, path, codes, options, digest, cache))
+        pending.append((index, path, codes, options, digest, cache, own.max_file_size))
 
-    items = [(path, codes, options) for _, path, codes, options, _, _ in pending]
+    items = [(path, codes, options, max_size) for _, path, codes, options, _, _, max_size in pending]
+    total = len(files)
+    done = total - len(items)
+
+    def counted(linted):
+        nonlocal done
+        for result in linted:
+            done += 1
+            if progress is not None:
+                progress(done, total)
+            yield result
+
+    if progress is not None and done:
+        progress(done, total)
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     linted = None
     used = 1
     if len(items) > POOL_MIN_FILES and workers > 1:
         used = min(workers, len(items))
-        linted = _lint_in_pool(items, used)
+        linted = _lint_in_pool(items, used, counted)
     if linted is None:
         used = 1
-        linted = [_lint_one(item) for item in items]
+        done = total - len(items)
+        linted = list(counted(_lint_one(item) for item in items))
 
-    for (index, path, _, _, digest, cache), result in zip(pending, linted):
+    for (index, path, _, _, digest, cache, _), result in zip(pending, linted):
         results[index] = result
-        if cache is not None and digest is not None:
+        if cache is not None and digest is not None and result.skipped is None:
             cache.put(os.path.abspath(path), digest, result.findings)
     written = all([cache.save() for cache in caches.values()]) if use_cache else False
     if stats is not None:
@@ -356,14 +483,24 @@ def _cached_result(path: str, data: bytes, findings: List[Finding]) -> FileResul
     return FileResult(path, findings, decoded.text, decoded.encoding, cached=True)
 
 
-def _lint_in_pool(items, workers: int):
-    """Lint in worker processes; None when a pool cannot be used here (the caller goes serial)."""
+def _lint_in_pool(items, workers: int, counted=lambda results: results):
+    """Lint in worker processes (results in the order of `items`, each passed through
+    `counted` as it arrives); None when a pool cannot be used here (the caller goes serial).
+
+    Chunks are small (at most CHUNK_MAX files): a large chunk leaves one worker alone with
+    the slow files at the end of a run and holds its results until the whole chunk is done."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    chunksize = max(1, len(items) // (workers * 4))
+    chunksize = max(1, min(CHUNK_MAX, len(items) // (workers * 8)))
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(_lint_one, items, chunksize=chunksize))
+        import gc
+
+        # the workers collect as this process does (cli._tune_gc), however they are started
+        with ProcessPoolExecutor(max_workers=workers, initializer=gc.set_threshold, initargs=gc.get_threshold()) as pool:
+            return list(counted(pool.map(_lint_one, items, chunksize=chunksize)))
     except (BrokenProcessPool, OSError, NotImplementedError, PermissionError):
         return None
+
+
+CHUNK_MAX = 8

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import inspect
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple
@@ -47,7 +46,7 @@ class Rule:
 
 
 def _clean(text: Optional[str]) -> Optional[str]:
-    return None if text is None else inspect.cleandoc(text) + "\n"
+    return None if text is None else _cleandoc(text) + "\n"
 
 
 def _as_example(item) -> Example:
@@ -68,7 +67,7 @@ def rule_from_module(mod) -> Rule:
         requires=tuple(getattr(mod, "REQUIRES", ())),
         default_enabled=getattr(mod, "DEFAULT_ENABLED", True),
         fix=Applicability(fix) if fix else None,
-        doc=inspect.cleandoc(mod.__doc__ or ""),
+        doc=_cleandoc(mod.__doc__ or ""),
         check=mod.check,
         valid=tuple(_as_example(e) for e in getattr(mod, "VALID", ())),
         invalid=tuple(_as_example(e) for e in getattr(mod, "INVALID", ())),
@@ -79,17 +78,51 @@ def rule_from_module(mod) -> Rule:
 
 @lru_cache(maxsize=None)
 def all_rules() -> Dict[str, Rule]:
+    return {code: _load(name) for code, name in _modules().items()}
+
+
+@lru_cache(maxsize=None)
+def _load(name: str) -> Rule:
+    return rule_from_module(importlib.import_module(f"mllint.rules.{name}"))
+
+
+@lru_cache(maxsize=None)
+def _modules() -> Dict[str, str]:
+    """Rule code -> its module's name in ``mllint.rules``, sorted by code. The code is in the
+    module's name (``ml001_...``); a module not named so (added at run time) is asked."""
     package = importlib.import_module("mllint.rules")
-    rules = {}
-    for modname in package.RULE_MODULES:
-        rule = rule_from_module(importlib.import_module(f"mllint.rules.{modname}"))
-        rules[rule.code] = rule
-    return dict(sorted(rules.items()))
+    table = {}
+    for name in package.RULE_MODULES:
+        prefix = name.split("_", 1)[0]
+        if len(prefix) == 5 and prefix[:2] == "ml" and prefix[2:].isdigit():
+            table[prefix.upper()] = name
+        else:
+            table[_load(name).code] = name
+    return dict(sorted(table.items()))
+
+
+@lru_cache(maxsize=None)
+def catalogue() -> Dict[str, bool]:
+    """Every rule code and whether it is on by default, without importing the rule modules
+    (``mllint.rules.DEFAULT_OFF`` lists the codes off by default). Settings need only this;
+    a warm run then imports no rule, nor the semantic model, nor LibCST."""
+    off = getattr(importlib.import_module("mllint.rules"), "DEFAULT_OFF", ())
+    return {
+        code: (code not in off) if name.startswith(code.lower() + "_") else _load(name).default_enabled
+        for code, name in _modules().items()
+    }
+
+
+def _cleandoc(doc: str) -> str:
+    import inspect
+
+    return inspect.cleandoc(doc)
 
 
 def rules_for(codes: Iterable[str]) -> Sequence[Rule]:
-    table = all_rules()
-    return [table[c] for c in sorted(set(codes)) if c in table]
+    """The rules of `codes` (unknown codes and ML000 left out); only their modules are imported."""
+    modules = _modules()
+    return [_load(modules[c]) for c in sorted(set(codes)) if c in modules]
 
 
 # ML000 is not a rule module: the engine reports it for files it cannot read or parse.

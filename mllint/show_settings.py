@@ -43,6 +43,7 @@ def render(resolver: Resolver, path: str) -> str:
         ("cache dir", str(settings.cache_dir)),
         ("torch-version", _torch_version(settings)),
         ("notebooks", "linted" if settings.notebooks else "left out (notebooks = false)"),
+        ("max-file-size", _size(settings.max_file_size)),
     ]
     width = max(len(name) for name, _ in rows)
     return "".join(f"{name + ':':<{width + 1}} {value}\n" for name, value in rows)
@@ -53,3 +54,9 @@ def _torch_version(settings) -> str:
         return "(not set, and no requirement on torch declared in the project root)"
     source = getattr(settings, "torch_version_source", None)
     return f"{settings.torch_version} (inferred from {source})" if source else settings.torch_version
+
+
+def _size(size: int) -> str:
+    from mllint.engine import format_size
+
+    return format_size(size) + (f" ({size} bytes)" if size >= 1024 else "")

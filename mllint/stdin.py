@@ -80,7 +80,7 @@ def _read(path: str) -> Tuple[bytes, Optional[engine.Decoded], Optional[str]]:
     stream = getattr(sys.stdin, "buffer", None)
     data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     if len(data) > engine.MAX_FILE_BYTES:
-        return data, None, f"input larger than {engine.MAX_FILE_BYTES // (1024 * 1024)} MiB; skipped"
+        return data, None, f"input larger than {engine.format_size(engine.MAX_FILE_BYTES)}; skipped"
     try:
         return data, engine.decode_file(path, data), None
     except engine.UnreadableFile as exc:
@@ -116,10 +116,18 @@ def run(
     data, decoded, error = _read(path)
 
     fixed = 0
+    skipped = None
+    if decoded is not None and not path.endswith(".ipynb"):
+        skipped = engine.too_large(len(data), own.max_file_size, "standard input")
     if decoded is None:
         result = FileResult(path, [engine.file_error(path, error or "cannot read standard input")])
         new_bytes = data
         old_text = new_text = None
+    elif skipped:
+        _warn(f"{path}: {skipped}")
+        result = FileResult(path, [], decoded.text, decoded.encoding, skipped=skipped)
+        new_bytes = data
+        old_text = new_text = decoded.text
     elif fix or diff:
         old_text = decoded.text
         new_text, outcome = fix_text(old_text, path, rules, unsafe=unsafe_fixes or diff, encoding=decoded.encoding,

@@ -22,3 +22,8 @@ RULE_MODULES = [
     "ml014_scheduler_before_optimizer_step",
     "ml100_unused_noqa",
 ]
+
+# The codes off by default (each module's DEFAULT_ENABLED is False), so that the settings
+# can be resolved without importing the rule modules (a warm run imports none of them);
+# tests/test_lazy_imports.py checks this against the modules.
+DEFAULT_OFF = ("ML007", "ML008", "ML100")

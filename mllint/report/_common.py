@@ -54,7 +54,7 @@ class ReportOptions:
     statistics: bool = False
     fix_applied: int = 0
     unsafe_hidden: int = 0
-    rules: dict = field(default_factory=_all_rules)
+    rules: Optional[dict] = None  # code -> Rule; None: registry.all_rules(), imported when first needed
     unsafe_fixes: bool = False
     color: Optional[bool] = None
     verifications: Optional[dict] = None  # --verify: Finding.sort_key() -> Verification
@@ -183,7 +183,7 @@ def rule_info(code: str, opts: ReportOptions, fallback: Optional[Finding] = None
     """What we can say about a code: from the rule record, built in for ML000, else the finding."""
     if code == PARSE_ERROR_CODE:
         return RuleInfo(code, PARSE_ERROR_NAME, PARSE_ERROR_SUMMARY, PARSE_ERROR_DOC)
-    rule = (opts.rules or {}).get(code)
+    rule = (opts.rules if opts.rules is not None else _all_rules()).get(code)
     if rule is not None:
         doc = (getattr(rule, "doc", "") or "").strip()
         summary = _first_paragraph(doc) or getattr(rule, "message", "") or rule.name

@@ -3,6 +3,7 @@ what the helper does (helpers calling helpers, in any order, recursion included)
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict, List, Tuple
 
 from mllint.semantics.model import (
@@ -24,6 +25,30 @@ from mllint.semantics.model import (
 )
 
 MAX_ROUNDS = 50
+
+
+def _join(outer: Tuple, inner: Tuple) -> Tuple:
+    """The conditions of a site in a callee seen from the call: the call's, then the callee's
+    not already among them. A condition repeated adds nothing (``covers`` reads them as a
+    set), and without this a recursive helper's sites gained the call's conditions again on
+    every round, so the summaries never settled and grew for MAX_ROUNDS rounds (a worker at
+    several GiB on torch/_dynamo/utils.py). Without recursion nothing repeats: unchanged."""
+    return outer + tuple(c for c in inner if c not in outer) if inner else outer
+
+
+def _distinct(sites):
+    """One site per place and set of conditions: ``covers`` reads conditions as a set, so
+    two orders of the same conditions are the same site. Helpers that call each other under
+    different conditions otherwise produced every order of every subset, round after round
+    (torch/_subclasses/meta_utils.py). The order kept is the first by the conditions' text."""
+    best = {}
+    for site in sites:
+        place = dataclasses.replace(site, conds=())
+        group = (place, frozenset(site.conds))
+        rank = tuple((c.text, c.branch) for c in site.conds)
+        if group not in best or rank < best[group][0]:
+            best[group] = (rank, site)
+    return {site for _, site in best.values()}
 
 
 def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary:
@@ -59,15 +84,15 @@ def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary
                 continue
             mapping = effect.args or {}
             backward |= callee.backward_sites
-            clears |= {ClearSite(translate(c.ref, mapping), conds + c.conds) for c in callee.clears}
+            clears |= {ClearSite(translate(c.ref, mapping), _join(conds, c.conds)) for c in callee.clears}
             if not in_loop:
-                fresh |= {ClearSite(translate(c.ref, mapping), conds + c.conds) for c in callee.fresh}
+                fresh |= {ClearSite(translate(c.ref, mapping), _join(conds, c.conds)) for c in callee.fresh}
             for step in callee.top_steps:
                 ref = translate(step.ref, mapping)
                 if in_loop:
                     loop_steps.add(ref)
                 else:
-                    steps.append((effect.order, StepSite(ref, step.node, conds + step.conds, step.feeder, step.covered)))
+                    steps.append((effect.order, StepSite(ref, step.node, _join(conds, step.conds), step.feeder, step.covered)))
             loop_steps |= {translate(r, mapping) for r in callee.loop_steps}
             forwards |= {translate(r, mapping) for r in callee.forwards}
             evals |= {translate(r, mapping) for r in callee.evals}
@@ -84,9 +109,9 @@ def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary
         top_steps.add(StepSite(step.ref, step.node, step.conds, feeder, covered))
     return Summary(
         frozenset(backward),
-        frozenset(clears),
-        frozenset(fresh),
-        frozenset(top_steps),
+        frozenset(_distinct(clears)),
+        frozenset(_distinct(fresh)),
+        frozenset(_distinct(top_steps)),
         frozenset(loop_steps),
         frozenset(forwards),
         frozenset(evals),
