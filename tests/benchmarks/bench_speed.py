@@ -21,7 +21,8 @@ What it does:
 - Runs, each one a subprocess measured on its own: wall time; CPU time (user + system of
   the process and every descendant it waited for, from ``os.wait4``); peak memory
   (``ru_maxrss`` of the same ``wait4``: the largest resident set of any ONE process of
-  the tree, e.g. the biggest worker, not their sum). Per case the tools run interleaved on
+  the tree, e.g. the biggest worker, not their sum). Each command runs under a small
+  wrapper process that does the ``wait4`` (see WRAPPER: why this script cannot). Per case the tools run interleaved on
   the same files: every round runs each variant once, in a new random order, and the
   table gives the median wall and CPU time and the highest peak memory over the rounds.
   A run that exceeds ``--timeout`` is killed (its whole process group) and shown as
@@ -37,7 +38,8 @@ What it does:
   (``mllint.screen``, "n/a" when this checkout has none).
 - Worst cases: a one-file run (interpreter start included), a generated 400-line file
   with 100 loops missing ``zero_grad``, d2l-en's ``d2l/torch.py`` at a pinned commit, and
-  two generated ~5 MB files (no findings; findings in every tenth function).
+  two generated ~5 MB torch files: every tenth function a training loop, with
+  ``zero_grad`` (no findings) or without (findings), the others plain Python.
 
 Prints Markdown tables (with the machine and tool versions) and writes JSON to
 ``tests/benchmarks/results/speed-<time>.json`` (ignored by git) or ``--json PATH``.
@@ -58,7 +60,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zipfile
 from pathlib import Path
@@ -239,6 +240,19 @@ def fit_{i}(model, loader, optimizer, loss_fn):
 '''
 
 
+GOOD_BLOCK = '''\
+def fit_{i}(model, loader, optimizer, loss_fn):
+    model.train()
+    for inputs, targets in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+
+
+'''
+
+
 def make_worst_cases(folder: Path, large_bytes: int) -> Dict[str, Path]:
     cases = {}
     loops = folder / "zero_grad_100.py"
@@ -249,17 +263,18 @@ def make_worst_cases(folder: Path, large_bytes: int) -> Dict[str, Path]:
     mirror_files(D2L[0], D2L[1], [D2L[2]], d2l)
     cases[f"d2l-en d2l/torch.py @{D2L[1][:7]}"] = d2l / D2L[2]
 
-    for label, bad_every in (("no findings", 0), ("findings", 10)):
-        parts: List[str] = ["import torch\n\n\n"] if bad_every else ['"""Generated, no ML code."""\n\n\n']
+    for label, loop in (("no findings", GOOD_BLOCK), ("findings", BAD_BLOCK)):
+        # torch code: every rule's words are there, so the whole file is parsed and analysed
+        parts: List[str] = ['"""Generated."""\nimport torch\n\n\n']
         size, i = len(parts[0]), 0
         while size < large_bytes:
-            block = BAD_BLOCK.format(i=i) if bad_every and i % bad_every == 0 else PLAIN_BLOCK.format(i=i)
+            block = (loop if i % 10 == 0 else PLAIN_BLOCK).format(i=i)
             parts.append(block)
             size += len(block)
             i += 1
-        path = folder / f"large_{'bad' if bad_every else 'plain'}.py"
+        path = folder / f"large_{'bad' if loop is BAD_BLOCK else 'good'}.py"
         path.write_text("".join(parts))
-        cases[f"{large_bytes / 1e6:.0f} MB generated, {label}"] = path
+        cases[f"{large_bytes / 1e6:g} MB generated torch code, {label}"] = path
     return cases
 
 
@@ -308,42 +323,67 @@ class Run(dict):
     """wall_s, cpu_s, maxrss_mib, returncode, timeout, stdout (text), stderr (text)."""
 
 
+# The measuring wrapper: a small fresh process that spawns the command and reports the
+# os.wait4 figures of its process tree. It is needed because Linux carries the RSS of the
+# process image an exec replaces into the new program's ru_maxrss: a command forked from
+# this (large) script would report at least this script's size. The wrapper's own size
+# (a few MiB; `measure_floor`) is then the floor of every peak.
+WRAPPER = """\
+import os, sys, time
+result, cmd = sys.argv[1], sys.argv[2:]
+start = time.perf_counter()
+pid = os.posix_spawnp(cmd[0], cmd, os.environ)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+with open(result, "w") as handle:
+    handle.write(f"{wall!r} {usage.ru_utime + usage.ru_stime!r} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}")
+"""
+
+
 def measure(cmd: List[str], env: Dict[str, str], timeout: float, cwd: Optional[Path] = None) -> Run:
-    """Run `cmd`; wall time around it, CPU time and peak RSS from os.wait4 (process tree)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        result: Dict = {}
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
+    """Run `cmd` under the wrapper: wall time, CPU time (user + system of the process and
+    every descendant it waited for) and peak RSS (the largest one process of that tree)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory(prefix="mllint-bench-run-") as scratch:
+        result_file = Path(scratch) / "result"
+        proc = subprocess.Popen([sys.executable, "-S", "-I", "-c", WRAPPER, str(result_file), *cmd],
+                                stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
                                 cwd=str(cwd) if cwd else None, start_new_session=True)
-
-        def reap() -> None:
-            _, status, usage = os.wait4(proc.pid, 0)
-            result["end"] = time.perf_counter()
-            result["status"], result["usage"] = status, usage
-
-        waiter = threading.Thread(target=reap, daemon=True)
-        waiter.start()
-        waiter.join(timeout)
-        timed_out = waiter.is_alive()
-        if timed_out:
+        try:
+            proc.wait(timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)  # the wrapper and everything under it
             except ProcessLookupError:
                 pass
-            waiter.join()
-        usage = result["usage"]
-        proc.returncode = os.waitstatus_to_exitcode(result["status"])  # reaped here, not by Popen
+            proc.wait()
+            timed_out = True
         out.seek(0)
         err.seek(0)
+        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+        if timed_out:
+            return Run(wall_s=timeout, cpu_s=None, maxrss_mib=None, returncode=None, timeout=True,
+                       stdout=stdout, stderr=stderr)
+        if proc.returncode != 0 or not result_file.exists():
+            fail(f"the measuring wrapper failed for `{' '.join(cmd)}` (exit {proc.returncode}):\n"
+                 f"{stderr.strip()[-2000:]}")
+        wall, cpu, maxrss_kib, code = result_file.read_text().split()
         return Run(
-            wall_s=result["end"] - start,
-            cpu_s=usage.ru_utime + usage.ru_stime,
-            maxrss_mib=usage.ru_maxrss / 1024,  # KiB on Linux
-            returncode=proc.returncode,
-            timeout=timed_out,
-            stdout=out.read().decode(errors="replace"),
-            stderr=err.read().decode(errors="replace"),
+            wall_s=float(wall),
+            cpu_s=float(cpu),
+            maxrss_mib=int(maxrss_kib) / 1024,  # KiB on Linux
+            returncode=int(code),
+            timeout=False,
+            stdout=stdout,
+            stderr=stderr,
         )
+
+
+def measure_floor(env: Dict[str, str]) -> float:
+    """Peak RSS reported for `true`: the wrapper's part in every peak, in MiB."""
+    true = shutil.which("true") or "/bin/true"
+    return max(measure([true], env, 30)["maxrss_mib"] for _ in range(3))
 
 
 def count_findings(tool: str, stdout: str) -> Optional[int]:
@@ -404,8 +444,10 @@ def variant_tool(variants: Sequence[Variant], name: str) -> str:
 def summarize(tool: str, runs: List[Run]) -> Dict:
     done = [r for r in runs if not r["timeout"]]
     summary: Dict = {"tool": tool, "runs": len(runs), "timeouts": len(runs) - len(done)}
+    if len(done) < len(runs):
+        summary["timeout_after_s"] = max(r["wall_s"] for r in runs if r["timeout"])
     if not done:
-        summary["timeout_s"] = True
+        summary["all_timeout"] = True
         return summary
     summary.update(
         wall_s=statistics.median(r["wall_s"] for r in done),
@@ -560,8 +602,8 @@ def libcst_version() -> str:
 
 
 def fmt_s(summary: Dict, key: str) -> str:
-    if summary.get("timeout_s"):
-        return "timeout"
+    if summary.get("all_timeout"):
+        return f"timeout (> {summary['timeout_after_s']:.0f} s)"
     value = summary[key]
     text = f"{value:.2f}" if value < 100 else f"{value:.0f}"
     return text + (f" ({summary['timeouts']} timeout)" if summary.get("timeouts") else "")
@@ -583,7 +625,8 @@ def markdown(report: Dict) -> str:
         f"(shared machine). Versions: {v['mllint']} (commit {v['commit']}, libcst {v['libcst']}), "
         f"{v.get('ruff', 'ruff ?')}, TorchFix {v.get('torchfix', 'n/a')}. {report['rounds']} interleaved rounds; "
         f"median wall and CPU seconds (CPU: user+sys of the whole process tree), peak: largest RSS of one "
-        f"process in MiB (max over rounds). `--jobs` flag: {'yes' if report['mllint_jobs'] else 'no'}.",
+        f"process of the tree in MiB (max over rounds; the measuring wrapper alone reads "
+        f"{report['peak_floor_mib']:.0f} MiB). `--jobs` flag: {'yes' if report['mllint_jobs'] else 'no'}.",
         "",
     ]
     if report["corpora"]:
@@ -607,17 +650,17 @@ def markdown(report: Dict) -> str:
                 "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for label, runs in rows:
             ruff = runs.get("ruff")
-            ruff_wall = None if not ruff or ruff.get("timeout_s") else ruff["wall_s"]
+            ruff_wall = None if not ruff or ruff.get("all_timeout") else ruff["wall_s"]
             torchfix = runs.get("torchfix")
-            torchfix_wall = None if not torchfix or torchfix.get("timeout_s") else torchfix["wall_s"]
+            torchfix_wall = None if not torchfix or torchfix.get("all_timeout") else torchfix["wall_s"]
             for name, s in runs.items():
-                ratio = "" if ruff_wall is None or s.get("timeout_s") or name == "ruff" \
+                ratio = "" if ruff_wall is None or s.get("all_timeout") or name in ("ruff", "mllint --version") \
                     else ratio_text(s['wall_s'] / ruff_wall)
-                ratio_tf = "" if torchfix_wall is None or s.get("timeout_s") or not name.startswith("mllint") \
+                ratio_tf = "" if torchfix_wall is None or s.get("all_timeout") or not name.startswith("mllint") \
                     else ratio_text(torchfix_wall / s['wall_s'])
-                peak = "" if s.get("timeout_s") else f"{s['peak_mib']:.0f}"
-                found = "" if s.get("timeout_s") or s.get("findings") is None else f"{s['findings']:,}"
-                out.append(f"| {label} | {name} | {fmt_s(s, 'wall_s')} | {fmt_s(s, 'cpu_s') if not s.get('timeout_s') else ''} "
+                peak = "" if s.get("all_timeout") else f"{s['peak_mib']:.0f}"
+                found = "" if s.get("all_timeout") or s.get("findings") is None else f"{s['findings']:,}"
+                out.append(f"| {label} | {name} | {fmt_s(s, 'wall_s')} | {fmt_s(s, 'cpu_s') if not s.get('all_timeout') else ''} "
                            f"| {peak} | {found} | {ratio} | {ratio_tf} |")
     return "\n".join(out)
 
@@ -666,6 +709,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         env = dict(os.environ, MLLINT_CACHE_DIR=str(cache), NO_COLOR="1")
         env.pop("MLLINT_NO_CACHE", None)
         mllint = Mllint(cache, help_text)
+        report["peak_floor_mib"] = measure_floor(env)
         report["mllint_jobs"] = mllint.has_jobs
         report["mllint_no_screen"] = mllint.has_no_screen
 
@@ -690,7 +734,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             report["corpora"].append(entry)
             for tool in ("ruff", "torchfix"):
                 s = entry["runs"].get(tool)
-                if s and not s.get("timeout_s") and not s.get("findings"):
+                if s and not s.get("all_timeout") and not s.get("findings"):
                     log(f"WARNING: {label}: {tool} reported no findings: is it really analysing?")
 
         if not args.skip_worst:
