@@ -456,6 +456,7 @@ def summarize(tool: str, runs: List[Run]) -> Dict:
         cpu_all_s=[round(r["cpu_s"], 3) for r in done],
         peak_mib=max(r["maxrss_mib"] for r in done),
         findings=count_findings(tool, done[-1]["stdout"]),
+        skipped=tool == "mllint" and "over max-file-size" in done[-1]["stdout"] + done[-1]["stderr"],
         same_output=len({hashlib.sha256(r["stdout"].encode()).hexdigest() for r in done}) == 1,
     )
     return summary
@@ -471,6 +472,7 @@ class Mllint:
         self.cache = cache
         self.has_jobs = "--jobs" in help_text
         self.has_no_screen = "--no-screen" in help_text
+        self.has_max_file_size = "--max-file-size" in help_text
 
     def clear_cache(self) -> None:
         shutil.rmtree(self.cache, ignore_errors=True)
@@ -660,6 +662,8 @@ def markdown(report: Dict) -> str:
                     else ratio_text(torchfix_wall / s['wall_s'])
                 peak = "" if s.get("all_timeout") else f"{s['peak_mib']:.0f}"
                 found = "" if s.get("all_timeout") or s.get("findings") is None else f"{s['findings']:,}"
+                if s.get("skipped"):
+                    found = "file skipped (size limit)"
                 out.append(f"| {label} | {name} | {fmt_s(s, 'wall_s')} | {fmt_s(s, 'cpu_s') if not s.get('all_timeout') else ''} "
                            f"| {peak} | {found} | {ratio} | {ratio_tf} |")
     return "\n".join(out)
@@ -749,6 +753,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                                                                          "--exit-zero", str(path)]]),
                             Variant(["mllint --no-cache"], "mllint",
                                     [mllint.cmd + ["--exit-zero", "--no-cache", str(path)]])]
+                if mllint.has_max_file_size and entry["bytes"] > 1_000_000:
+                    # over the default size limit the file is skipped: lint it too with the limit raised
+                    variants.append(Variant(["mllint --no-cache --max-file-size 64MiB"], "mllint",
+                                            [mllint.cmd + ["--exit-zero", "--no-cache", "--max-file-size", "64MiB",
+                                                           str(path)]]))
                 if path == ONE_FILE:
                     variants.append(Variant(["mllint --version"], "mllint-version", [mllint.cmd + ["--version"]]))
                 entry["runs"] = run_case(label, variants, env, args.repeat, args.timeout, args.seed)
