@@ -585,9 +585,15 @@ def load_average() -> Optional[Tuple[float, float, float]]:
 
 
 def git_commit() -> Optional[str]:
-    proc = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=str(ROOT), capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=str(ROOT),
-                           capture_output=True, text=True).stdout.strip()
+    """The commit of the checkout the measured mllint comes from (+dirty: with changes)."""
+    try:
+        import mllint
+        root = Path(mllint.__file__).resolve().parent.parent
+    except ImportError:
+        root = ROOT
+    proc = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=str(root), capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "mllint", "rules"],
+                           cwd=str(root), capture_output=True, text=True).stdout.strip()
     return (proc.stdout.strip() + ("+dirty" if dirty else "")) or None
 
 
