@@ -84,6 +84,9 @@ def _debug(enabled: bool, message: str) -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when problems are found.")
 @click.option("--no-cache", is_flag=True, envvar="MLLINT_NO_CACHE",
               help="Neither read nor write the result cache (.mllint_cache/). [env: MLLINT_NO_CACHE]")
+@click.option("--no-screen", is_flag=True,
+              help="Debugging aid: parse every file a rule's words trigger, without the cheap ast screen "
+                   "(same findings, slower; compare with --no-cache).")
 @click.option("--config", "config_path", metavar="PATH", type=click.Path(dir_okay=False, path_type=str),
               help="Use this configuration file (pyproject.toml or mllint.toml) for every file instead of the"
                    " nearest one of each.")
@@ -155,6 +158,7 @@ def lint_command(
     timeout: Optional[float],
     entry: Optional[str],
     rounds: Optional[int],
+    no_screen: bool = False,
     output_file: Optional[str] = None,
     quiet: int = 0,
     silent: bool = False,
@@ -212,7 +216,7 @@ def lint_command(
         _warn("no Python files found under the given path(s)")
     use_cache = not no_cache
     stats: dict = {}
-    results = engine.lint_paths(files, settings, use_cache=use_cache, stats=stats)
+    results = engine.lint_paths(files, settings, use_cache=use_cache, stats=stats, screen=not no_screen)
     cached = sum(1 for r in results if r.cached)
     _debug(verbose, f"{len(files)} files: {cached} from cache, {len(files) - cached} linted"
            f" in {stats.get('workers', 1)} process(es)")

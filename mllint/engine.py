@@ -20,6 +20,7 @@ from typing import List, Optional, Sequence
 import libcst as cst
 
 from mllint import noqa
+from mllint import screen as _screen
 from mllint.findings import Finding, Severity
 from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, Rule
 
@@ -128,18 +129,31 @@ def syntax_error(source: str, path: str, exc: Optional[cst.ParserSyntaxError] = 
     return file_error(path, f"SyntaxError (LibCST): {text}", line, column)
 
 
-def lint_source(source: str, path: str, rules: Sequence[Rule], options=None) -> List[Finding]:
+def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, screen: Optional[bool] = None) -> List[Finding]:
     """Lint Python source text with the given rules. Never raises for bad user code.
 
     `options` (a ``semantics.options.ModelOptions``, e.g. from the file's settings) tells
-    the model what the settings say about the environment (``torch-version``)."""
+    the model what the settings say about the environment (``torch-version``). `screen`
+    (default: ``options.screen``, else True) keeps only the rules whose cheap ``ast``
+    screen passes (mllint/screen.py) before the LibCST parse; off, every triggered rule
+    runs (the same findings, slower: a debugging aid)."""
     suppressions = noqa.scan(source)
     if suppressions is not None and suppressions.skip_file:
         return []
     active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source)]
-    if not active:
+    try:  # CPython's parser: the syntax check of every file, and the screen's facts
+        tree = _screen.parse(source, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    if tree is None and not active:
         error = syntax_error(source, path)
         return [error] if error else _suppress([], source, path, rules, suppressions)
+    if screen is None:
+        screen = getattr(options, "screen", True)
+    if tree is not None and active and screen:
+        active = _screen.screened(_screen.facts_of(tree), active)
+    if not active:
+        return _suppress([], source, path, rules, suppressions)
     parsed_source = source
     try:
         module = cst.parse_module(source)
@@ -278,7 +292,8 @@ def _read_for_cache(path: str):
 
 
 def lint_paths(
-    files, settings, *, use_cache: bool = True, jobs: Optional[int] = None, stats: Optional[dict] = None
+    files, settings, *, use_cache: bool = True, jobs: Optional[int] = None, stats: Optional[dict] = None,
+    screen: bool = True,
 ) -> List[FileResult]:
     """Lint `files` (display paths) with the rules `settings` enables for each of them.
 
@@ -289,6 +304,7 @@ def lint_paths(
     linted in a process pool when there are more than POOL_MIN_FILES of them and more than
     one CPU (or `jobs` allows it), otherwise in this process. `stats`, when given, receives
     ``workers`` (processes used for linting; 1 = in this process) and ``cache_written``.
+    `screen` False lints without the rule screen (mllint/screen.py): the same findings, slower.
     """
     import os
 
@@ -312,6 +328,8 @@ def lint_paths(
         own = settings.settings_for(path)
         codes = tuple(sorted(own.codes_for(path)))
         options = ModelOptions.from_settings(own)
+        if not screen:  # --no-screen: every triggered rule is parsed for (same findings, slower)
+            options = dataclasses.replace(options, screen=False)
         cache = cache_for(own)
         digest = None
         if cache is not None:

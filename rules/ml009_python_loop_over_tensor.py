@@ -42,6 +42,7 @@ How to fix
 
 from __future__ import annotations
 
+import ast
 from typing import Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -59,6 +60,35 @@ TRIGGERS = ("range(",)
 REQUIRES = ("torch",)
 DEFAULT_ENABLED = True
 FIX = None
+
+
+def SCREEN(facts) -> bool:
+    # Sound: a finding is a ``for NAME in range(n)`` / ``range(0, n)`` loop (no else, not
+    # async) whose body is simple statements only, or one such loop nested alone in it
+    # (_sized_loop, _elementwise, _Body.body_ok).
+    return any(_candidate_loop(loop) for loop in facts.for_loops)
+
+
+def _candidate_loop(loop: ast.For) -> bool:
+    it = loop.iter
+    if loop.orelse or not isinstance(loop.target, ast.Name) or not isinstance(it, ast.Call):
+        return False
+    if not isinstance(it.func, ast.Name) or it.func.id != "range" or it.keywords:
+        return False
+    if any(isinstance(a, ast.Starred) for a in it.args) or len(it.args) not in (1, 2):
+        return False
+    body = loop.body
+    if len(body) == 1 and isinstance(body[0], ast.For):
+        return _candidate_loop(body[0])
+    return not any(isinstance(s, _COMPOUND) for s in body)
+
+
+_COMPOUND = tuple(
+    getattr(ast, name)
+    for name in ("If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try", "TryStar", "FunctionDef",
+                 "AsyncFunctionDef", "ClassDef", "Match")
+    if hasattr(ast, name)
+)
 
 # torch functions and tensor methods that act element by element
 _ELEMENTWISE = frozenset(

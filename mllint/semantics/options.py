@@ -16,6 +16,9 @@ from typing import Optional, Tuple
 @dataclass(frozen=True)
 class ModelOptions:
     torch_version: Optional[str] = None  # "2.6": the oldest PyTorch the code is run with
+    # Not a model fact: whether the engine screens rules before parsing (mllint/screen.py;
+    # ``--no-screen`` turns it off), carried here to the worker processes with the options.
+    screen: bool = True
 
     @classmethod
     def from_settings(cls, settings) -> "ModelOptions":

@@ -189,3 +189,44 @@ def _head(ref: str) -> str:
     return ref.split(".", 1)[0].split("[", 1)[0]
 
 
+
+
+# --- the screen (mllint/screen.py) --------------------------------------------------------------
+
+_EVIDENCE_WORDS = _STRONG_EVAL_WORDS | _WEAK_EVAL_WORDS | _EVAL_DATA_WORDS
+_TORCH_FAMILY = ("torch", "torchvision", "lightning", "pytorch_lightning", "timm", "transformers", "accelerate")
+
+
+_EVIDENCE_MEMO: dict = {}  # identifier -> whether it holds an evidence word (bounded)
+
+
+def _evidence_word(identifier: str) -> bool:
+    found = _EVIDENCE_MEMO.get(identifier)
+    if found is None:
+        if len(_EVIDENCE_MEMO) > 50_000:
+            _EVIDENCE_MEMO.clear()
+        found = _EVIDENCE_MEMO[identifier] = not _EVIDENCE_WORDS.isdisjoint(_unglued(name_tokens(identifier)))
+    return found
+
+
+def torch_file_possible(facts) -> bool:
+    """Over-approximates ``Phases.torch_file`` from the screen's facts: a torch-family import
+    or a class (a class may be an nn.Module subclass)."""
+    return facts.has_class or any(facts.imports_module(p) for p in _TORCH_FAMILY)
+
+
+def evaluation_possible(facts) -> bool:
+    """Whether the file can hold evidence of evaluation (``Phases.evidence``/``mode_evidence``/
+    ``eval_not_undone``), from the screen's facts. Every kind of evidence comes from names:
+    a function named for evaluation (``eval_name_strength``), evaluation data in a loop or an
+    argument (``is_eval_data_ref``, also a subscript key such as ``loaders["val"]``), both made
+    of the words tested here on every identifier; a weights load for an inference script
+    (``_LOAD_CALLS`` on a call); or a mode switch (``.eval()``, ``.train(False)``). A caller's
+    evidence ("callers") is one of these further up."""
+    if "eval" in facts.attr_calls or "train" in facts.attr_calls:
+        return True
+    if any(_LOAD_CALLS.search(name) for name in facts.call_quals) or any(
+        _LOAD_CALLS.search(name) for name in facts.attr_calls
+    ):
+        return True
+    return any(_evidence_word(identifier) for identifier in facts.identifiers)
