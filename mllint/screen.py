@@ -53,7 +53,8 @@ class Facts:
     """What one walk over a module's ``ast`` saw. All sets of plain strings.
 
     - ``attr_calls``: Counter of the attribute names called (``x.step()`` -> ``step``);
-    - ``zero_arg_attr_calls``: attribute names called without any argument;
+    - ``zero_arg_attr_calls`` / ``arg_attr_calls``: attribute names called without any
+      argument / with some;
     - ``name_calls``: plain names called (``fit(...)`` -> ``fit``);
     - ``call_quals``: the dotted callee of each call, qualified through every import that
       binds its first part anywhere in the file (``F.cross_entropy`` -> also
@@ -61,8 +62,12 @@ class Facts:
     - ``loop_call_quals`` / ``loop_attr_calls``: the same for calls written inside the body of a
       ``for``/``while`` loop of the same function (lambdas and comprehensions included,
       nested ``def``/``class`` bodies not), as the semantic model's ``Context.loop`` sees them;
+    - ``script_call_quals``: ``call_quals`` of the calls in a scope that is no function of
+      the file (module level, class bodies) or a function named main/run/cli/demo/app (where
+      ML002/ML005 see an inference script);
     - ``identifiers``: names, attribute names, function/class/parameter/keyword names,
       imported names, and string keys of subscripts (``batch["val"]``);
+    - ``function_names``: the names of the functions defined (``def``/``async def``);
     - ``imports``: the qualified names the imports bind (``torch.nn.functional``);
     - ``aliases``: local name -> every qualified name an import binds it to;
     - ``for_loops``: the ``ast.For`` nodes (not ``async for``);
@@ -70,19 +75,24 @@ class Facts:
     """
 
     __slots__ = (
-        "attr_calls", "zero_arg_attr_calls", "name_calls", "call_quals", "loop_call_quals", "loop_attr_calls",
-        "identifiers", "imports", "aliases", "for_loops", "has_loop", "has_class", "_call_dotted",
+        "attr_calls", "zero_arg_attr_calls", "arg_attr_calls", "name_calls", "script_call_quals",
+        "_script_call_dotted", "call_quals", "loop_call_quals", "loop_attr_calls",
+        "identifiers", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class", "_call_dotted",
         "_loop_call_dotted", "_call_names",
     )
 
     def __init__(self) -> None:
         self.attr_calls: Counter = Counter()
         self.zero_arg_attr_calls: Set[str] = set()
+        self.arg_attr_calls: Set[str] = set()
+        self.script_call_quals: Set[str] = set()
+        self._script_call_dotted: Set[str] = set()
         self.name_calls: Set[str] = set()
         self.call_quals: Set[str] = set()
         self.loop_call_quals: Set[str] = set()
         self.loop_attr_calls: Set[str] = set()
         self.identifiers: Set[str] = set()
+        self.function_names: Set[str] = set()
         self.imports: Set[str] = set()
         self.aliases: Dict[str, Set[str]] = {}
         self.for_loops: List[ast.For] = []
@@ -127,6 +137,8 @@ class Facts:
             self.call_quals.update(self.qualify(dotted))
         for dotted in self._loop_call_dotted:
             self.loop_call_quals.update(self.qualify(dotted))
+        for dotted in self._script_call_dotted:
+            self.script_call_quals.update(self.qualify(dotted))
         for local, fulls in self.aliases.items():
             self.identifiers.add(local)
             for full in fulls:
@@ -138,18 +150,22 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+_MAIN_NAMES = frozenset({"main", "run", "cli", "demo", "app"})
+
+
 def facts_of(tree: ast.AST) -> Facts:
     """One walk over `tree` (iterative: deep nesting does not recurse)."""
     facts = Facts()
     ids = facts.identifiers
     attr_calls = facts.attr_calls
-    stack = [(tree, False)]  # (node, written inside a loop body of the current function)
+    # (node, written inside a loop body of the current function, in a script scope)
+    stack = [(tree, False, True)]
     pop, push = stack.pop, stack.append
     Name, Attribute, Call, Subscript, Constant = ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant
     iter_fields = ast.iter_fields
     AST = ast.AST
     while stack:
-        node, in_loop = pop()
+        node, in_loop, script = pop()
         kind = type(node)
         if kind is Name:
             ids.add(node.id)
@@ -160,7 +176,9 @@ def facts_of(tree: ast.AST) -> Facts:
             func = node.func
             if type(func) is Attribute:
                 attr_calls[func.attr] += 1
-                if not node.args and not node.keywords:
+                if node.args or node.keywords:
+                    facts.arg_attr_calls.add(func.attr)
+                else:
                     facts.zero_arg_attr_calls.add(func.attr)
                 if in_loop:
                     facts.loop_attr_calls.add(func.attr)
@@ -171,6 +189,10 @@ def facts_of(tree: ast.AST) -> Facts:
                 facts._call_dotted.add(dotted)
                 if in_loop:
                     facts._loop_call_dotted.add(dotted)
+                if script:
+                    facts._script_call_dotted.add(dotted)
+            elif script and type(func) is Attribute:
+                facts.script_call_quals.add(func.attr)  # get_model().load_state_dict(sd)
         elif kind is Subscript:
             key = node.slice
             if type(key) is Constant and type(key.value) is str:
@@ -178,36 +200,38 @@ def facts_of(tree: ast.AST) -> Facts:
         elif kind in _LOOPS:
             facts.has_loop = True
             if kind is ast.While:
-                push((node.test, True))
+                push((node.test, True, script))
                 for child in node.body:
-                    push((child, True))
+                    push((child, True, script))
             else:
                 if kind is ast.For:
                     facts.for_loops.append(node)
-                push((node.iter, in_loop))
-                push((node.target, in_loop))
+                push((node.iter, in_loop, script))
+                push((node.target, in_loop, script))
                 for child in node.body:
-                    push((child, True))
+                    push((child, True, script))
             for child in node.orelse:
-                push((child, in_loop))
+                push((child, in_loop, script))
             continue
         elif kind in _DEFS:
             ids.add(node.name)
+            facts.function_names.add(node.name)
+            inner = node.name in _MAIN_NAMES
             for child in node.body:
-                push((child, False))
+                push((child, False, inner))
             for child in node.decorator_list:
-                push((child, in_loop))
-            push((node.args, in_loop))
+                push((child, in_loop, script))
+            push((node.args, in_loop, script))
             if node.returns is not None:
-                push((node.returns, in_loop))
+                push((node.returns, in_loop, script))
             continue
         elif kind is ast.ClassDef:
             facts.has_class = True
             ids.add(node.name)
             for child in node.body:
-                push((child, False))
+                push((child, False, True))  # a class body is no function's scope
             for child in node.bases + node.keywords + node.decorator_list:
-                push((child, in_loop))
+                push((child, in_loop, script))
             continue
         elif kind is ast.arg:
             ids.add(node.arg)
@@ -235,9 +259,9 @@ def facts_of(tree: ast.AST) -> Facts:
             if isinstance(value, list):
                 for item in value:
                     if isinstance(item, AST):
-                        push((item, in_loop))
+                        push((item, in_loop, script))
             elif isinstance(value, AST):
-                push((value, in_loop))
+                push((value, in_loop, script))
     return facts._finish()
 
 
