@@ -65,8 +65,9 @@ class Facts:
     - ``script_call_quals``: ``call_quals`` of the calls in a scope that is no function of
       the file (module level, class bodies) or a function named main/run/cli/demo/app (where
       ML002/ML005 see an inference script);
-    - ``identifiers``: names, attribute names, function/class/parameter/keyword names,
-      imported names, and string keys of subscripts (``batch["val"]``);
+    - ``identifiers``: the names and attribute names the code reads or binds, and string keys
+      of subscripts (``batch["val"]``): what references (``ref_of``) are made of;
+    - ``imported_names``: the local names imports bind and every part of what they import;
     - ``function_names``: the names of the functions defined (``def``/``async def``);
     - ``imports``: the qualified names the imports bind (``torch.nn.functional``);
     - ``aliases``: local name -> every qualified name an import binds it to;
@@ -77,7 +78,7 @@ class Facts:
     __slots__ = (
         "attr_calls", "zero_arg_attr_calls", "arg_attr_calls", "name_calls", "script_call_quals",
         "_script_call_dotted", "call_quals", "loop_call_quals", "loop_attr_calls",
-        "identifiers", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class", "_call_dotted",
+        "identifiers", "imported_names", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class", "_call_dotted",
         "_loop_call_dotted", "_call_names",
     )
 
@@ -93,6 +94,7 @@ class Facts:
         self.loop_attr_calls: Set[str] = set()
         self.identifiers: Set[str] = set()
         self.function_names: Set[str] = set()
+        self.imported_names: Set[str] = set()
         self.imports: Set[str] = set()
         self.aliases: Dict[str, Set[str]] = {}
         self.for_loops: List[ast.For] = []
@@ -140,9 +142,9 @@ class Facts:
         for dotted in self._script_call_dotted:
             self.script_call_quals.update(self.qualify(dotted))
         for local, fulls in self.aliases.items():
-            self.identifiers.add(local)
+            self.imported_names.add(local)
             for full in fulls:
-                self.identifiers.update(p for p in full.split(".") if p)
+                self.imported_names.update(p for p in full.split(".") if p)
         return self
 
 
@@ -214,7 +216,6 @@ def facts_of(tree: ast.AST) -> Facts:
                 push((child, in_loop, script))
             continue
         elif kind in _DEFS:
-            ids.add(node.name)
             facts.function_names.add(node.name)
             inner = node.name in _MAIN_NAMES
             for child in node.body:
@@ -227,17 +228,11 @@ def facts_of(tree: ast.AST) -> Facts:
             continue
         elif kind is ast.ClassDef:
             facts.has_class = True
-            ids.add(node.name)
             for child in node.body:
                 push((child, False, True))  # a class body is no function's scope
             for child in node.bases + node.keywords + node.decorator_list:
                 push((child, in_loop, script))
             continue
-        elif kind is ast.arg:
-            ids.add(node.arg)
-        elif kind is ast.keyword:
-            if node.arg:
-                ids.add(node.arg)
         elif kind is ast.Import:
             for alias in node.names:
                 if alias.asname:

@@ -86,7 +86,7 @@ def SCREEN(facts) -> bool:
     # Sound: a finding needs a cross-entropy (``CrossEntropyLoss``/``cross_entropy`` by its
     # qualified name, so its name or an import of it is in the file) and a softmax or
     # log_softmax (``softmax``/``Softmax``/``LogSoftmax``... also by name).
-    names = facts.identifiers
+    names = facts.identifiers | facts.imported_names
     return any("cross_entropy" in n or "CrossEntropy" in n for n in names) and any(
         "softmax" in n or "Softmax" in n for n in names
     )

@@ -46,7 +46,8 @@ def test_facts_calls_and_aliases():
     assert f.attr_calls["step"] == 1 and "step" in f.zero_arg_attr_calls
     assert {"model", "ng", "load"} <= f.name_calls
     assert {"cross_entropy", "load", "no_grad", "step"} <= f.call_names
-    assert {"val", "model", "step", "x", "F", "functional"} <= f.identifiers
+    assert {"val", "model", "x", "F"} <= f.identifiers
+    assert {"F", "functional", "ng", "no_grad", "load"} <= f.imported_names and f.function_names == {"step"}
     assert f.imports_module("torch") and f.imports_module("numpy") and not f.imports_module("tensorflow")
     assert not f.has_loop and not f.has_class
 
@@ -116,6 +117,14 @@ def test_ml002_ml005_need_evaluation_evidence():
     # a training flag switched off at a call: ML002 only
     flag = "import torch\ndef run(model, x, is_train):\n    if is_train:\n        model(x).backward()\n"
     assert passes(flag, "ML002") and not passes(flag, "ML005")
+    # a test suite's test functions are unit tests, not evaluation; elsewhere test() evaluates
+    suite = "import torch, pytest\ndef test_forward():\n    assert net(x).shape\n"
+    assert not passes(suite, "ML002") and passes(suite.replace("pytest", "os"), "ML002")
+    # a load is evidence only where an inference script would be: module level or main()
+    helper = "import torch\ndef build(path):\n    net.load_state_dict(torch.load(path))\n    return net(x)\n"
+    assert not passes(helper, "ML005") and passes(helper.replace("def build", "def main"), "ML005")
+    # a setting word rejects the whole reference (``args.test_batch_size``); a keyword is no reference
+    assert not passes("import torch\nnet(x, n=args.test_batch_size, valid=1)\n", "ML002")
     # no torch import and no class: not a torch file
     assert not passes("def evaluate(model, x):\n    return model(x)\n", "ML002")
 

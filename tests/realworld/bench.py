@@ -647,6 +647,7 @@ def screen_check(args, work: Path) -> int:
     print(header)
     total = collections.Counter()
     diffs = []
+    _screen_init(args.select)  # imported once here: forked workers all lint with the same code
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with ctx.Pool(max(1, args.jobs), initializer=_screen_init, initargs=(args.select,), maxtasksperchild=200) as pool:
         for name, files in groups:

@@ -233,6 +233,9 @@ def evaluation_possible(facts) -> bool:
     # script_evidence: a load in the forward's own scope, module level or main()/run()...
     if any(_LOAD_CALLS.search(name) for name in facts.script_call_quals):
         return True
-    if any(eval_name_strength(name) for name in facts.function_names):
-        return True
+    # a test suite's test functions are unit tests (EvaluationFacts.unit_test): no evidence
+    suite = facts.imports_module("pytest") or facts.imports_module("unittest")
+    for name in facts.function_names:
+        if eval_name_strength(name) and not (suite and {"test", "tests"} & set(name_tokens(name))):
+            return True
     return any(_eval_data_word(identifier) for identifier in facts.identifiers)
