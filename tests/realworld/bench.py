@@ -664,6 +664,7 @@ def screen_check(args, work: Path) -> int:
                 if on != off:
                     c["diff"] += 1
                     diffs.append((path, sorted(set(off) - set(on)), sorted(set(on) - set(off))))
+                    print(f"  DIFF {path}: lost {diffs[-1][1]} extra {diffs[-1][2]}", flush=True)
             total.update(c)
             print(_screen_line(name, c), flush=True)
     print(_screen_line("all", total))
