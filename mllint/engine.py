@@ -152,6 +152,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         screen = getattr(options, "screen", True)
     if tree is not None and active and screen:
         active = _screen.screened(_screen.facts_of(tree), active)
+    tree = None  # not kept alive through the LibCST parse
     if not active:
         return _suppress([], source, path, rules, suppressions)
     parsed_source = source
