@@ -89,6 +89,9 @@ def _debug(enabled: bool, message: str) -> None:
                    " (a notebook: its code). [default: 2MiB; config: max-file-size]")
 @click.option("--no-cache", is_flag=True, envvar="MLLINT_NO_CACHE",
               help="Neither read nor write the result cache (.mllint_cache/). [env: MLLINT_NO_CACHE]")
+@click.option("--no-screen", is_flag=True,
+              help="Debugging aid: parse every file a rule's words trigger, without the cheap ast screen "
+                   "(same findings, slower; compare with --no-cache).")
 @click.option("--config", "config_path", metavar="PATH", type=click.Path(dir_okay=False, path_type=str),
               help="Use this configuration file (pyproject.toml or mllint.toml) for every file instead of the"
                    " nearest one of each.")
@@ -160,6 +163,7 @@ def lint_command(
     timeout: Optional[float],
     entry: Optional[str],
     rounds: Optional[int],
+    no_screen: bool = False,
     output_file: Optional[str] = None,
     quiet: int = 0,
     silent: bool = False,
@@ -229,7 +233,8 @@ def lint_command(
     machine_to_pipe = output_format not in ("text", "concise") and not output_file and not sys.stdout.isatty()
     with Progress(enabled=not (silent or quiet or machine_to_pipe)) as progress:
         results = engine.lint_paths(files, settings, use_cache=use_cache, jobs=jobs, stats=stats,
-                                    progress=progress.update, fixes=wants_edits)
+                                    progress=progress.update, fixes=wants_edits,
+                                    screen=not no_screen)
     for result in results:
         if result.skipped:
             _warn(f"{result.path}: {result.skipped}")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
 
 from mllint import noqa
+from mllint import screen as _screen
 from mllint.findings import Finding, Severity
 from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, Rule
 
@@ -144,18 +145,32 @@ def syntax_error(source: str, path: str, exc: Optional[cst.ParserSyntaxError] = 
     return file_error(path, f"SyntaxError (LibCST): {text}", line, column)
 
 
-def lint_source(source: str, path: str, rules: Sequence[Rule], options=None) -> List[Finding]:
+def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, screen: Optional[bool] = None) -> List[Finding]:
     """Lint Python source text with the given rules. Never raises for bad user code.
 
     `options` (a ``semantics.options.ModelOptions``, e.g. from the file's settings) tells
-    the model what the settings say about the environment (``torch-version``)."""
+    the model what the settings say about the environment (``torch-version``). `screen`
+    (default: ``options.screen``, else True) keeps only the rules whose cheap ``ast``
+    screen passes (mllint/screen.py) before the LibCST parse; off, every triggered rule
+    runs (the same findings, slower: a debugging aid)."""
     suppressions = noqa.scan(source)
     if suppressions is not None and suppressions.skip_file:
         return []
     active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source)]
-    if not active:
+    try:  # CPython's parser: the syntax check of every file, and the screen's facts
+        tree = _screen.parse(source, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    if tree is None and not active:
         error = syntax_error(source, path)
         return [error] if error else _suppress([], source, path, rules, suppressions)
+    if screen is None:
+        screen = getattr(options, "screen", True)
+    if tree is not None and active and screen:
+        active = _screen.screened(_screen.facts_of(tree), active)
+    tree = None  # not kept alive through the LibCST parse
+    if not active:
+        return _suppress([], source, path, rules, suppressions)
     parsed_source = source
     try:
         module = cst.parse_module(source)
@@ -385,6 +400,7 @@ def lint_paths(
     files, settings, *, use_cache: bool = True, jobs: Optional[int] = None, stats: Optional[dict] = None,
     fixes: bool = True,
     progress: Optional[Callable[[int, int], None]] = None,
+    screen: bool = True,
 ) -> List[FileResult]:
     """Lint `files` (display paths) with the rules `settings` enables for each of them.
 
@@ -399,6 +415,7 @@ def lint_paths(
     Files over their ``max-file-size`` are not linted (``skipped`` says why) nor cached.
     Without `fixes` the findings' fixes are deferred (they say a fix exists; nothing is
     built): what a report that shows no edits needs.
+    `screen` False lints without the rule screen (mllint/screen.py): the same findings, slower.
     """
     caches = {}  # (cache dir, settings fingerprint) -> Cache
 
@@ -419,7 +436,7 @@ def lint_paths(
     for index, path in enumerate(files):
         own = settings.settings_for(path)
         codes = tuple(sorted(own.codes_for(path)))
-        options = dataclasses.replace(ModelOptions.from_settings(own), fixes=fixes)
+        options = dataclasses.replace(ModelOptions.from_settings(own), fixes=fixes, screen=screen)
         if not is_notebook(path):  # over the limit: said here, without loading any rule
             try:
                 skipped = too_large(os.path.getsize(path), own.max_file_size)

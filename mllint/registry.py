@@ -38,6 +38,9 @@ class Rule:
     # A rule decided by the engine after ``# noqa`` suppression (ML100, unused noqa), from
     # (path, source, suppressions, used, enabled codes); its ``check`` is not called.
     check_noqa: Optional[Callable] = None
+    # The rule's cheap predicate over the file's ``screen.Facts`` (mllint/screen.py): False
+    # when the rule cannot report anything in the file, which is then not parsed for it.
+    screen: Optional[Callable] = None
 
     def triggered_by(self, source: str) -> bool:
         return (not self.triggers or any(word in source for word in self.triggers)) and all(
@@ -73,6 +76,7 @@ def rule_from_module(mod) -> Rule:
         invalid=tuple(_as_example(e) for e in getattr(mod, "INVALID", ())),
         module=mod.__name__,
         check_noqa=getattr(mod, "check_noqa", None),
+        screen=getattr(mod, "SCREEN", None),
     )
 
 

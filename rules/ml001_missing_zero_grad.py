@@ -88,6 +88,18 @@ DEFAULT_ENABLED = True
 FIX = "safe"
 
 
+def SCREEN(facts) -> bool:
+    # Sound: a finding is a backward pass in a loop (a BACKWARD effect: ``.backward()``,
+    # ``.manual_backward()``, ``torch.autograd.backward`` under any alias) whose gradients an
+    # optimizer step uses (a STEP effect: ``.step(...)``/``.optimizer_step(...)``, also inside
+    # helpers of the file, which are calls in the file too).
+    return (
+        facts.has_loop
+        and not facts.call_names.isdisjoint({"backward", "manual_backward"})
+        and not facts.call_names.isdisjoint({"step", "optimizer_step"})
+    )
+
+
 # --- finding the bug ------------------------------------------------------------------------
 
 

@@ -71,6 +71,7 @@ from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import BACKWARD, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, Phases
+from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
 
 CODE = "ML002"
 NAME = "inference-without-no-grad"
@@ -79,6 +80,16 @@ TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "scor
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
 FIX = "safe"
+
+
+def SCREEN(facts) -> bool:
+    # Sound: check() needs a torch file (a torch-family import or a class) and a forward with
+    # evidence of evaluation, which comes only from names, weight loads and mode switches
+    # (words.evaluation_possible); the shared-epoch report instead needs a backward pass under
+    # a training flag (_flag_shared_forwards: a BACKWARD effect).
+    return torch_file_possible(facts) and (
+        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
+    )
 
 
 def check(model: FileModel) -> Iterable[Finding]:

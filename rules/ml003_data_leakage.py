@@ -80,6 +80,15 @@ DEFAULT_ENABLED = True
 FIX = "unsafe"
 
 
+def SCREEN(facts) -> bool:
+    # Sound: the data flow behind every finding runs only when the file calls a fit
+    # (dataflow._is_fit_call: ``x.fit/fit_transform/fit_resample/fit_sample/partial_fit/
+    # fit_on_texts(...)``, or a scaling function such as ``scale(...)``, by attribute or name).
+    return not facts.name_calls.isdisjoint(D._FIT_TRANSFORM_FUNCTIONS) or not facts.attr_calls.keys().isdisjoint(
+        D._FIT_METHODS | D._FIT_TRANSFORM_FUNCTIONS
+    )
+
+
 # --- finding the leaks ----------------------------------------------------------------------
 
 

@@ -79,6 +79,13 @@ TRIGGERS = (
 DEFAULT_ENABLED = True
 FIX = "safe"
 
+
+def SCREEN(facts) -> bool:
+    # Sound: a finding is a call written in a loop's body (``ctx.loop``; not in a nested def)
+    # whose callee is a torch tensor constructor by its qualified name (aliases resolved as
+    # ImportTable does) or an ``x.new_*`` method.
+    return not facts.loop_call_quals.isdisjoint(TENSOR_CONSTRUCTORS) or not facts.loop_attr_calls.isdisjoint(NEW_METHODS)
+
 _SHORT = {
     "zeros": "zeros", "ones": "ones", "full": "filled", "empty": "buffer", "eye": "eye", "arange": "arange",
     "range": "arange", "linspace": "linspace", "logspace": "logspace", "tril_indices": "tril_indices",

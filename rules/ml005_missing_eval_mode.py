@@ -78,6 +78,7 @@ from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.layers import BATCH_NORM, DROPOUT
 from mllint.semantics.names import after_docstring, shorten
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
+from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
 
 CODE = "ML005"
 NAME = "missing-eval-mode"
@@ -86,6 +87,13 @@ TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "scor
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
 FIX = "safe"
+
+
+def SCREEN(facts) -> bool:
+    # Sound: check() needs a torch file and either a forward with evidence of evaluation or a
+    # ``.eval()`` left in a training loop; both come only from names, weight loads and mode
+    # switches (words.evaluation_possible).
+    return torch_file_possible(facts) and evaluation_possible(facts)
 
 
 def check(model: FileModel) -> Iterable[Finding]:

@@ -58,6 +58,12 @@ REQUIRES = ("backward",)
 DEFAULT_ENABLED = True
 FIX = "safe"
 
+
+def SCREEN(facts) -> bool:
+    # Sound: an accumulation is reported in a loop, of a value that a backward pass
+    # (``.backward()``/``.manual_backward()``/``torch.autograd.backward``) runs on.
+    return facts.has_loop and not facts.call_names.isdisjoint({"backward", "manual_backward"})
+
 SAFE, UNSAFE, NONE = "safe", "unsafe", "none"
 _LIST_METHODS = frozenset({"append", "extend", "clear", "pop", "__len__", "copy"})
 

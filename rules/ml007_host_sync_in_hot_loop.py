@@ -50,6 +50,12 @@ REQUIRES = ("backward",)
 DEFAULT_ENABLED = False
 FIX = None
 
+
+def SCREEN(facts) -> bool:
+    # Sound: findings sit in training loops (hotloop.training_loops: a loop that runs a
+    # backward pass or an optimizer step).
+    return facts.has_loop and not facts.call_names.isdisjoint({"backward", "manual_backward", "step", "optimizer_step"})
+
 _SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
 
 

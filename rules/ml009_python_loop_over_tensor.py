@@ -42,6 +42,7 @@ How to fix
 
 from __future__ import annotations
 
+import ast
 from typing import Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -60,6 +61,41 @@ TRIGGERS = ("range(",)
 REQUIRES = ("torch",)
 DEFAULT_ENABLED = True
 FIX = None
+
+
+def SCREEN(facts) -> bool:
+    # Sound: a finding is a ``for NAME in range(n)`` / ``range(0, n)`` loop (no else, not
+    # async; ``n`` a size: a name, a call or a subscript) whose body is assignments only, or
+    # one such loop nested alone in it (_sized_loop, _elementwise, _Body.body_ok).
+    return any(_candidate_loop(loop) for loop in facts.for_loops)
+
+
+def _candidate_loop(loop: ast.For) -> bool:
+    it = loop.iter
+    if loop.orelse or not isinstance(loop.target, ast.Name) or not isinstance(it, ast.Call):
+        return False
+    if not isinstance(it.func, ast.Name) or it.func.id != "range" or it.keywords:
+        return False
+    if any(isinstance(a, ast.Starred) for a in it.args) or len(it.args) not in (1, 2):
+        return False
+    if len(it.args) == 2 and not (isinstance(it.args[0], ast.Constant) and it.args[0].value == 0):
+        return False
+    if not isinstance(it.args[-1], (ast.Name, ast.Call, ast.Subscript)):
+        return False  # TensorFacts.sized_tensor: len(x), x.size(0), x.numel(), x.shape[0], or a name bound to one
+    body = loop.body
+    if len(body) == 1 and isinstance(body[0], ast.For):
+        return _candidate_loop(body[0])
+    return all(_element_statement(s) for s in body)
+
+
+def _element_statement(stmt: ast.stmt) -> bool:
+    """_Body.statement_ok accepts only ``name = ...``/``x[i] = ...`` (one target) and
+    ``name += ...``/``x[i] += ...``."""
+    if isinstance(stmt, ast.Assign):
+        return len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Name, ast.Subscript))
+    return isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, (ast.Name, ast.Subscript))
+
+
 
 # torch functions and tensor methods that act element by element
 _ELEMENTWISE = frozenset(

@@ -68,6 +68,12 @@ REQUIRES = ("torch",)
 DEFAULT_ENABLED = True
 FIX = "unsafe"
 
+
+def SCREEN(facts) -> bool:
+    # Sound: every finding is a call whose qualified callee is ``torch.load`` or
+    # ``torch.serialization.load`` (aliases resolved as ImportTable does).
+    return facts.calls_any(TORCH_LOADS)
+
 # The pickle-based loaders of torch (aliases resolve through the file's imports:
 # `import torch as T; T.load`, `from torch import load`, `torch.serialization.load`).
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})

@@ -76,6 +76,11 @@ TRIGGERS = (".forward(",)
 DEFAULT_ENABLED = True
 FIX = "safe"
 
+
+def SCREEN(facts) -> bool:
+    # Sound: every finding is a call ``<ref>.forward(...)``.
+    return "forward" in facts.attr_calls
+
 # Methods whose body is a module's own forward pass (a wrapper's forward delegating to the module it wraps).
 _FORWARD_METHOD = re.compile(r"^(_*forward\w*|\w+_forward|__call__)$")
 

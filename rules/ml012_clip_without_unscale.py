@@ -60,6 +60,13 @@ DEFAULT_ENABLED = True
 FIX = "unsafe"
 
 
+def SCREEN(facts) -> bool:
+    # Sound: every finding is about a gradient-clipping call (``clip_grad_norm_``,
+    # ``clip_grad_value_``, ``accelerator.clip_grad_norm_``, ``fabric.clip_gradients``...),
+    # whose callee's name holds ``clip_grad`` (aliases resolved).
+    return any("clip_grad" in name for name in facts.call_names)
+
+
 def _block_of(model: FileModel, statement) -> Optional[cst.CSTNode]:
     """The indented block ``statement`` is directly in."""
     parent = model.parents.get(statement)

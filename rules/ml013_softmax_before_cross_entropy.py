@@ -81,6 +81,16 @@ REQUIRES = ("softmax|Softmax",)  # log_softmax / LogSoftmax contain it too
 DEFAULT_ENABLED = True
 FIX = "unsafe"
 
+
+def SCREEN(facts) -> bool:
+    # Sound: a finding needs a cross-entropy (``CrossEntropyLoss``/``cross_entropy`` by its
+    # qualified name, so its name or an import of it is in the file) and a softmax or
+    # log_softmax (``softmax``/``Softmax``/``LogSoftmax``... also by name).
+    names = facts.identifiers | facts.imported_names
+    return any("cross_entropy" in n or "CrossEntropy" in n for n in names) and any(
+        "softmax" in n or "Softmax" in n for n in names
+    )
+
 _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
 
 

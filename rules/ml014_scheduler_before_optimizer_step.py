@@ -53,7 +53,7 @@ from mllint.findings import Applicability, Finding, Fix
 from mllint.registry import Example
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import dotted
-from mllint.semantics.schedulers import StepAhead, steps_ahead
+from mllint.semantics.schedulers import _TRAINER_CALL, StepAhead, steps_ahead
 
 CODE = "ML014"
 NAME = "scheduler-before-optimizer-step"
@@ -61,6 +61,19 @@ MESSAGE = "`scheduler.step()` runs before `optimizer.step()`: the first learning
 TRIGGERS = ("step(",)
 DEFAULT_ENABLED = True
 FIX = "safe"
+
+
+def SCREEN(facts) -> bool:
+    # Sound: a finding is a zero-argument ``<scheduler>.step()`` followed by an optimizer step,
+    # which is another ``.step(...)`` call (also in a helper of the file), an
+    # ``.optimizer_step(...)``, or a call of a training function (schedulers._TRAINER_CALL).
+    if "step" not in facts.zero_arg_attr_calls:
+        return False
+    return (
+        facts.attr_calls["step"] >= 2
+        or "optimizer_step" in facts.attr_calls
+        or any(_TRAINER_CALL.match(name) for name in facts.call_names)
+    )
 
 _READS_LR = re.compile(r"\blr\b|param_groups|get_last_lr|get_lr|learning_rate|last_epoch")
 

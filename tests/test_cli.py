@@ -561,6 +561,15 @@ def test_no_cache(project):
     assert not (project / ".mllint_cache").exists()
 
 
+def test_no_screen_same_findings(project):
+    """--no-screen parses every triggered file for every triggered rule: the same report."""
+    screened = run(["--no-cache", "--format", "json"], project)
+    unscreened = run(["--no-cache", "--no-screen", "--format", "json"], project)
+    assert screened.returncode == unscreened.returncode == 1
+    assert screened.stdout == unscreened.stdout and '"ML001"' in screened.stdout
+    assert "--no-screen" in run(["--help"], project).stdout
+
+
 def test_unwritable_cache_dir_does_not_fail(project):
     (project / ".mllint_cache").write_text("a file where the directory should be")
     proc = run(["-v"], project)

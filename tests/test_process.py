@@ -299,8 +299,8 @@ _MEMORY = textwrap.dedent(
 def test_memory_of_a_large_file_is_given_back(tmp_path):
     """A file of data tables: the freed syntax tree stays in the process until released."""
     rows = ",\n".join(f'    {{"k{i}": [{i}, {i}.5, "v{i}"], "step": {i}}}' for i in range(3000))
-    table = write(tmp_path / "table.py", f"import torch\nloss.backward()\nTABLE = [\n{rows}\n]\n")
+    table = write(tmp_path / "table.py", f"import torch\nfor x in data:\n    loss.backward()\n    opt.step()\nTABLE = [\n{rows}\n]\n")
     proc = subprocess.run([sys.executable, "-c", _MEMORY, str(table)], capture_output=True, text=True,
                           timeout=300, env=clean_env())
-    before, after = map(int, proc.stdout.split())
+    before, after = map(int, proc.stdout.split())  # (the loop makes the screen pass ML001: a LibCST parse)
     assert before > 100 and after < before / 2, (before, after)  # MiB: ~150 held, ~35 after

@@ -19,6 +19,9 @@ class ModelOptions:
     # Build each fix's edits (--fix, --diff, --verify, JSON, SARIF, editors); off, a fix is
     # deferred: it says a fix exists and costs nothing (see FileModel.deferred_fix).
     fixes: bool = True
+    # Not a model fact: whether the engine screens rules before parsing (mllint/screen.py;
+    # ``--no-screen`` turns it off), carried here to the worker processes with the options.
+    screen: bool = True
 
     @classmethod
     def from_settings(cls, settings) -> "ModelOptions":

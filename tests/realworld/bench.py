@@ -31,6 +31,17 @@ it is still JSON, that nothing but code cells' sources changed, and that its pro
 In a notebook snapshot ``line`` is ``CELL:LINE`` and ``source`` is that line of the cell.
 A *sweep* snapshot (``kind=sweep``) has ``rules=ML006,...``: only those rules were reviewed on that
 project, so only they are run there (the rules that fire rarely, judged on many more projects).
+
+screen: the soundness and the yield of the ast screen (mllint/screen.py). Every file of the snapshot
+projects (``--project`` to choose; ``--dir DIR`` adds any folder, ``--each DIR`` each folder in DIR,
+e.g. trees extracted from other mirrors; ``--no-projects`` only those) is linted in this process's mllint with the screen on and off
+(``--jobs`` worker processes, default 2), with the default rules (``--select ALL`` or codes to
+change). It reports per project the files and lines, how many pass the trigger words (parsed with
+LibCST before the screen) and how many pass the screen (parsed now), the CPU seconds of both runs,
+and EVERY file whose findings differ (a soundness bug of a rule's SCREEN predicate; exit 1).
+
+    python tests/realworld/bench.py screen --project pytorch/examples
+    python tests/realworld/bench.py screen --no-projects --each /tmp/sweep --jobs 2
 """
 from __future__ import annotations
 
@@ -553,6 +564,131 @@ def _precision_line(rule: str, c: collections.Counter) -> str:
             f"{c['?']:>11} {prec:>10}")
 
 
+# ------------------------------------------------------------------------------------------ screen
+
+def _screen_rules(select: str):
+    from mllint.registry import all_rules
+
+    rules = [r for r in all_rules().values() if r.check_noqa is None]
+    if select == "default":
+        return [r for r in rules if r.default_enabled]
+    if select.upper() == "ALL":
+        return rules
+    codes = {c.strip() for c in select.split(",")}
+    return [r for r in rules if r.code in codes]
+
+
+_SCREEN_RULES: list = []
+
+
+def _screen_init(select: str) -> None:
+    _SCREEN_RULES[:] = _screen_rules(select)
+
+
+def _screen_one(path: str):
+    """(path, lines, passes triggers, passes screen, cpu on, cpu off, findings on, findings off) of one file."""
+    import time
+
+    from mllint import engine, notebook, screen
+    from mllint.semantics.options import ModelOptions
+
+    rules = _SCREEN_RULES
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        decoded = engine.decode_file(path, data)
+    except (OSError, engine.UnreadableFile):
+        return path, 0, False, False, 0.0, 0.0, [], []
+    text = decoded.text
+    program = text
+    if notebook.is_notebook(path):
+        try:
+            program = notebook.load(text).program
+        except notebook.NotebookError:
+            program = ""
+    lines = program.count("\n") + (0 if program.endswith("\n") or not program else 1)
+    triggered = [r for r in rules if r.triggered_by(program)]
+    passing = bool(triggered) and bool(screen.passing(program, triggered, path))
+    results = []
+    for on in (True, False):
+        start = time.process_time()
+        try:
+            found = engine.lint_text(text, path, rules, ModelOptions(screen=on)).findings
+            out = sorted((f.line, f.column, f.code, f.message) for f in found)
+        except Exception as exc:  # a crash is a difference worth seeing, not the end of the run
+            out = [("crash", type(exc).__name__, str(exc)[:200])]
+        results.append((time.process_time() - start, out))
+    (cpu_on, found_on), (cpu_off, found_off) = results
+    return path, lines, bool(triggered), passing, cpu_on, cpu_off, found_on, found_off
+
+
+def _screen_files(root: Path, exts=(".py", ".ipynb")) -> List[str]:
+    return sorted(str(p) for p in root.rglob("*") if p.suffix.lower() in exts and p.is_file() and not p.is_symlink())
+
+
+def screen_check(args, work: Path) -> int:
+    import multiprocessing
+
+    groups: List[Tuple[str, List[str]]] = []
+    if not args.no_projects:
+        projects = load_projects(args.project)
+        for project in projects:
+            root = work / project.repo.replace("/", "+")
+            if not extract_project(project, root):
+                print(f"bench: no mirror for {project.repo}", file=sys.stderr)
+                continue
+            groups.append((project.repo, _screen_files(root, tuple(project.ext))))
+    for folder in args.dir:
+        groups.append((folder, _screen_files(Path(folder))))
+    for folder in args.each:
+        groups += [(str(d), _screen_files(d)) for d in sorted(Path(folder).iterdir()) if d.is_dir()]
+    header = (f"{'project':44} {'files':>6} {'lines':>8} {'trig files':>10} {'trig lines':>10} "
+              f"{'scr files':>9} {'scr lines':>9} {'cpu on':>7} {'cpu off':>7} {'diff':>4}")
+    print(header)
+    total = collections.Counter()
+    diffs = []
+    _screen_init(args.select)  # imported once here: forked workers all lint with the same code
+    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    with ctx.Pool(max(1, args.jobs), initializer=_screen_init, initargs=(args.select,), maxtasksperchild=200) as pool:
+        for name, files in groups:
+            c = collections.Counter()
+            for path, lines, trig, scr, cpu_on, cpu_off, on, off in pool.imap_unordered(_screen_one, files, chunksize=4):
+                c["files"] += 1
+                c["lines"] += lines
+                c["trig_files"] += trig
+                c["trig_lines"] += lines if trig else 0
+                c["scr_files"] += scr
+                c["scr_lines"] += lines if scr else 0
+                c["cpu_on"] += cpu_on
+                c["cpu_off"] += cpu_off
+                if on != off:
+                    c["diff"] += 1
+                    diffs.append((path, sorted(set(off) - set(on)), sorted(set(on) - set(off))))
+                    print(f"  DIFF {path}: lost {diffs[-1][1]} extra {diffs[-1][2]}", flush=True)
+            total.update(c)
+            print(_screen_line(name, c), flush=True)
+    print(_screen_line("all", total))
+    if diffs:
+        print(f"\nfiles whose findings differ with the screen ({len(diffs)}): soundness bugs")
+        for path, lost, extra in diffs:
+            print(f"  {path}")
+            for item in lost:
+                print(f"    lost:  {item}")
+            for item in extra:
+                print(f"    extra: {item}")
+    return 1 if diffs else 0
+
+
+def _screen_line(name: str, c: collections.Counter) -> str:
+    def pct(part: str, whole: str) -> str:
+        return f"{c[part]} ({100 * c[part] / c[whole]:.0f}%)" if c[whole] else "0"
+
+    short = name if len(name) <= 44 else "..." + name[-41:]
+    return (f"{short:44} {c['files']:>6} {c['lines']:>8} {pct('trig_files', 'files'):>10} "
+            f"{pct('trig_lines', 'lines'):>10} {pct('scr_files', 'files'):>9} {pct('scr_lines', 'lines'):>9} "
+            f"{c['cpu_on']:>7.1f} {c['cpu_off']:>7.1f} {c['diff']:>4}")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -569,6 +705,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="rules to run (default: the core five)")
     p_prec.add_argument("--check-fixes", action="store_true", help="apply --fix to a copy; rewritten files must compile")
     p_prec.add_argument("--keep", action="store_true", help="keep the extracted trees (path printed)")
+    p_scr = sub.add_parser("screen", help="same findings with and without the ast screen; files and lines it passes")
+    p_scr.add_argument("--project", action="append", help="only this owner/name (repeatable)")
+    p_scr.add_argument("--no-projects", action="store_true", help="no snapshot project, only --dir folders")
+    p_scr.add_argument("--dir", action="append", default=[], help="also every .py/.ipynb file under DIR (repeatable)")
+    p_scr.add_argument("--each", action="append", default=[], help="like --dir for each folder in DIR, one line each")
+    p_scr.add_argument("--select", default="default", help="'default' (the rules on by default), 'ALL', or codes")
+    p_scr.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    p_scr.add_argument("--keep", action="store_true", help="keep the extracted trees (path printed)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mllint-realworld-"))
     try:
@@ -579,6 +723,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 check_notebook_fixes(rows, work)
             report_fixes(rows, args.show)
             return 0
+        if args.command == "screen":
+            return screen_check(args, work)
         return precision(args, work)
     finally:
         if getattr(args, "keep", False):

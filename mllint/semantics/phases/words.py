@@ -190,3 +190,53 @@ def _head(ref: str) -> str:
     return ref.split(".", 1)[0].split("[", 1)[0]
 
 
+
+
+# --- the screen (mllint/screen.py) --------------------------------------------------------------
+
+_TORCH_FAMILY = ("torch", "torchvision", "lightning", "pytorch_lightning", "timm", "transformers", "accelerate")
+
+
+_EVIDENCE_MEMO: dict = {}  # identifier -> whether it holds an evidence word (bounded)
+
+
+def _eval_data_word(identifier: str) -> bool:
+    """Whether `identifier` can be part of a reference ``is_eval_data_ref`` accepts: it holds a
+    word for evaluation data and no word for a setting (which rejects every reference holding it)."""
+    found = _EVIDENCE_MEMO.get(identifier)
+    if found is None:
+        if len(_EVIDENCE_MEMO) > 50_000:
+            _EVIDENCE_MEMO.clear()
+        tokens = _unglued(name_tokens(identifier))
+        found = not _EVAL_DATA_WORDS.isdisjoint(tokens) and _SETTING_WORDS.isdisjoint(tokens)
+        _EVIDENCE_MEMO[identifier] = found
+    return found
+
+
+def torch_file_possible(facts) -> bool:
+    """Over-approximates ``Phases.torch_file`` from the screen's facts: a torch-family import
+    or a class (a class may be an nn.Module subclass)."""
+    return facts.has_class or any(facts.imports_module(p) for p in _TORCH_FAMILY)
+
+
+def evaluation_possible(facts) -> bool:
+    """Whether the file can hold evidence of evaluation (``Phases.evidence``/``mode_evidence``/
+    ``eval_not_undone``), from the screen's facts. Every kind of evidence comes from names:
+    a function of the file named for evaluation (``eval_name_strength`` of its own name);
+    evaluation data iterated or passed (``is_eval_data_ref`` of a reference, also with a
+    subscript key such as ``loaders["val"]``: some identifier of it holds an evaluation-data
+    word, and none a setting word, which would reject the whole reference); a weights load for
+    an inference script (``_LOAD_CALLS`` on a call at module level or in main() and the like,
+    where ``script_evidence`` looks); or a mode switch (``.eval()``,
+    ``.train(False)``). A caller's evidence ("callers") is one of these further up."""
+    if "eval" in facts.zero_arg_attr_calls or "train" in facts.arg_attr_calls:
+        return True  # x.eval(), x.train(False): the EVAL effects, also inside helpers
+    # script_evidence: a load in the forward's own scope, module level or main()/run()...
+    if any(_LOAD_CALLS.search(name) for name in facts.script_call_quals):
+        return True
+    # a test suite's test functions are unit tests (EvaluationFacts.unit_test): no evidence
+    suite = facts.imports_module("pytest") or facts.imports_module("unittest")
+    for name in facts.function_names:
+        if eval_name_strength(name) and not (suite and {"test", "tests"} & set(name_tokens(name))):
+            return True
+    return any(_eval_data_word(identifier) for identifier in facts.identifiers)

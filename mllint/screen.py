@@ -1,0 +1,275 @@
+"""A cheap, sound screen before the LibCST parse: which rules can possibly fire in a file.
+
+The trigger words (``Rule.triggers``) look at raw text, and words such as ``eval``, ``load``
+or ``step`` are in nearly every PyTorch file. The screen parses the file once with CPython's
+own parser (``ast``, several times cheaper than LibCST's) and collects, in ONE walk, a few
+cheap facts (`Facts`): the calls (by attribute, by name, by qualified name through the file's
+imports), the calls written inside a loop, the identifiers, the imports, the ``for`` loops.
+Each rule may declare a predicate over these facts in its own module::
+
+    def SCREEN(facts) -> bool:  # False: the rule cannot report anything in this file
+
+(loaded by ``registry.rule_from_module`` as ``Rule.screen``; a rule without one always
+passes). A predicate must be *sound*: it may only return False when the rule's check could
+not report a finding, whatever the rest of the file says; when unsure it returns True.
+``tests/test_screen.py`` and ``tests/realworld/bench.py screen`` check that the findings are
+the same with and without the screen.
+
+API (no LibCST needed):
+
+- ``parse(source, path)``: the ``ast.Module``, or raises what ``compile`` raises;
+- ``facts_of(tree)`` -> `Facts`;
+- ``screened(facts, rules)``: the rules whose screen passes;
+- ``passing(source, rules)``: the codes of the rules whose screen passes for ``source``
+  (all of them when CPython cannot parse it: the engine then decides with LibCST).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from typing import Dict, List, Optional, Sequence, Set
+
+__all__ = ["Facts", "parse", "facts_of", "screened", "passing"]
+
+
+def parse(source: str, path: str = "<unknown>") -> ast.Module:
+    """CPython's parse of `source`, as the engine's syntax check compiles it."""
+    return compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+
+
+def _dotted(node) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class Facts:
+    """What one walk over a module's ``ast`` saw. All sets of plain strings.
+
+    - ``attr_calls``: Counter of the attribute names called (``x.step()`` -> ``step``);
+    - ``zero_arg_attr_calls`` / ``arg_attr_calls``: attribute names called without any
+      argument / with some;
+    - ``name_calls``: plain names called (``fit(...)`` -> ``fit``);
+    - ``call_quals``: the dotted callee of each call, qualified through every import that
+      binds its first part anywhere in the file (``F.cross_entropy`` -> also
+      ``torch.nn.functional.cross_entropy``), as ``ImportTable.qualname`` would spell it;
+    - ``loop_call_quals`` / ``loop_attr_calls``: the same for calls written inside the body of a
+      ``for``/``while`` loop of the same function (lambdas and comprehensions included,
+      nested ``def``/``class`` bodies not), as the semantic model's ``Context.loop`` sees them;
+    - ``script_call_quals``: ``call_quals`` of the calls in a scope that is no function of
+      the file (module level, class bodies) or a function named main/run/cli/demo/app (where
+      ML002/ML005 see an inference script);
+    - ``identifiers``: the names and attribute names the code reads or binds, and string keys
+      of subscripts (``batch["val"]``): what references (``ref_of``) are made of;
+    - ``imported_names``: the local names imports bind and every part of what they import;
+    - ``function_names``: the names of the functions defined (``def``/``async def``);
+    - ``imports``: the qualified names the imports bind (``torch.nn.functional``);
+    - ``aliases``: local name -> every qualified name an import binds it to;
+    - ``for_loops``: the ``ast.For`` nodes (not ``async for``);
+    - ``has_loop``, ``has_class``.
+    """
+
+    __slots__ = (
+        "attr_calls", "zero_arg_attr_calls", "arg_attr_calls", "name_calls", "script_call_quals",
+        "_script_call_dotted", "call_quals", "loop_call_quals", "loop_attr_calls",
+        "identifiers", "imported_names", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class", "_call_dotted",
+        "_loop_call_dotted", "_call_names",
+    )
+
+    def __init__(self) -> None:
+        self.attr_calls: Counter = Counter()
+        self.zero_arg_attr_calls: Set[str] = set()
+        self.arg_attr_calls: Set[str] = set()
+        self.script_call_quals: Set[str] = set()
+        self._script_call_dotted: Set[str] = set()
+        self.name_calls: Set[str] = set()
+        self.call_quals: Set[str] = set()
+        self.loop_call_quals: Set[str] = set()
+        self.loop_attr_calls: Set[str] = set()
+        self.identifiers: Set[str] = set()
+        self.function_names: Set[str] = set()
+        self.imported_names: Set[str] = set()
+        self.imports: Set[str] = set()
+        self.aliases: Dict[str, Set[str]] = {}
+        self.for_loops: List[ast.For] = []
+        self.has_loop = False
+        self.has_class = False
+        self._call_dotted: Set[str] = set()
+        self._loop_call_dotted: Set[str] = set()
+        self._call_names: Optional[Set[str]] = None
+
+    # --- queries used by the rules' predicates -----------------------------------------------
+    @property
+    def call_names(self) -> Set[str]:
+        """The last part of every callee: attribute, plain name, and qualified forms."""
+        if self._call_names is None:
+            names = set(self.attr_calls) | self.name_calls
+            names.update(q.rsplit(".", 1)[-1] for q in self.call_quals)
+            self._call_names = names
+        return self._call_names
+
+    def calls_any(self, qualified) -> bool:
+        """Whether some call's qualified callee is one of `qualified`."""
+        return not self.call_quals.isdisjoint(qualified)
+
+    def imports_module(self, prefix: str) -> bool:
+        """As ``ImportTable.imports_module``: an import binds `prefix` or something inside it."""
+        return any(v == prefix or v.startswith(prefix + ".") for v in self.imports)
+
+    def qualify(self, dotted: str) -> Set[str]:
+        head, _, rest = dotted.partition(".")
+        fulls = self.aliases.get(head)
+        if not fulls:
+            return {dotted}
+        return {f"{full}.{rest}" if rest else full for full in fulls}
+
+    # --- building ------------------------------------------------------------------------------
+    def _bind(self, local: str, full: str) -> None:
+        self.aliases.setdefault(local, set()).add(full)
+        self.imports.add(full)
+
+    def _finish(self) -> "Facts":
+        for dotted in self._call_dotted:
+            self.call_quals.update(self.qualify(dotted))
+        for dotted in self._loop_call_dotted:
+            self.loop_call_quals.update(self.qualify(dotted))
+        for dotted in self._script_call_dotted:
+            self.script_call_quals.update(self.qualify(dotted))
+        for local, fulls in self.aliases.items():
+            self.imported_names.add(local)
+            for full in fulls:
+                self.imported_names.update(p for p in full.split(".") if p)
+        return self
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+_MAIN_NAMES = frozenset({"main", "run", "cli", "demo", "app"})
+
+
+def facts_of(tree: ast.AST) -> Facts:
+    """One walk over `tree` (iterative: deep nesting does not recurse)."""
+    facts = Facts()
+    ids = facts.identifiers
+    attr_calls = facts.attr_calls
+    # (node, written inside a loop body of the current function, in a script scope)
+    stack = [(tree, False, True)]
+    pop, push = stack.pop, stack.append
+    Name, Attribute, Call, Subscript, Constant = ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant
+    iter_fields = ast.iter_fields
+    AST = ast.AST
+    while stack:
+        node, in_loop, script = pop()
+        kind = type(node)
+        if kind is Name:
+            ids.add(node.id)
+            continue
+        if kind is Attribute:
+            ids.add(node.attr)
+        elif kind is Call:
+            func = node.func
+            if type(func) is Attribute:
+                attr_calls[func.attr] += 1
+                if node.args or node.keywords:
+                    facts.arg_attr_calls.add(func.attr)
+                else:
+                    facts.zero_arg_attr_calls.add(func.attr)
+                if in_loop:
+                    facts.loop_attr_calls.add(func.attr)
+            elif type(func) is Name:
+                facts.name_calls.add(func.id)
+            dotted = _dotted(func)
+            if dotted is not None:
+                facts._call_dotted.add(dotted)
+                if in_loop:
+                    facts._loop_call_dotted.add(dotted)
+                if script:
+                    facts._script_call_dotted.add(dotted)
+            elif script and type(func) is Attribute:
+                facts.script_call_quals.add(func.attr)  # get_model().load_state_dict(sd)
+        elif kind is Subscript:
+            key = node.slice
+            if type(key) is Constant and type(key.value) is str:
+                ids.add(key.value)
+        elif kind in _LOOPS:
+            facts.has_loop = True
+            if kind is ast.While:
+                push((node.test, True, script))
+                for child in node.body:
+                    push((child, True, script))
+            else:
+                if kind is ast.For:
+                    facts.for_loops.append(node)
+                push((node.iter, in_loop, script))
+                push((node.target, in_loop, script))
+                for child in node.body:
+                    push((child, True, script))
+            for child in node.orelse:
+                push((child, in_loop, script))
+            continue
+        elif kind in _DEFS:
+            facts.function_names.add(node.name)
+            inner = node.name in _MAIN_NAMES
+            for child in node.body:
+                push((child, False, inner))
+            for child in node.decorator_list:
+                push((child, in_loop, script))
+            push((node.args, in_loop, script))
+            if node.returns is not None:
+                push((node.returns, in_loop, script))
+            continue
+        elif kind is ast.ClassDef:
+            facts.has_class = True
+            for child in node.body:
+                push((child, False, True))  # a class body is no function's scope
+            for child in node.bases + node.keywords + node.decorator_list:
+                push((child, in_loop, script))
+            continue
+        elif kind is ast.Import:
+            for alias in node.names:
+                if alias.asname:
+                    facts._bind(alias.asname, alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    facts._bind(top, top)
+                    facts.imports.add(alias.name)
+            continue
+        elif kind is ast.ImportFrom:
+            base = "." * (node.level or 0) + (node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                full = f"{base}.{alias.name}" if base else alias.name
+                facts._bind(alias.asname or alias.name, full)
+            continue
+        for _name, value in iter_fields(node):
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        push((item, in_loop, script))
+            elif isinstance(value, AST):
+                push((value, in_loop, script))
+    return facts._finish()
+
+
+def screened(facts: Facts, rules: Sequence) -> list:
+    """The rules of `rules` whose screen passes (a rule without one always does)."""
+    return [rule for rule in rules if getattr(rule, "screen", None) is None or rule.screen(facts)]
+
+
+def passing(source: str, rules: Sequence, path: str = "<unknown>") -> List[str]:
+    """Codes of the rules whose screen passes for `source` (every rule when CPython cannot
+    parse it: the engine then leaves the decision to LibCST)."""
+    try:
+        tree = parse(source, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return [rule.code for rule in rules]
+    return [rule.code for rule in screened(facts_of(tree), rules)]
