@@ -66,6 +66,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_lint import mllint_command  # noqa: E402  (the `mllint` of this interpreter: one lookup for both scripts)
 ROOT = HERE.parent.parent
 RESULTS = HERE / "results"
 ONE_FILE = ROOT / "fixtures" / "ml001" / "bad_train.py"
@@ -298,16 +300,6 @@ def tools_venv(no_torchfix: bool) -> Dict[str, List[str]]:
     if not no_torchfix:
         tools["torchfix"] = [str(bin_dir / "torchfix")]
     return tools
-
-
-def mllint_command() -> List[str]:
-    script = Path(sys.executable).parent / ("mllint.exe" if os.name == "nt" else "mllint")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("mllint")
-    if found:
-        return [found]
-    fail("the `mllint` command is not installed for this interpreter (pip install -e .)")
 
 
 def compile_mllint() -> None:
