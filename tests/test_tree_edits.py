@@ -3,6 +3,7 @@ positions: each must give exactly what the whole-module LibCST operation gives."
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import libcst as cst
@@ -85,15 +86,30 @@ def test_visit_calls_the_hooks_libcst_calls(source):
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_parents(source):
+    from mllint.semantics.tree import _TRIVIA
+
     module = cst.parse_module(source)
     parents = Parents(module)
     count = 0
-    for node in walk(module):
-        for child in node.children:
-            assert parents.get(child) is node
-            count += 1
+    stack = [module]
+    while stack:
+        node = stack.pop()
+        if parents.get(node) is None and node is not module:
+            continue  # under punctuation or whitespace: not mapped, nor its children
+        for field in dataclasses.fields(node):
+            value = getattr(node, field.name)
+            items = value if isinstance(value, (tuple, list)) else [value]
+            for child in (c for c in items if isinstance(c, cst.CSTNode)):
+                if _TRIVIA.match(field.name):
+                    assert parents.get(child) is None
+                else:
+                    assert parents.get(child) is node
+                    count += 1
+                stack.append(child)
     assert parents.get(module) is None
     assert sum(1 for _ in parents.items()) == count
+    names = [n for n in walk(module) if isinstance(n, cst.Name)]
+    assert all(parents.get(n) is not None for n in names)  # every name is reachable
 
 
 def _position_line(positions, node):
@@ -136,7 +152,7 @@ def test_statement_positions_equal_positions_of_the_module(source):
     assert lines is not None and len(lines) == len(module.body)
     for statement in module.body:
         nodes = list(walk(statement))
-        deepest = nodes[-1]
+        deepest = [n for n in nodes if parents.get(n) is not None or n is statement][-1]  # not punctuation
         local = statement_positions(module, split_lines(source), parents, deepest, lines)
         assert local is not None
         for node in nodes:

@@ -204,8 +204,20 @@ def _grad_off_at(model: FileModel, node: cst.CSTNode) -> bool:
     return False
 
 
+def _statement_walk(node: cst.CSTNode, into_loops: bool = True) -> Iterator[cst.CSTNode]:
+    """`_walk` that does not enter expressions or small statements (no statement is inside
+    one): the same statements, without visiting every name and operator of the body."""
+    for child in tree_children(node):
+        yield child
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.BaseSmallStatement)):
+            continue
+        if not into_loops and isinstance(child, (cst.For, cst.While)):
+            continue
+        yield from _statement_walk(child, into_loops)
+
+
 def _small_statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for child in _walk(node):
+    for child in _statement_walk(node):
         if isinstance(child, cst.BaseSmallStatement) or isinstance(child, cst.For):
             yield child
 
@@ -421,7 +433,7 @@ def accumulations(model: FileModel) -> List[Accumulation]:
         body = loop.node.body
         ordered = list(_small_statements(body))
         position = {id(s): i for i, s in enumerate(ordered)}
-        own = {id(s) for s in _walk(body, into_loops=False) if isinstance(s, cst.BaseSmallStatement)}
+        own = {id(s) for s in _statement_walk(body, into_loops=False) if isinstance(s, cst.BaseSmallStatement)}
         for stmt in ordered:
             if id(stmt) not in own:
                 continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import re
 from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
@@ -51,8 +52,29 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield value
 
 
+# Fields holding only punctuation and whitespace (parentheses, commas, operators, blank and
+# comment lines): nothing asks for their nodes' parents, and they are most of a tree's nodes.
+_TRIVIA = re.compile(
+    r"^(whitespace_\w*|lpar|rpar|comma|semicolon|colon|dot|equal|star|leading_lines|lines_after_decorators|"
+    r"header|footer|newline|trailing_whitespace|empty_lines|first_line|last_line|"
+    r"lbracket|rbracket|lbrace|rbrace)$"
+)
+_SUBSTANTIVE: Dict[type, "operator.attrgetter"] = {}
+
+
+def _substantive_fields(node: cst.CSTNode) -> tuple:
+    kind = type(node)
+    getter = _SUBSTANTIVE.get(kind)
+    if getter is None:
+        names = [f.name for f in dataclasses.fields(kind) if not _TRIVIA.match(f.name)] or ["__class__"]
+        getter = _SUBSTANTIVE[kind] = operator.attrgetter(*names, "__class__")
+    return getter(node)
+
+
 class Parents:
-    """Each node's parent in one tree, computed once on first use."""
+    """Each node's parent in one tree, computed once on first use. Nodes of punctuation and
+    whitespace fields (`_TRIVIA`: parentheses, commas, blank lines) are left out: their
+    parent is None here."""
 
     def __init__(self, root: cst.CSTNode):
         self.root = root
@@ -64,9 +86,16 @@ class Parents:
             stack = [self.root]
             while stack:
                 node = stack.pop()
-                for child in child_nodes(node):
-                    found[id(child)] = (child, node)
-                    stack.append(child)
+                for value in _substantive_fields(node):
+                    kind = type(value)
+                    if kind is tuple or kind is list:
+                        for item in value:
+                            if _is_node(item):
+                                found[id(item)] = (item, node)
+                                stack.append(item)
+                    elif _is_node(value):
+                        found[id(value)] = (value, node)
+                        stack.append(value)
             self._map = found
         return self._map
 
