@@ -153,8 +153,10 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     (default: ``options.screen``, else True) keeps only the rules whose cheap ``ast``
     screen passes (mllint/screen.py) before the LibCST parse; off, every triggered rule
     runs (the same findings, slower: a debugging aid)."""
-    suppressions = noqa.scan(source)
-    if suppressions is not None and suppressions.skip_file:
+    # The noqa scan tokenizes the file: done first only when a `# mllint: skip-file` may be
+    # there, else only once there are findings to suppress (or a rule about the directives).
+    suppressions = noqa.scan(source) if "mllint:" in source else _NOT_SCANNED
+    if suppressions is not None and suppressions is not _NOT_SCANNED and suppressions.skip_file:
         return []
     active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source)]
     try:  # CPython's parser: the syntax check of every file, and the screen's facts
@@ -211,9 +213,15 @@ def _expand_indent_tabs(source: str) -> str:
     return "".join(out)
 
 
+_NOT_SCANNED = object()  # lint_source: the file's noqa directives are not read yet
+
+
 def _suppress(findings, source, path, rules, suppressions) -> List[Finding]:
     """Drop the findings ``# noqa`` suppresses; then run the rules about the directives
     themselves (ML100, unused noqa), which need to know what suppressed what."""
+    if suppressions is _NOT_SCANNED:
+        needed = findings or any(rule.check_noqa is not None for rule in rules)
+        suppressions = noqa.scan(source) if needed else None
     if suppressions is not None:
         findings, used = suppressions.apply(findings)
         enabled = {rule.code for rule in rules}
