@@ -47,7 +47,7 @@ import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
 from mllint.registry import Example
-from mllint.semantics.accumulation import Accumulation, _walk, accumulations, derived, parents_of, text, _match, _root
+from mllint.semantics.accumulation import Accumulation, _walk, accumulations, derived, text, _match, _root
 from mllint.semantics.model import FileModel
 
 CODE = "ML006"
@@ -75,7 +75,7 @@ def _scope(model: FileModel, acc: Accumulation) -> cst.CSTNode:
 
 def _use_kind(model: FileModel, node: cst.CSTNode, is_list: bool) -> str:
     """How one read of the accumulator (or a value derived from it) uses it."""
-    parents = parents_of(model)
+    parents = model.parents
     parent = parents.get(node)
     if isinstance(parent, cst.Attribute) and parent.value is node:
         if is_list and parent.attr.value in _LIST_METHODS:
@@ -141,10 +141,10 @@ def _fix_kind(model: FileModel, acc: Accumulation, others: List[cst.CSTNode]) ->
     for node in _walk(scope):
         if id(node) in own_ids or not isinstance(node, cst.Name) or node.value not in names:
             continue
-        parent = parents_of(model).get(node)
+        parent = model.parents.get(node)
         holder = parent
         while isinstance(holder, (cst.Element, cst.Tuple, cst.List, cst.StarredElement)):
-            holder = parents_of(model).get(holder)
+            holder = model.parents.get(holder)
         if isinstance(holder, cst.AssignTarget):
             continue
         if isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is node):

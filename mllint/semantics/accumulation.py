@@ -49,10 +49,6 @@ class Accumulation:
     scalar: bool  # that backward needs a scalar (no gradient argument): `.item()` works
 
 
-def parents_of(model: FileModel):
-    return model.parents
-
-
 def _walk(node: cst.CSTNode, into_loops: bool = True) -> Iterator[cst.CSTNode]:
     """Nodes under ``node`` in source order, not entering nested functions, classes, lambdas."""
     for child in tree_children(node):
@@ -181,7 +177,7 @@ def detaching(value: Optional[cst.BaseExpression]) -> bool:
 
 
 def _grad_off_at(model: FileModel, node: cst.CSTNode) -> bool:
-    parents = parents_of(model)
+    parents = model.parents
     current = parents.get(node)
     while current is not None:
         if isinstance(current, cst.With):
@@ -428,7 +424,7 @@ def _returned_after_backward(model: FileModel, value: Optional[cst.BaseExpressio
 
 def accumulations(model: FileModel) -> List[Accumulation]:
     found: List[Accumulation] = []
-    parents = parents_of(model)
+    parents = model.parents
     for loop in model.loops:
         body = loop.node.body
         ordered = list(_small_statements(body))

@@ -31,7 +31,7 @@ from mllint.semantics.model import (
     Loop,
 )
 from mllint.semantics.names import dotted, ref_of, target_names
-from mllint.semantics.tree import visit as tree_visit
+from mllint.semantics.tree import TRIVIA_FIELDS, visit as tree_visit
 
 # Entering one starts an empty store of gradients (torch.distributed.autograd).
 DIST_AUTOGRAD_CONTEXTS = {"torch.distributed.autograd.context"}
@@ -815,9 +815,7 @@ class _Builder(cst.CSTVisitor):
 _HOOKS: Dict[type, Tuple] = {}
 # Fields that never hold code: whitespace, punctuation, comments, parentheses.
 _SKIP_FIELDS = re.compile(
-    r"^(whitespace_\w*|lpar|rpar|comma|semicolon|colon|dot|equal|star|leading_lines|lines_after_decorators|"
-    r"header|footer|newline|trailing_whitespace|empty_lines|indent|first_line|last_line|asynchronous|"
-    r"operator|lbracket|rbracket|lbrace|rbrace|default_newline|default_indent|encoding|has_trailing_newline)$"
+    rf"^({TRIVIA_FIELDS}|indent|asynchronous|operator|default_newline|default_indent|encoding|has_trailing_newline)$"
 )
 
 

@@ -10,7 +10,6 @@ it, before and after the change, and the two renderings are diffed line by line.
 rendering of the original statement is compared with the file's own lines before
 anything is trusted; when they differ (or ``old`` is the module itself), the caller
 falls back to the whole-module edit.
-
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from libcst._nodes.internal import CodegenState
 
 from mllint.findings import Edit, split_lines
 from mllint.semantics.tree import Parents, replace
+
 
 def _in_body(node: cst.CSTNode, parent: Optional[cst.CSTNode]) -> bool:
     return isinstance(node, cst.BaseStatement) and isinstance(parent, (cst.Module, cst.IndentedBlock)) and any(
@@ -140,9 +140,6 @@ def statement_positions(module: cst.Module, lines: List[str], parents: Parents, 
     """The positions (PositionProvider's CodeRanges) of every node of the top-level
     statement holding ``node``, by rendering that statement alone from the line where it
     starts; None when it cannot be placed."""
-    from libcst.metadata import PositionProvider
-    from libcst.metadata.position_provider import PositionProvidingCodegenState
-
     top, parent = node, parents.get(node)
     while parent is not None and parent is not module:
         top, parent = parent, parents.get(parent)
@@ -154,10 +151,20 @@ def statement_positions(module: cst.Module, lines: List[str], parents: Parents, 
     found = _first_line(lines, split_lines(_render(module, (), top)), code_lines[index])
     if found is None:
         return None
+    return rendered_positions(module, top, found[0])
+
+
+def rendered_positions(module: cst.Module, node: cst.CSTNode, first_line: int = 1):
+    """PositionProvider's ranges of ``node`` and everything in it, from one rendering of
+    ``node`` (a top-level statement, or the module) starting at ``first_line``; without
+    MetadataWrapper, whose resolve also walks the whole tree with a visitor."""
+    from libcst.metadata import PositionProvider
+    from libcst.metadata.position_provider import PositionProvidingCodegenState
+
     provider = PositionProvider()
     state = PositionProvidingCodegenState(
         default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
     )
-    state.line = found[0]
-    top._codegen(state)
+    state.line = first_line
+    node._codegen(state)
     return provider._computed

@@ -189,7 +189,6 @@ class Analysis:
 
     def __init__(self, model: FileModel) -> None:
         self.model = model
-        self._parents = None  # the model's Parents (edits.Parents), once the file is scanned
         self._names: Optional[Set[str]] = None
         self._globals: Optional[Set[str]] = None
         self._facts: Dict[cst.CSTNode, "LoopFacts"] = {}
@@ -201,10 +200,7 @@ class Analysis:
     # --- tree helpers ----------------------------------------------------------------
     @property
     def parents(self):
-        if self._parents is None:
-            self._scan_file()
-        assert self._parents is not None
-        return self._parents
+        return self.model.parents
 
     @property
     def names(self) -> Set[str]:
@@ -226,8 +222,7 @@ class Analysis:
     def _scan_file(self) -> None:
         names: Set[str] = set()
         declared: Set[str] = set()
-        parents = self.model.parents
-        for node, parent in parents.items():
+        for node, parent in self.model.parents.items():
             if isinstance(node, cst.Name):
                 if not (isinstance(parent, cst.Attribute) and parent.attr is node) and not (
                     isinstance(parent, cst.Arg) and parent.keyword is node
@@ -235,7 +230,7 @@ class Analysis:
                     names.add(node.value)
             elif isinstance(node, (cst.Global, cst.Nonlocal)):
                 declared.update(item.name.value for item in node.names)
-        self._parents, self._names, self._globals = parents, names, declared
+        self._names, self._globals = names, declared
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         return self.model.parents.ancestors(node)

@@ -206,7 +206,6 @@ class FileModel:
         from mllint.semantics.options import DEFAULT
 
         self.options = DEFAULT  # what the settings say about the environment (see options.py)
-        self._wrapper: Optional[MetadataWrapper] = None
         self._positions = None
         self._parents = None
         self._lines: Optional[List[str]] = None
@@ -473,7 +472,7 @@ class FileModel:
     @property
     def parents(self):
         if self._parents is None:
-            from mllint.semantics.edits import Parents
+            from mllint.semantics.tree import Parents
 
             self._parents = Parents(self.module)
         return self._parents
@@ -504,10 +503,13 @@ class FileModel:
     def _replacing(self, old, new, applicability: Applicability, description: str) -> Optional[Fix]:
         from mllint.semantics.edits import local_edits
 
-        edits = local_edits(self.module, self.lines, self.parents, lambda node: self.position(node).start.line, old, new)
+        edits = local_edits(self.module, self.lines, self.parents, self._start_line, old, new)
         if edits is None:  # the module itself, or a statement we could not place: the whole file
             return self._from_module(self.replaced(old, new), applicability, description)
         return Fix(applicability, tuple(edits), description) if edits else None
+
+    def _start_line(self, node: cst.CSTNode) -> int:
+        return self.position(node).start.line
 
     def replaced(self, old: cst.CSTNode, new: cst.CSTNode) -> cst.Module:
         """This file's module with ``old`` replaced by ``new`` (sharing every node not above
@@ -554,7 +556,7 @@ class FileModel:
         for old, new in zip(old_body, new_body):
             if old is new:
                 continue
-            found = local_edits(self.module, self.lines, self.parents, lambda node: self.position(node).start.line, old, new)
+            found = local_edits(self.module, self.lines, self.parents, self._start_line, old, new)
             if found is None:
                 return None
             edits.extend(found)
@@ -712,15 +714,10 @@ def translate(ref: Optional[str], mapping: Dict[str, str]) -> str:
 def _positions(module: cst.Module):
     """Every node's position: one rendering of the module by PositionProvider's codegen,
     without MetadataWrapper (whose resolve also walks the whole tree with a visitor)."""
-    try:
-        from libcst.metadata.position_provider import PositionProvidingCodegenState
+    from mllint.semantics.edits import rendered_positions
 
-        provider = PositionProvider()
-        state = PositionProvidingCodegenState(
-            default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
-        )
-        module._codegen(state)
-        return provider._computed
+    try:
+        return rendered_positions(module, module)
     except (ImportError, AttributeError, TypeError):  # a LibCST whose internals differ
         return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 

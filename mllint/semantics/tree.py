@@ -18,18 +18,39 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-_GETTERS: Dict[type, "operator.attrgetter"] = {}
 _IS_NODE: Dict[type, bool] = {}
+
+# Fields holding only punctuation and whitespace (parentheses, commas, blank and comment
+# lines): nothing asks for their nodes' parents, and they are most of a tree's nodes.
+# (builder.py skips these and a few more when it builds the model.)
+TRIVIA_FIELDS = (
+    r"whitespace_\w*|lpar|rpar|comma|semicolon|colon|dot|equal|star|leading_lines|lines_after_decorators|"
+    r"header|footer|newline|trailing_whitespace|empty_lines|first_line|last_line|lbracket|rbracket|lbrace|rbrace"
+)
+_TRIVIA = re.compile(f"^({TRIVIA_FIELDS})$")
+_ALL: Dict[type, "operator.attrgetter"] = {}
+_SUBSTANTIVE: Dict[type, "operator.attrgetter"] = {}
+
+
+def _getter(kind: type, cache: Dict[type, "operator.attrgetter"], trivia: bool) -> "operator.attrgetter":
+    """A getter of the node class's dataclass field values, as a tuple (in declaration
+    order; without `_TRIVIA` fields unless `trivia`). With fields, ``__class__`` is added
+    last so that attrgetter returns a tuple even for one field."""
+    getter = cache.get(kind)
+    if getter is None:
+        names = [f.name for f in dataclasses.fields(kind) if trivia or not _TRIVIA.match(f.name)]
+        getter = cache[kind] = operator.attrgetter(*names, "__class__") if names else (lambda node: ())
+    return getter
 
 
 def _fields(node: cst.CSTNode) -> tuple:
     """The values of the node's dataclass fields (a tuple, in declaration order)."""
-    kind = type(node)
-    getter = _GETTERS.get(kind)
-    if getter is None:
-        names = [f.name for f in dataclasses.fields(kind)] or ["__class__"]
-        getter = _GETTERS[kind] = operator.attrgetter(*names, "__class__")  # always a tuple
-    return getter(node)
+    return _getter(type(node), _ALL, True)(node)
+
+
+def _substantive_fields(node: cst.CSTNode) -> tuple:
+    """`_fields` without the punctuation and whitespace ones."""
+    return _getter(type(node), _SUBSTANTIVE, False)(node)
 
 
 def _is_node(value) -> bool:
@@ -40,9 +61,9 @@ def _is_node(value) -> bool:
     return known
 
 
-def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The node's children, read from its fields (not in source order: see `children`)."""
-    for value in _fields(node):
+def _nodes_in(values: tuple) -> Iterator[cst.CSTNode]:
+    """The nodes among field values (a field may hold a node or a sequence of them)."""
+    for value in values:
         kind = type(value)
         if kind is tuple or kind is list:
             for item in value:
@@ -52,23 +73,9 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield value
 
 
-# Fields holding only punctuation and whitespace (parentheses, commas, operators, blank and
-# comment lines): nothing asks for their nodes' parents, and they are most of a tree's nodes.
-_TRIVIA = re.compile(
-    r"^(whitespace_\w*|lpar|rpar|comma|semicolon|colon|dot|equal|star|leading_lines|lines_after_decorators|"
-    r"header|footer|newline|trailing_whitespace|empty_lines|first_line|last_line|"
-    r"lbracket|rbracket|lbrace|rbrace)$"
-)
-_SUBSTANTIVE: Dict[type, "operator.attrgetter"] = {}
-
-
-def _substantive_fields(node: cst.CSTNode) -> tuple:
-    kind = type(node)
-    getter = _SUBSTANTIVE.get(kind)
-    if getter is None:
-        names = [f.name for f in dataclasses.fields(kind) if not _TRIVIA.match(f.name)] or ["__class__"]
-        getter = _SUBSTANTIVE[kind] = operator.attrgetter(*names, "__class__")
-    return getter(node)
+def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The node's children, read from its fields (not in source order: see `children`)."""
+    return _nodes_in(_fields(node))
 
 
 class Parents:
@@ -86,16 +93,9 @@ class Parents:
             stack = [self.root]
             while stack:
                 node = stack.pop()
-                for value in _substantive_fields(node):
-                    kind = type(value)
-                    if kind is tuple or kind is list:
-                        for item in value:
-                            if _is_node(item):
-                                found[id(item)] = (item, node)
-                                stack.append(item)
-                    elif _is_node(value):
-                        found[id(value)] = (value, node)
-                        stack.append(value)
+                for child in _nodes_in(_substantive_fields(node)):
+                    found[id(child)] = (child, node)
+                    stack.append(child)
             self._map = found
         return self._map
 
@@ -112,7 +112,6 @@ class Parents:
         while current is not None:
             yield current
             current = self.get(current)
-
 
 
 _ORDER: Dict[Tuple[type, Tuple[bool, ...]], Tuple[int, ...]] = {}
