@@ -155,9 +155,11 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     runs (the same findings, slower: a debugging aid)."""
     # The noqa scan tokenizes the file: done first only when a `# mllint: skip-file` may be
     # there, else only once there are findings to suppress (or a rule about the directives).
-    suppressions = noqa.scan(source) if "mllint:" in source else _NOT_SCANNED
-    if suppressions is not None and suppressions is not _NOT_SCANNED and suppressions.skip_file:
-        return []
+    suppressions = _NOT_SCANNED
+    if "mllint:" in source:
+        suppressions = noqa.scan(source)
+        if suppressions is not None and suppressions.skip_file:
+            return []
     active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source)]
     try:  # CPython's parser: the syntax check of every file, and the screen's facts
         tree = _screen.parse(source, path)
@@ -289,7 +291,8 @@ def lint_text(text: str, path: str, rules: Sequence[Rule], options=None, max_siz
 
 
 def is_notebook(path: str) -> bool:
-    """``notebook.is_notebook``, without importing the notebook module (a warm run needs only this)."""
+    """Whether `path` is a Jupyter notebook (``.ipynb``, any case). Here, not in
+    mllint/notebook.py (which re-exports it), so that a warm run need not import that module."""
     return str(path).lower().endswith(".ipynb")
 
 
@@ -318,7 +321,7 @@ def lint_file(path: str, rules: Sequence[Rule], options=None, max_size: Optional
         skipped = too_large(size, max_size)
         if skipped:
             return FileResult(path, [], skipped=skipped)
-    cap = max(MAX_FILE_BYTES, max_size or 0)  # a notebook's JSON: read up to MAX_FILE_BYTES
+    cap = _read_cap(max_size)
     try:
         with open(path, "rb") as handle:
             data = handle.read(cap + 1)
@@ -389,11 +392,17 @@ def release_memory() -> None:
         _malloc_trim(0)
 
 
+def _read_cap(max_size: Optional[int]) -> int:
+    """How much of a file is read at most: a notebook's JSON (outputs included) may be far
+    larger than `max_size`, which counts its code; never less than MAX_FILE_BYTES."""
+    return max(MAX_FILE_BYTES, max_size or 0)
+
+
 def _read_for_cache(path: str, max_size: Optional[int]):
     """(bytes, sha256) of a file, or None when it cannot be read or is too large to lint."""
     from mllint.cache import content_hash
 
-    limit = max(MAX_FILE_BYTES, max_size or 0) if is_notebook(path) or max_size is None else max_size
+    limit = _read_cap(max_size) if is_notebook(path) or max_size is None else max_size
     try:
         with open(path, "rb") as handle:
             data = handle.read(limit + 1)

@@ -39,19 +39,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from mllint.engine import is_notebook  # noqa: F401  (re-exported: the one test of a notebook path)
 from mllint.findings import Edit, Finding, Fix, split_lines
-
-SUFFIX = ".ipynb"
 
 # Magics whose argument (line magics) or body (cell magics) is Python run by IPython.
 PYTHON_LINE_MAGICS = {"time", "timeit", "prun", "debug", "memit", "mprun", "lprun"}
 PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "memit", "python", "python3", "ipython"}
 # Options of those magics that take a value (``%timeit -n 10 -r 3 f()``).
 _OPTIONS_WITH_VALUE = {"-n", "-r", "-p", "-s", "-l", "-T", "-D", "-m", "-f"}
-
-
-def is_notebook(path: str) -> bool:
-    return str(path).lower().endswith(SUFFIX)
 
 
 class NotebookError(Exception):

@@ -117,7 +117,7 @@ def run(
 
     fixed = 0
     skipped = None
-    if decoded is not None and not path.endswith(".ipynb"):
+    if decoded is not None and not engine.is_notebook(path):
         skipped = engine.too_large(len(data), own.max_file_size, "standard input")
     if decoded is None:
         result = FileResult(path, [engine.file_error(path, error or "cannot read standard input")])
