@@ -172,6 +172,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         screen = getattr(options, "screen", True)
     if tree is not None and active and screen:
         active = _screen.screened(_screen.facts_of(tree), active)
+    starts = _screen.statement_starts(tree) if tree is not None and active else None  # for the model's positions
     tree = None  # not kept alive through the LibCST parse
     if not active:
         return _suppress([], source, path, rules, suppressions)
@@ -196,6 +197,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     from mllint.semantics import build_model
 
     model = build_model(module, parsed_source, path, options)
+    model.ast_starts = starts
     findings: List[Finding] = []
     for rule in active:
         findings.extend(rule.check(model))

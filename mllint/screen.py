@@ -38,6 +38,16 @@ def parse(source: str, path: str = "<unknown>") -> ast.Module:
     return compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
 
 
+def statement_starts(tree: ast.Module) -> List[int]:
+    """The line where each top-level statement of `tree` starts its own code (a decorated
+    definition: its first decorator); the model places its positions with them."""
+    starts = []
+    for node in tree.body:
+        decorators = getattr(node, "decorator_list", None)
+        starts.append(decorators[0].lineno if decorators else node.lineno)
+    return starts
+
+
 def _dotted(node) -> Optional[str]:
     parts = []
     while isinstance(node, ast.Attribute):

@@ -21,6 +21,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from mllint.findings import Edit, split_lines
+from mllint.screen import statement_starts
 from mllint.semantics.tree import Parents, replace
 
 
@@ -114,26 +115,26 @@ def _first_line(lines: List[str], rendered: List[str], code_line: int) -> Option
 # --- positions of one top-level statement ----------------------------------------------------
 
 
-def top_statement_lines(module: cst.Module, source: str) -> Optional[List[int]]:
-    """For each statement of ``module.body``, the line where its own code starts (its first
-    decorator for a decorated definition), from CPython's parser; None when the two trees
-    do not line up (then positions come from rendering the whole module)."""
-    import ast
+def top_statement_lines(module: cst.Module, source: str, starts: Optional[List[int]] = None) -> Optional[List[int]]:
+    """For each statement of ``module.body``, the line where its own code starts, from
+    CPython's parser (`starts`: `screen.statement_starts` of its parse, when the caller
+    has parsed it already); None when the two trees do not line up (then positions come
+    from rendering the whole module)."""
+    if starts is None:
+        import ast
 
-    try:
-        body = ast.parse(source).body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+        try:
+            starts = statement_starts(ast.parse(source))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     lines: List[int] = []
     index = 0
     for statement in module.body:
-        if index >= len(body):
+        if index >= len(starts):
             return None
-        node = body[index]
-        decorators = getattr(node, "decorator_list", None)
-        lines.append(decorators[0].lineno if decorators else node.lineno)
+        lines.append(starts[index])
         index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-    return lines if index == len(body) else None
+    return lines if index == len(starts) else None
 
 
 def statement_positions(module: cst.Module, lines: List[str], parents: Parents, node: cst.CSTNode, code_lines: List[int]):

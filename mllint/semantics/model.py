@@ -211,6 +211,8 @@ class FileModel:
         self._lines: Optional[List[str]] = None
         self._assignments_index = None  # see _assignment_index
         self._code_lines: Optional[List[int]] = None  # see _statement_positions
+        # edits.statement_starts of CPython's parse of the file, when the engine has it
+        self.ast_starts: Optional[List[int]] = None
 
     # --- positions (resolved lazily: most files report nothing) ----------------------
     def position(self, node: cst.CSTNode):
@@ -228,7 +230,7 @@ class FileModel:
         from mllint.semantics.edits import statement_positions, top_statement_lines
 
         if self._code_lines is None:
-            self._code_lines = top_statement_lines(self.module, self.source) or []
+            self._code_lines = top_statement_lines(self.module, self.source, self.ast_starts) or []
         if not self._code_lines:
             return None
         try:
