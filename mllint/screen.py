@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 __all__ = ["Facts", "parse", "facts_of", "screened", "passing"]
 
@@ -65,6 +65,9 @@ class Facts:
     - ``attr_calls``: Counter of the attribute names called (``x.step()`` -> ``step``);
     - ``zero_arg_attr_calls`` / ``arg_attr_calls``: attribute names called without any
       argument / with some;
+    - ``eval_switch``: some call switches a model to eval mode as the semantic model's
+      EVAL effect reads one: ``x.eval()``, ``x.train(False)``, ``x.train(mode=False)``
+      (``x.train(self.training)``, whose mode is unknown, is not one);
     - ``name_calls``: plain names called (``fit(...)`` -> ``fit``);
     - ``call_quals``: the dotted callee of each call, qualified through every import that
       binds its first part anywhere in the file (``F.cross_entropy`` -> also
@@ -75,20 +78,23 @@ class Facts:
     - ``script_call_quals``: ``call_quals`` of the calls in a scope that is no function of
       the file (module level, class bodies) or a function named main/run/cli/demo/app (where
       ML002/ML005 see an inference script);
-    - ``identifiers``: the names and attribute names the code reads or binds, and string keys
+    - ``identifiers``: the names and attribute names the code reads or binds, and string (or bytes) keys
       of subscripts (``batch["val"]``): what references (``ref_of``) are made of;
     - ``imported_names``: the local names imports bind and every part of what they import;
     - ``function_names``: the names of the functions defined (``def``/``async def``);
     - ``imports``: the qualified names the imports bind (``torch.nn.functional``);
     - ``aliases``: local name -> every qualified name an import binds it to;
     - ``for_loops``: the ``ast.For`` nodes (not ``async for``);
-    - ``has_loop``, ``has_class``.
+    - ``has_loop``, ``has_class``;
+    - ``references()`` (computed on demand, with a second walk): every reference the code
+      writes, as the semantic model spells them.
     """
 
     __slots__ = (
         "attr_calls", "zero_arg_attr_calls", "arg_attr_calls", "name_calls", "script_call_quals",
         "_script_call_dotted", "call_quals", "loop_call_quals", "loop_attr_calls",
-        "identifiers", "imported_names", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class", "_call_dotted",
+        "identifiers", "imported_names", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class",
+        "eval_switch", "tree", "_references", "_memo", "_call_dotted",
         "_loop_call_dotted", "_call_names",
     )
 
@@ -110,6 +116,10 @@ class Facts:
         self.for_loops: List[ast.For] = []
         self.has_loop = False
         self.has_class = False
+        self.eval_switch = False
+        self.tree: Optional[ast.AST] = None
+        self._references: Optional[Set[str]] = None
+        self._memo: Dict[str, bool] = {}
         self._call_dotted: Set[str] = set()
         self._loop_call_dotted: Set[str] = set()
         self._call_names: Optional[Set[str]] = None
@@ -131,6 +141,26 @@ class Facts:
     def imports_module(self, prefix: str) -> bool:
         """As ``ImportTable.imports_module``: an import binds `prefix` or something inside it."""
         return any(v == prefix or v.startswith(prefix + ".") for v in self.imports)
+
+    def once(self, key: str, compute: Callable[["Facts"], bool]) -> bool:
+        """``compute(self)``, computed once per file: several rules' screens share a
+        predicate (ML002 and ML005: ``words.evaluation_possible``)."""
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = compute(self)
+        return found
+
+    def references(self) -> Set[str]:
+        """Every reference the semantic model can make of this code, spelt as it spells
+        them (``names.ref_of``, ``dotted``): each name, each dotted chain and each of its
+        prefixes (``self.val_loader``), each subscript of one by a constant or a name
+        (``loaders["val"]``, ``batches[0]``, ``data[split]``), and the last part of each
+        called chain without ``get_`` (``self.get_val_loader()`` -> ``val_loader``, as
+        ``Phases.iterated_data`` reads it). A superset: a string key is spelt from its value,
+        without the quotes and prefixes of its source text (words in them only add tokens)."""
+        if self._references is None:
+            self._references = _references(self.tree) if self.tree is not None else set()
+        return self._references
 
     def qualify(self, dotted: str) -> Set[str]:
         head, _, rest = dotted.partition(".")
@@ -158,6 +188,14 @@ class Facts:
         return self
 
 
+def _false_mode(call: ast.Call) -> bool:
+    """``x.train(False)`` / ``x.train(mode=False)``: the literal the builder reads as EVAL."""
+    first = call.args[0] if call.args else None
+    if type(first) is ast.Constant and first.value is False:
+        return True
+    return any(k.arg == "mode" and type(k.value) is ast.Constant and k.value.value is False for k in call.keywords)
+
+
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -168,13 +206,13 @@ _MAIN_NAMES = frozenset({"main", "run", "cli", "demo", "app"})
 def facts_of(tree: ast.AST) -> Facts:
     """One walk over `tree` (iterative: deep nesting does not recurse)."""
     facts = Facts()
+    facts.tree = tree
     ids = facts.identifiers
     attr_calls = facts.attr_calls
     # (node, written inside a loop body of the current function, in a script scope)
     stack = [(tree, False, True)]
     pop, push = stack.pop, stack.append
     Name, Attribute, Call, Subscript, Constant = ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant
-    iter_fields = ast.iter_fields
     AST = ast.AST
     while stack:
         node, in_loop, script = pop()
@@ -192,6 +230,8 @@ def facts_of(tree: ast.AST) -> Facts:
                     facts.arg_attr_calls.add(func.attr)
                 else:
                     facts.zero_arg_attr_calls.add(func.attr)
+                if func.attr == "eval" and not (node.args or node.keywords) or func.attr == "train" and _false_mode(node):
+                    facts.eval_switch = True
                 if in_loop:
                     facts.loop_attr_calls.add(func.attr)
             elif type(func) is Name:
@@ -207,8 +247,9 @@ def facts_of(tree: ast.AST) -> Facts:
                 facts.script_call_quals.add(func.attr)  # get_model().load_state_dict(sd)
         elif kind is Subscript:
             key = node.slice
-            if type(key) is Constant and type(key.value) is str:
-                ids.add(key.value)
+            if type(key) is Constant and type(key.value) in (str, bytes):
+                value = key.value
+                ids.add(value if type(value) is str else value.decode("latin-1"))
         elif kind in _LOOPS:
             facts.has_loop = True
             if kind is ast.While:
@@ -260,14 +301,88 @@ def facts_of(tree: ast.AST) -> Facts:
                 full = f"{base}.{alias.name}" if base else alias.name
                 facts._bind(alias.asname or alias.name, full)
             continue
-        for _name, value in iter_fields(node):
-            if isinstance(value, list):
+        fields = _CHILD_FIELDS.get(kind)
+        if fields is None:
+            fields = _CHILD_FIELDS[kind] = _child_fields(kind)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
                 for item in value:
                     if isinstance(item, AST):
                         push((item, in_loop, script))
             elif isinstance(value, AST):
                 push((value, in_loop, script))
     return facts._finish()
+
+
+def _reference(node: ast.AST, memo: Dict[int, Optional[str]]) -> Optional[str]:
+    """``names.ref_of`` of an ``ast`` expression (None: not a reference)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    kind = type(node)
+    found: Optional[str] = None
+    if kind is ast.Name:
+        found = node.id
+    elif kind is ast.Attribute:
+        base = _reference(node.value, memo)
+        if base is not None and "[" not in base:
+            found = f"{base}.{node.attr}"
+    elif kind is ast.Subscript:
+        base = _reference(node.value, memo)
+        index = node.slice
+        if base is not None:
+            if type(index) is ast.Name:
+                found = f"{base}[{index.id}]"
+            elif type(index) is ast.Constant and not isinstance(index.value, (float, complex)) and index.value is not ...:
+                value = index.value
+                text = repr(value) if isinstance(value, (str, bytes)) else str(value)
+                found = f"{base}[{text}]"
+    memo[key] = found
+    return found
+
+
+def _references(tree: ast.AST) -> Set[str]:
+    refs: Set[str] = set()
+    memo: Dict[int, Optional[str]] = {}
+    stack = [tree]
+    pop, push = stack.pop, stack.append
+    kinds = (ast.Name, ast.Attribute, ast.Subscript)
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind in kinds:
+            ref = _reference(node, memo)
+            if ref is not None:
+                refs.add(ref)
+        elif kind is ast.Call:
+            called = _dotted(node.func)
+            if called is not None:
+                refs.add(called.rsplit(".", 1)[-1].replace("get_", ""))
+        fields = _CHILD_FIELDS.get(kind)
+        if fields is None:
+            fields = _CHILD_FIELDS[kind] = _child_fields(kind)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push(item)
+            elif isinstance(value, ast.AST):
+                push(value)
+    return refs
+
+
+# node class -> the fields that may hold nodes the walk needs: not a Load/Store context, not
+# an operator (``ast.Add``), not a constant's value
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "value_kind", "kind", "type_comment", "conversion"})
+
+
+def _child_fields(kind: type) -> Tuple[str, ...]:
+    if kind is ast.Constant or issubclass(kind, (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)):
+        return ()
+    return tuple(name for name in kind._fields if name not in _LEAF_FIELDS)
 
 
 def screened(facts: Facts, rules: Sequence) -> list:

@@ -129,6 +129,36 @@ def test_ml002_ml005_need_evaluation_evidence():
     assert not passes("def evaluate(model, x):\n    return model(x)\n", "ML002")
 
 
+def test_ml002_ml005_mode_switches_that_are_evidence():
+    # x.eval(), x.train(False), x.train(mode=False): the model's EVAL effects
+    for switch in ("net.eval()", "net.train(False)", "net.train(mode=False)"):
+        assert facts(f"{switch}\n").eval_switch, switch
+        assert passes(f"import torch\n{switch}\nout = net(x)\n", "ML002"), switch
+    # a submodule following its parent's mode (timm's reset_classifier) sets no known mode:
+    # a "maybe" mode event, never evidence of evaluation
+    follow = "import torch.nn as nn\nclass Net(nn.Module):\n    def reset(self):\n        self.head.train(self.training)\n"
+    assert not facts(follow).eval_switch
+    assert not passes(follow, "ML002") and not passes(follow, "ML005")
+    assert not facts("net.train()\nnet.train(True)\nnet.eval(x)\n").eval_switch
+
+
+def test_ml002_ml005_val_words_need_a_reference_that_names_data():
+    # ``val``/``valid`` name evaluation data only beside a word for data, or alone
+    for code in ("mask = patch_valid & keep\n", "lo = min_val + 1\n", "clip = self.max_val\n"):
+        source = "import torch\n" + code
+        assert not passes(source, "ML002") and not passes(source, "ML005"), code
+    for code in ("out = net(val)\n", "out = net(batch.valid_x)\n", "for b in self.get_val_loader():\n    net(b)\n",
+                 "out = net(data['valid'])\n", "out = net(x_valid)\n", "out = net(val_data[i])\n"):
+        source = "import torch\n" + code
+        assert passes(source, "ML002") and passes(source, "ML005"), code
+
+
+def test_references_spell_refs_as_the_model():
+    refs = facts("y = net(self.a.val_data[0], d['k'], e[i], f[1.5], g(x).h, self.get_test_loader())\n").references()
+    assert {"net", "self.a.val_data", "self.a.val_data[0]", "d['k']", "e[i]", "test_loader", "g", "x"} <= refs
+    assert not {"f[1.5]", "g.h"} & refs
+
+
 def test_ml003_needs_a_fit_call():
     assert passes("scaler.fit_transform(X)\n", "ML003")
     assert passes("from sklearn.preprocessing import scale\nX = scale(X)\n", "ML003")

@@ -220,6 +220,11 @@ def torch_file_possible(facts) -> bool:
 
 
 def evaluation_possible(facts) -> bool:
+    """`_evaluation_possible`, once per file."""
+    return facts.once("evaluation_possible", _evaluation_possible)
+
+
+def _evaluation_possible(facts) -> bool:
     """Whether the file can hold evidence of evaluation (``Phases.evidence``/``mode_evidence``/
     ``eval_not_undone``), from the screen's facts. Every kind of evidence comes from names:
     a function of the file named for evaluation (``eval_name_strength`` of its own name);
@@ -229,8 +234,9 @@ def evaluation_possible(facts) -> bool:
     an inference script (``_LOAD_CALLS`` on a call at module level or in main() and the like,
     where ``script_evidence`` looks); or a mode switch (``.eval()``,
     ``.train(False)``). A caller's evidence ("callers") is one of these further up."""
-    if "eval" in facts.zero_arg_attr_calls or "train" in facts.arg_attr_calls:
-        return True  # x.eval(), x.train(False): the EVAL effects, also inside helpers
+    if facts.eval_switch:
+        return True  # x.eval(), x.train(False): the EVAL effects, also inside helpers (a
+        # train(flag) is a "maybe" mode event, which is never evidence of evaluation)
     # script_evidence: a load in the forward's own scope, module level or main()/run()...
     if any(_LOAD_CALLS.search(name) for name in facts.script_call_quals):
         return True
@@ -239,4 +245,8 @@ def evaluation_possible(facts) -> bool:
     for name in facts.function_names:
         if eval_name_strength(name) and not (suite and {"test", "tests"} & set(name_tokens(name))):
             return True
-    return any(_eval_data_word(identifier) for identifier in facts.identifiers)
+    if not any(_eval_data_word(identifier) for identifier in facts.identifiers):
+        return False
+    # some identifier holds the word: whether a reference holding it names evaluation data
+    # (``patch_valid``, ``max_val`` do not: ``val``/``valid`` need a word for data beside them)
+    return any(is_eval_data_ref(ref) for ref in facts.references())
