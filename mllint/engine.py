@@ -177,8 +177,10 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     if not active:
         return _suppress([], source, path, rules, suppressions)
     parsed_source = source
+    from mllint.semantics.tree import parse_module
+
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source)
     except cst.ParserSyntaxError as exc:
         if "\t" not in source or compile_error(source, path):
             error = syntax_error(source, path, exc)
@@ -187,7 +189,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         # which CPython reads as 8 columns. Lint the same lines with those tabs expanded.
         parsed_source = _expand_indent_tabs(source)
         try:
-            module = cst.parse_module(parsed_source)
+            module = parse_module(parsed_source)
         except (cst.ParserSyntaxError, RecursionError, MemoryError):
             error = syntax_error(source, path, exc)
             return [error] if error else []

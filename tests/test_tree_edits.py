@@ -175,3 +175,30 @@ def test_replace_copies_only_the_path(source):
         assert fixed.code == module.deep_replace(node, new).code
         changed = [a is not b for a, b in zip(module.body, fixed.body)]
         assert sum(changed) == 1  # the statement holding the node; every other one is shared
+
+
+@pytest.mark.parametrize("source", TRICKY)
+def test_parse_without_validation_gives_libcsts_tree_and_validates_afterwards(source):
+    from mllint.semantics.tree import parse_module
+
+    parsed = parse_module(source)
+    assert parsed.deep_equals(cst.parse_module(source)) and parsed.code == source
+    with pytest.raises(cst.CSTValidationError):  # nodes built after the parse are checked again
+        cst.Name("not a name")
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_module("def (:\n")
+    with pytest.raises(cst.CSTValidationError):  # also after a parse that failed
+        cst.Name("1x")
+
+
+def test_conditions_render_their_text_when_first_compared():
+    from mllint.semantics import build_model
+    from mllint.semantics.model import Cond
+
+    source = "for b in loader:\n    if step  %  10 == 0 :\n        opt.step()\n    else:\n        pass\n"
+    model = build_model(cst.parse_module(source), source, "c.py")
+    conds = {c for effect in model.effects for c in effect.ctx.conds}
+    assert conds and all(c.text == "step % 10 == 0" for c in conds)
+    yes = [c for c in conds if c.branch == "if"]
+    assert yes and yes[0] == Cond("step % 10 == 0", "if") and hash(yes[0]) == hash(Cond("step % 10 == 0", "if"))
+    assert yes[0] != Cond("step % 10 == 0", "else")

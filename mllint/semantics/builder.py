@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Dict, List, Optional, Tuple
 
@@ -81,6 +82,11 @@ def grad_mode_of(qualname: Optional[str], call: Optional[cst.Call]) -> Optional[
         name = dotted(value)
         return f"flag:{name}" if name else "flag:?"
     return None
+
+
+def _condition_text(module: cst.Module, test: cst.BaseExpression) -> str:
+    """An ``if`` test as a Cond compares it: its code on one line, one kind of quote."""
+    return " ".join(module.code_for_node(test).split()).replace('"', "'")
 
 
 class _Builder(cst.CSTVisitor):
@@ -263,15 +269,15 @@ class _Builder(cst.CSTVisitor):
         self._visit_in(node.orelse, statement=None, conditional=True)
         return False
 
-    def _cond(self, test: cst.BaseExpression, branch: str) -> Cond:
-        text = " ".join(self.m.module.code_for_node(test).split()).replace('"', "'")
-        return Cond(text, branch, self.loop, test)
-
     def visit_If(self, node: cst.If) -> bool:
         self._visit_in(node.test, statement=node)
-        self._visit_in(node.body, conditional=True, statement=None, guard=node.test, conds=self.conds + (self._cond(node.test, "if"),))
+        # both branches' conditions read one rendering of the test, made when first compared
+        text = functools.lru_cache(maxsize=1)(functools.partial(_condition_text, self.m.module, node.test))
+        yes = Cond(None, "if", self.loop, node.test, text)
+        self._visit_in(node.body, conditional=True, statement=None, guard=node.test, conds=self.conds + (yes,))
         # else / elif: under the negation of this test (an elif adds its own test inside)
-        self._visit_in(node.orelse, conditional=True, statement=None, guard=node.test, conds=self.conds + (self._cond(node.test, "else"),))
+        no = Cond(None, "else", self.loop, node.test, text)
+        self._visit_in(node.orelse, conditional=True, statement=None, guard=node.test, conds=self.conds + (no,))
         return False
 
     def visit_Else(self, node: cst.Else) -> bool:

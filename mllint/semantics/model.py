@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -79,15 +79,42 @@ class Context:
     conds: Tuple["Cond", ...] = ()  # every condition the code sits under, outermost first
 
 
-@dataclass(frozen=True)
 class Cond:
     """One condition a piece of code runs under: the branch of an ``if`` (compared by the
-    test's text, so two ``if train:`` blocks are the same condition) or an ``except``."""
+    test's text, so two ``if train:`` blocks are the same condition) or an ``except``.
 
-    text: str
-    branch: str  # "if", "else" or "except"
-    loop: Optional[Loop] = field(default=None, compare=False, hash=False)  # innermost loop around the ``if``
-    node: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)  # the test expression
+    The text may be given as a function that renders it (`render`): the builder makes a
+    Cond for every branch of every ``if``, and most are never compared or read."""
+
+    __slots__ = ("_text", "branch", "loop", "node", "_render")
+
+    def __init__(
+        self, text: Optional[str], branch: str, loop: Optional["Loop"] = None,
+        node: Optional[cst.CSTNode] = None, render: Optional[Callable[[], str]] = None,
+    ) -> None:
+        self._text = text
+        self.branch = branch  # "if", "else" or "except"
+        self.loop = loop  # innermost loop around the ``if``
+        self.node = node  # the test expression
+        self._render = render
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self._render()  # type: ignore[misc]
+            self._render = None
+        return self._text
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Cond):
+            return NotImplemented
+        return self.branch == other.branch and self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.branch))
+
+    def __repr__(self) -> str:
+        return f"Cond({self.text!r}, {self.branch!r})"
 
 
 @dataclass

@@ -354,6 +354,15 @@ class BackwardFlow:
                 index += 1
         return mapping
 
+    def _sinks_possible(self) -> bool:
+        """Whether the file may hold a backward pass for values to reach (`flow`'s sinks:
+        ``.backward()``/``.manual_backward()`` calls and ``torch.autograd`` functions, whose
+        qualified names come from imports that spell ``autograd``). Without one, every
+        backward set is empty and no value feeds a backward pass: the data flow of the
+        file's scopes need not be built at all."""
+        source = self.m.source
+        return "backward" in source or "autograd" in source
+
     def _backward_sets(self) -> Dict[str, Set[str]]:
         """For each scope, the references whose values reach a backward pass in it
         (flow-insensitive; through assignments, containers and local helpers)."""
@@ -361,7 +370,7 @@ class BackwardFlow:
             return self._backward_refs
         scopes = list(self.m.functions) + [MODULE_SCOPE]
         sets: Dict[str, Set[str]] = {s: set() for s in scopes}
-        for _ in range(10):
+        for _ in range(10 if self._sinks_possible() else 0):
             changed = False
             for scope in scopes:
                 b = sets[scope]
@@ -399,6 +408,8 @@ class BackwardFlow:
         reaches a backward pass: in its scope after it, or through a return to a caller
         whose use of the result reaches one, or through a ``self`` attribute some method
         backpropagates."""
+        if not self._sinks_possible():
+            return False  # nothing in the file backpropagates: no value reaches a backward pass
         if node in self._feeds:
             return self._feeds[node]
         seen = _seen or set()
