@@ -65,6 +65,8 @@ class Facts:
     - ``attr_calls``: Counter of the attribute names called (``x.step()`` -> ``step``);
     - ``zero_arg_attr_calls`` / ``arg_attr_calls``: attribute names called without any
       argument / with some;
+    - ``ref_attr_calls``: attribute names called on an object reference, as ``names.ref_of``
+      reads one (``self.head.forward(x)``, ``blocks[0].forward(x)``; not ``super().forward(x)``);
     - ``eval_switch``: some call switches a model to eval mode as the semantic model's
       EVAL effect reads one: ``x.eval()``, ``x.train(False)``, ``x.train(mode=False)``
       (``x.train(self.training)``, whose mode is unknown, is not one);
@@ -91,7 +93,7 @@ class Facts:
     """
 
     __slots__ = (
-        "attr_calls", "zero_arg_attr_calls", "arg_attr_calls", "name_calls", "script_call_quals",
+        "attr_calls", "zero_arg_attr_calls", "arg_attr_calls", "ref_attr_calls", "name_calls", "script_call_quals",
         "_script_call_dotted", "call_quals", "loop_call_quals", "loop_attr_calls",
         "identifiers", "imported_names", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class",
         "eval_switch", "tree", "_references", "_memo", "_call_dotted",
@@ -102,6 +104,7 @@ class Facts:
         self.attr_calls: Counter = Counter()
         self.zero_arg_attr_calls: Set[str] = set()
         self.arg_attr_calls: Set[str] = set()
+        self.ref_attr_calls: Set[str] = set()
         self.script_call_quals: Set[str] = set()
         self._script_call_dotted: Set[str] = set()
         self.name_calls: Set[str] = set()
@@ -207,6 +210,7 @@ def facts_of(tree: ast.AST) -> Facts:
     """One walk over `tree` (iterative: deep nesting does not recurse)."""
     facts = Facts()
     facts.tree = tree
+    memo: Dict[int, Optional[str]] = {}
     ids = facts.identifiers
     attr_calls = facts.attr_calls
     # (node, written inside a loop body of the current function, in a script scope)
@@ -234,6 +238,8 @@ def facts_of(tree: ast.AST) -> Facts:
                     facts.eval_switch = True
                 if in_loop:
                     facts.loop_attr_calls.add(func.attr)
+                if _reference(func.value, memo) is not None:
+                    facts.ref_attr_calls.add(func.attr)
             elif type(func) is Name:
                 facts.name_calls.add(func.id)
             dotted = _dotted(func)

@@ -78,8 +78,9 @@ FIX = "safe"
 
 
 def SCREEN(facts) -> bool:
-    # Sound: every finding is a call ``<ref>.forward(...)``.
-    return "forward" in facts.attr_calls
+    # Sound: every finding is a call ``<ref>.forward(...)`` whose receiver is a reference
+    # (check() skips ``super().forward(x)`` and ``make_model().forward(x)``).
+    return "forward" in facts.ref_attr_calls
 
 # Methods whose body is a module's own forward pass (a wrapper's forward delegating to the module it wraps).
 _FORWARD_METHOD = re.compile(r"^(_*forward\w*|\w+_forward|__call__)$")

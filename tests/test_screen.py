@@ -191,6 +191,8 @@ def test_ml010_needs_torch_load_by_its_qualified_name():
 
 def test_ml011_ml012_ml013_ml014():
     assert passes("net.forward(x)\n", "ML011") and not passes("net(x)  # .forward(\n", "ML011")
+    assert passes("y = self.blocks[0].forward(x)\n", "ML011") and passes("y = self.head.forward(x)\n", "ML011")
+    assert not passes("y = super().forward(x)\n", "ML011") and not passes("y = build().forward(x)\n", "ML011")
     assert passes("from torch.nn.utils import clip_grad_norm_ as clip\nclip(p, 1.0)\n", "ML012")
     assert not passes("clip_grad = 1.0\nscaler.scale(loss)\n", "ML012")
     ce = "import torch.nn as nn\nimport torch.nn.functional as F\nloss = nn.CrossEntropyLoss()(F.softmax(x, 1), y)\n"
