@@ -154,3 +154,69 @@ def test_data_dependent_large_model_is_extrapolated_from_small_real_runs(monkeyp
     assert est.fallback_batches == (2, 4)
     real = measure_real(target.function, "train", batch_size=16)
     assert abs(est.run.peak - real["peak"]) <= 0.02 * real["peak"], (est.run.peak, real["peak"])
+
+
+# --- allocator level ------------------------------------------------------------------------------
+
+
+def measure_allocator(function, mode, steps=2):
+    """The CPU allocator's peak over a plain loop on real tensors: the highest point, during the
+    steps, of the allocator's running total since before the model was built (torch.profiler
+    memory events)."""
+    from mllint.memory.scratch import AllocatorProbe
+
+    with AllocatorProbe() as probe:
+        built = function()
+        model, inputs = built[0], built[1]
+        loss_fn = built[2] if len(built) > 2 else default_loss
+        inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+        if mode == "inference":
+            model.eval()
+            with probe.mark("steps"), torch.no_grad():
+                out = model(*inputs)
+                del out
+        else:
+            model.train()
+            opt = make_optimizer("adamw", [p for p in model.parameters() if p.requires_grad], None)
+            with probe.mark("steps"):
+                for _ in range(steps):
+                    out = model(*inputs)
+                    loss = loss_fn(out)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                    del out, loss
+    return probe.held_peak("steps")
+
+
+@pytest.mark.parametrize("mode", ["train", "inference"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "gpt", "lstm"])
+def test_allocator_peak_matches_the_cpu_allocator(name, mode, tmp_path, monkeypatch):
+    monkeypatch.setenv("MLLINT_MEMORY_CACHE", str(tmp_path))  # measured afresh, then from the cache
+    target = load_target(f"{MODELS}:{name}")
+    est = Estimator(target, Settings(mode=mode)).at(None)
+    real = measure_allocator(target.function, mode)
+    alloc = est.run.allocator
+    assert alloc is not None and alloc.peak >= est.run.peak
+    assert abs(alloc.peak - real) <= 0.05 * real, (alloc.peak, real, est.run.peak)
+    assert alloc.measured > 0 and alloc.unmeasured == 0
+    again = Estimator(target, Settings(mode=mode)).at(None).run.allocator
+    assert again.measured == 0 and again.peak == alloc.peak  # every signature from the cache
+
+
+def test_scratch_specs_keep_layouts_and_rescale_the_batch():
+    from mllint.memory.scratch import TensorSpec, call_of
+
+    base = torch.zeros(4, 6)
+    expanded = base[:, :1].expand(4, 5)  # stride 0 on dim 1: a kernel sees the same layout
+    call = call_of(torch.ops.aten.mm.default, (expanded.t(), base[:, :5]), {})
+    a = call.args[0]
+    assert isinstance(a, TensorSpec) and a.shape == (5, 4) and a.stride == (0, 6) and a.storage == 24
+    real = a.real()
+    assert real.shape == (5, 4) and real.stride() == (0, 6)
+    assert call.key == call_of(torch.ops.aten.mm.default, (expanded.t(), base[:, :5]), {}).key
+    spec = TensorSpec((8, 3, 16), (48, 16, 1), 0, 384, torch.float32)
+    half = spec.with_batch(8, 4)
+    assert half.shape == (4, 3, 16) and half.stride == (48, 16, 1) and half.storage == 192
+    t = TensorSpec((3, 8), (1, 3), 0, 24, torch.float32).with_batch(8, 2)  # a transposed layout stays transposed
+    assert t.shape == (3, 2) and t.stride == (1, 3)

@@ -109,6 +109,28 @@ def test_measure_prints_predicted_and_measured(capsys):
     code, out, err = cli(capsys, f"{MODELS}:cnn", "--measure", "--format", "json", "--mode", "inference")
     data = json.loads(out)
     assert data["measured"]["peak"] == data["peak_bytes"]
+    # the allocator level beside the tensor level, predicted and measured
+    assert data["allocator_peak_bytes"] == data["allocator"]["peak_bytes"] >= data["peak_bytes"]
+    assert abs(data["allocator_peak_bytes"] - data["measured"]["allocator_peak"]) <= 0.05 * data["measured"]["allocator_peak"]
+    assert "profiler" in data["allocator"]["how"] and data["allocator"]["signatures"] > 0
+
+
+def test_allocator_level_names_the_ops_with_scratch(capsys):
+    # nn.LSTM on CPU: oneDNN's RNN kernel allocates a workspace inside itself, no tensor tracker sees it
+    code, out, err = cli(capsys, f"{MODELS}:lstm", "--mode", "inference", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    alloc = data["allocator"]
+    assert alloc["over_tensor_peak_bytes"] > 0 and data["allocator_peak_bytes"] > data["peak_bytes"]
+    assert alloc["op"] == "aten.mkldnn_rnn_layer.default"
+    assert alloc["scratch_ops"][0]["op"] == "aten.mkldnn_rnn_layer.default"
+    code, out, err = cli(capsys, f"{MODELS}:lstm", "--mode", "inference")
+    line = next(l for l in out.splitlines() if l.startswith("Peak (allocator):"))
+    assert "inside mkldnn_rnn_layer" in line and "USDT" not in err
+    # modelling CUDA without a GPU: the CPU kernels' scratch is not the GPU's, so none is claimed
+    code, out, err = cli(capsys, f"{MODELS}:lstm", "--device", "cuda", "--format", "json")
+    data = json.loads(out)
+    assert data["allocator_peak_bytes"] is None and "not measured" in data["allocator"]["how"]
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -101,7 +101,8 @@ def run_measurement(target, settings: Settings, est, device) -> dict:
 
     foreach = True if (device.name == "cuda" and settings.mode == "train") else None
     try:
-        run = replay(target, settings, est.run.batch, fake=False, foreach=foreach, device=device)
+        run = replay(target, settings, est.run.batch, fake=False, foreach=foreach, device=device,
+                     allocator=device.name == "cpu")
     except StepError as exc:
         raise ConfigError(f"--measure: TARGET `{target.text}` raised {exc}") from None
     out = {
@@ -114,6 +115,8 @@ def run_measurement(target, settings: Settings, est, device) -> dict:
         "activations": run.activations_bytes,
         "seconds": round(run.seconds, 3),
     }
+    if run.allocator is not None:
+        out["allocator_peak"] = run.allocator.peak
     if device.name == "cuda":
         stats = device.allocator_peak() or {}
         out["allocated"] = stats.get("allocated", 0)

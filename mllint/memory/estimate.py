@@ -156,17 +156,28 @@ def real_run_limit() -> int:
 class Estimator:
     """Estimates for one TARGET and settings, at any batch size."""
 
-    def __init__(self, target: Target, settings: Settings) -> None:
+    def __init__(self, target: Target, settings: Settings, allocator: bool = True) -> None:
         self.target = target
         self.settings = settings
         self.foreach = True if settings.device == "cuda" and settings.mode == "train" else None
+        # the allocator level is measured by running ops on the device modelled (scratch.py): CPU,
+        # or a GPU when this machine has one
+        self.allocator = None
+        if allocator:
+            import torch
+
+            if settings.device == "cpu":
+                self.allocator = "cpu"
+            elif settings.device == "cuda" and torch.cuda.is_available():
+                self.allocator = "cuda"
         self._fallback: Optional[Tuple[RunResult, RunResult, str]] = None
 
     def at(self, batch: Optional[int]) -> Estimate:
         started = time.perf_counter()
         if self._fallback is None:
             try:
-                run = replay(self.target, self.settings, batch, fake=True, foreach=self.foreach)
+                run = replay(self.target, self.settings, batch, fake=True, foreach=self.foreach,
+                             allocator=self.allocator)
                 est = Estimate(self.settings, run, "fake", notes=list(run.notes))
             except StepError as exc:
                 est = self._real_fallback(batch, exc)

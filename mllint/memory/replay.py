@@ -73,6 +73,10 @@ class CategoryTracker(LiveTensorTracker):
         self.rounded_current = 0
         self.rounded_peak = 0
         self.notes: set = set()
+        # allocator level (scratch.py): every op call of the measured steps, when asked for
+        self.op_log: Optional[List[Tuple[str, int, int, str]]] = None  # (call key, live before, live after, phase)
+        self.op_calls: Dict[str, Any] = {}  # call key -> scratch.Call
+        self._recording = False
 
     # --- LiveTensorTracker hooks -------------------------------------------------------
 
@@ -121,6 +125,7 @@ class CategoryTracker(LiveTensorTracker):
 
     def begin(self) -> None:
         """Start measuring: what is live now is the starting point, the build's peak is forgotten."""
+        self._recording = self.op_log is not None
         self.flush()
         self.reset_peak()
         self.rounded_peak = self.rounded_current
@@ -152,6 +157,11 @@ class CategoryTracker(LiveTensorTracker):
     # --- corrections for fake kernels that report the wrong size -------------------------
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self._recording and getattr(func, "namespace", "") != "profiler":  # record_function markers: no memory
+            return self._logged(func, types, args, kwargs)
+        return self._dispatch(func, types, args, kwargs)
+
+    def _dispatch(self, func, types, args, kwargs):
         fix = _OUTPUT_FIXES.get(func)
         if fix is None:
             return super().__torch_dispatch__(func, types, args, kwargs)
@@ -160,6 +170,18 @@ class CategoryTracker(LiveTensorTracker):
             return fix(self, a, func(*a, **k))
 
         return super().__torch_dispatch__(fixed, types, args, kwargs)
+
+    def _logged(self, func, types, args, kwargs):
+        """The op, with its call and the live bytes around it in ``op_log`` (allocator level)."""
+        from .scratch import call_of
+
+        call = call_of(func, args, kwargs)
+        call = self.op_calls.setdefault(call.key, call)
+        before = self.current
+        out = self._dispatch(func, types, args, kwargs)
+        self.op_log.append((call.key, before, self.current, self.phase))
+        call.out_bytes = max(call.out_bytes, self.current - before)
+        return out
 
 
 def _fix_mkldnn_lstm_workspace(tracker: "CategoryTracker", args, out):
@@ -263,6 +285,7 @@ class RunResult:
     seconds: float = 0.0
     loss: str = "default"
     notes: List[str] = field(default_factory=list)
+    allocator: Optional[Any] = None  # scratch.AllocatorPeak: the allocator-level peak, when computed
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -500,21 +523,33 @@ def value_free_internals():
 
 
 def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
-           foreach: Optional[bool] = None, steps: Optional[int] = None, device=None) -> RunResult:
+           foreach: Optional[bool] = None, steps: Optional[int] = None, device=None,
+           allocator=False) -> RunResult:
     """Build TARGET's model and inputs and replay the step(s), under FakeTensorMode if `fake`.
     `device` (a ``mllint.runtime.device.Device``, real runs only): the model and inputs are moved
     there after the build, and its allocator peak is reset before the step.
+    `allocator` (True: CPU, or the device to measure on, "cuda"): also the allocator-level peak
+    (``result.allocator``): predicted from the in-op peaks of the replay's op calls (scratch.py,
+    measured on that device) when `fake`; measured from the profiler's memory events of the step
+    when real (CPU).
 
     Errors from the TARGET's code (build, forward, loss, backward) are raised as ``StepError``;
     ``ConfigError`` for bad input."""
     steps = steps or settings.steps
     tracker = CategoryTracker()
+    if allocator and fake:
+        tracker.op_log = []
+    probe = None
+    if allocator and not fake:  # from before the build: every block the step frees is one it saw allocated
+        from .scratch import AllocatorProbe
+
+        probe = AllocatorProbe()
     started = time.perf_counter()
     outer = fake_mode() if fake else contextlib.nullcontext()
     patches = value_free_internals() if fake else contextlib.nullcontext()
     hooks = None
     try:
-        with warnings.catch_warnings(), patches, outer, tracker:
+        with warnings.catch_warnings(), probe or contextlib.nullcontext(), patches, outer, tracker:
             # copy.deepcopy of a fake tensor (in the TARGET's own code) reads its data pointer,
             # which torch warns about; nothing the user can act on.
             warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
@@ -525,10 +560,12 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
             result = RunResult(settings.mode, batch, fake, loss="default" if loss_fn is None else "TARGET's loss_fn")
             result.natural_batch = natural
             hooks = ModuleHooks(model, tracker)
-            if settings.mode == "train":
-                _train(model, inputs, loss_fn, settings, foreach, steps, tracker, result, on)
-            else:
-                _inference(model, inputs, settings, tracker, result, on)
+            with probe.mark("step") if probe is not None else contextlib.nullcontext():
+                if settings.mode == "train":
+                    _train(model, inputs, loss_fn, settings, foreach, steps, tracker, result, on)
+                else:
+                    _inference(model, inputs, settings, tracker, result, on)
+            tracker._recording = False
             del inputs, model, loss_fn
     except (ConfigError, StepError):
         raise
@@ -537,9 +574,49 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     finally:
         if hooks is not None:
             hooks.remove()
-    result.seconds = time.perf_counter() - started
     _finish(tracker, result)
+    if probe is not None:
+        from .scratch import AllocatorPeak
+
+        held = probe.held_peak("step")
+        if held is not None:
+            result.allocator = AllocatorPeak(max(held, result.peak), how="measured: the CPU allocator's running "
+                                             "total (torch.profiler memory events) during the step")
+    elif tracker.op_log is not None:
+        result.allocator = _allocator_peak(tracker, result, allocator if isinstance(allocator, str) else "cpu")
+    result.seconds = time.perf_counter() - started
     return result
+
+
+def _allocator_peak(tracker: CategoryTracker, result: RunResult, device: str = "cpu"):
+    """The allocator-level peak of a fake replay: each logged op call's in-op peak (measured
+    once per distinct call, or from the cache) on top of the live tensors before it."""
+    from .scratch import AllocatorPeak, ScratchCache, _cache_path, in_op_peaks
+
+    peaks, counts = in_op_peaks(tracker.op_calls, result.batch, ScratchCache(_cache_path(device)), device)
+    out = AllocatorPeak(result.peak, result.peak_phase, None, signatures=len(tracker.op_calls), **counts)
+    scratch: Dict[str, List[int]] = {}
+    for key, before, after, phase in tracker.op_log:
+        inside = peaks.get(key)
+        if inside is None:
+            continue
+        top = before + inside
+        hidden = top - after
+        name = tracker.op_calls[key].name
+        if hidden > 0:
+            entry = scratch.setdefault(name, [0, 0])
+            entry[0] = max(entry[0], hidden)
+            entry[1] += 1
+        if top > out.peak:
+            out.peak, out.phase, out.op = top, phase.split("/")[0], name
+    out.scratch_ops = sorted(((n, b, c) for n, (b, c) in scratch.items()), key=lambda t: -t[1])
+    out.how = (f"predicted: every distinct op call of the replay run once on real {device.upper()} tensors of the "
+               "same layout, measured by " + ("torch.profiler memory events" if device == "cpu" else
+                                              "the caching allocator's peak statistics")
+               + " (cached by signature); its in-op peak added to the live tensors before it")
+    tracker.op_log = None
+    tracker.op_calls = {}
+    return out
 
 
 def _phase_label(phase: str) -> str:

@@ -72,6 +72,7 @@ def to_dict(est: Estimate, search: Optional[BatchSearch] = None, measured: Optio
         "batch_size": r.batch,
         "method": est.method,
         "peak_bytes": r.peak,
+        "allocator_peak_bytes": r.allocator.peak if r.allocator is not None else None,
         "phase": r.peak_phase,
         "peak_step": r.peak_step,
         "parameters_bytes": r.parameters_bytes,
@@ -109,6 +110,7 @@ def to_dict(est: Estimate, search: Optional[BatchSearch] = None, measured: Optio
             "terms": [{"name": t.name, "low": t.low, "high": t.high, "counted_in": t.counted_in, "note": t.note}
                       for t in c.terms],
         }
+    data["allocator"] = allocator_dict(est)
     if search is not None:
         data["gpu_memory"] = {
             "budget_bytes": search.budget,
@@ -119,6 +121,34 @@ def to_dict(est: Estimate, search: Optional[BatchSearch] = None, measured: Optio
     if measured is not None:
         data["measured"] = measured
     return data
+
+
+def allocator_dict(est: Estimate) -> dict:
+    """The allocator level in JSON: the peak, where, the ops whose scratch counts, how it was found."""
+    a = est.run.allocator
+    if a is None:
+        return {"peak_bytes": None, "how": allocator_missing(est)}
+    return {
+        "peak_bytes": a.peak,
+        "over_tensor_peak_bytes": a.peak - est.run.peak,
+        "phase": a.phase,
+        "op": a.op,
+        "scratch_ops": [{"op": op, "largest_bytes": b, "calls": c} for op, b, c in a.scratch_ops[:10]],
+        "signatures": a.signatures,
+        "measured_now": a.measured,
+        "extrapolated": a.extrapolated,
+        "unmeasured": a.unmeasured,
+        "how": a.how,
+    }
+
+
+def allocator_missing(est: Estimate) -> str:
+    if est.settings.device == "cuda":
+        return ("not measured: in-op scratch is measured by running each op on the target device, and CUDA "
+                "kernels (cuDNN/cuBLAS workspaces) cannot be run here; the CUDA range covers them as terms")
+    if est.method != "fake":
+        return "not measured: the estimate comes from real runs (fake tensors could not run the model)"
+    return "not computed"
 
 
 def top_modules(modules: Dict[str, int], n: int = 8):
@@ -156,6 +186,12 @@ def to_text(est: Estimate, target: str, search: Optional[BatchSearch] = None, me
     lines.append("")
     phase = f"{r.peak_phase} (step {r.peak_step})" if s.mode == "train" else r.peak_phase
     lines.append(f"Peak (tensor level): {human(r.peak)} during {phase}")
+    a = r.allocator
+    if a is not None:
+        over = a.peak - r.peak
+        where = f" during {a.phase}, inside {_op_name(a.op)}" if a.op else ""
+        share = f" (+{100 * over / r.peak:.1f}%: scratch kernels allocate inside ops)" if over and r.peak else ""
+        lines.append(f"Peak (allocator):    {human(a.peak)}{where}{share}")
     if est.cuda is not None:
         c = est.cuda
         lines.append(f"On CUDA:             {human(c.total[0])} - {human(c.total[1])} "
@@ -224,6 +260,14 @@ def to_text(est: Estimate, target: str, search: Optional[BatchSearch] = None, me
             lines.append("  (optimizer replayed with foreach=True, the CUDA default)")
         lines.append("")
 
+    if a is not None and a.scratch_ops:
+        lines.append("Ops that allocate scratch inside themselves (largest, beyond their outputs)")
+        lines += _table([[_op_name(op), human(b), f"{c} call{'s' if c != 1 else ''}"] for op, b, c in a.scratch_ops[:6]], {1, 2})
+        lines.append(f"  ({a.signatures} distinct op calls; {a.measured} measured now, the rest cached"
+                     + (f"; {a.extrapolated} extrapolated from smaller batches" if a.extrapolated else "")
+                     + (f"; {a.unmeasured} not measurable (counted without scratch)" if a.unmeasured else "") + ")")
+        lines.append("")
+
     if search is not None:
         lines.append(f"Largest batch size that fits {human(search.budget)}: "
                      + (f"{search.largest}" + (" (search capped)" if search.capped else "")
@@ -264,6 +308,9 @@ def _measured_lines(est: Estimate, measured: dict) -> List[str]:
         rows.append(["tensor peak (live storages)", human(est.run.peak), human(measured.get("tensor_peak", 0)),
                      _err(est.run.peak, measured.get("tensor_peak", 0))])
     else:
+        if "allocator_peak" in measured and est.run.allocator is not None:
+            pred = est.run.allocator.peak
+            rows.append(["allocator peak", human(pred), human(measured["allocator_peak"]), _err(pred, measured["allocator_peak"])])
         for key, label in (("peak", "tensor peak"), ("parameters", "parameters"), ("gradients", "gradients"),
                            ("optimizer", "optimizer state"), ("activations", "activations")):
             pred = {"peak": est.run.peak, "parameters": est.run.parameters_bytes,
@@ -275,6 +322,14 @@ def _measured_lines(est: Estimate, measured: dict) -> List[str]:
     if measured.get("phase"):
         out.append(f"  measured peak during {measured['phase']}; real run took {measured.get('seconds', 0):.1f} s")
     return out
+
+
+def _op_name(op: Optional[str]) -> str:
+    """``aten.convolution_backward.default`` -> ``convolution_backward``."""
+    if not op:
+        return ""
+    parts = op.split(".")
+    return parts[1] if len(parts) >= 2 and parts[0] == "aten" else op
 
 
 def _err(pred: int, real: int) -> str:
