@@ -176,8 +176,12 @@ class Estimator:
         started = time.perf_counter()
         if self._fallback is None:
             try:
-                run = replay(self.target, self.settings, batch, fake=True, foreach=self.foreach,
-                             allocator=self.allocator)
+                run = self._fake(batch)
+                if self.allocator is not None:
+                    from .scratch import allocator_peak
+
+                    run.allocator = allocator_peak(run, self.allocator, self._fake)
+                    run.op_log = run.op_calls = None
                 est = Estimate(self.settings, run, "fake", notes=list(run.notes))
             except StepError as exc:
                 est = self._real_fallback(batch, exc)
@@ -187,6 +191,11 @@ class Estimator:
             est.cuda = cuda_model(est.run, self.settings)
         est.seconds = time.perf_counter() - started
         return est
+
+    def _fake(self, batch: Optional[int]) -> RunResult:
+        """The FakeTensorMode replay at `batch` (every op call logged when the allocator level is wanted)."""
+        return replay(self.target, self.settings, batch, fake=True, foreach=self.foreach,
+                      allocator=self.allocator is not None)
 
     # --- fallback: real runs at small batches ----------------------------------------------------
 

@@ -286,6 +286,8 @@ class RunResult:
     loss: str = "default"
     notes: List[str] = field(default_factory=list)
     allocator: Optional[Any] = None  # scratch.AllocatorPeak: the allocator-level peak, when computed
+    op_log: Optional[List[Tuple[str, int, int, str]]] = field(default=None, repr=False)  # fake replay with allocator=
+    op_calls: Optional[Dict[str, Any]] = field(default=None, repr=False)
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -528,10 +530,9 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     """Build TARGET's model and inputs and replay the step(s), under FakeTensorMode if `fake`.
     `device` (a ``mllint.runtime.device.Device``, real runs only): the model and inputs are moved
     there after the build, and its allocator peak is reset before the step.
-    `allocator` (True: CPU, or the device to measure on, "cuda"): also the allocator-level peak
-    (``result.allocator``): predicted from the in-op peaks of the replay's op calls (scratch.py,
-    measured on that device) when `fake`; measured from the profiler's memory events of the step
-    when real (CPU).
+    `allocator`: for the allocator level. When `fake`, every op call of the step is logged
+    (``result.op_log``/``op_calls``) for ``scratch.allocator_peak``; when real (CPU), the peak is
+    measured from the profiler's memory events of the step (``result.allocator``).
 
     Errors from the TARGET's code (build, forward, loss, backward) are raised as ``StepError``;
     ``ConfigError`` for bad input."""
@@ -582,41 +583,11 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
         if held is not None:
             result.allocator = AllocatorPeak(max(held, result.peak), how="measured: the CPU allocator's running "
                                              "total (torch.profiler memory events) during the step")
-    elif tracker.op_log is not None:
-        result.allocator = _allocator_peak(tracker, result, allocator if isinstance(allocator, str) else "cpu")
+    elif tracker.op_log is not None:  # the caller measures the calls (scratch.allocator_peak)
+        result.op_log, result.op_calls = tracker.op_log, tracker.op_calls
+        tracker.op_log, tracker.op_calls = None, {}
     result.seconds = time.perf_counter() - started
     return result
-
-
-def _allocator_peak(tracker: CategoryTracker, result: RunResult, device: str = "cpu"):
-    """The allocator-level peak of a fake replay: each logged op call's in-op peak (measured
-    once per distinct call, or from the cache) on top of the live tensors before it."""
-    from .scratch import AllocatorPeak, ScratchCache, _cache_path, in_op_peaks
-
-    peaks, counts = in_op_peaks(tracker.op_calls, result.batch, ScratchCache(_cache_path(device)), device)
-    out = AllocatorPeak(result.peak, result.peak_phase, None, signatures=len(tracker.op_calls), **counts)
-    scratch: Dict[str, List[int]] = {}
-    for key, before, after, phase in tracker.op_log:
-        inside = peaks.get(key)
-        if inside is None:
-            continue
-        top = before + inside
-        hidden = top - after
-        name = tracker.op_calls[key].name
-        if hidden > 0:
-            entry = scratch.setdefault(name, [0, 0])
-            entry[0] = max(entry[0], hidden)
-            entry[1] += 1
-        if top > out.peak:
-            out.peak, out.phase, out.op = top, phase.split("/")[0], name
-    out.scratch_ops = sorted(((n, b, c) for n, (b, c) in scratch.items()), key=lambda t: -t[1])
-    out.how = (f"predicted: every distinct op call of the replay run once on real {device.upper()} tensors of the "
-               "same layout, measured by " + ("torch.profiler memory events" if device == "cpu" else
-                                              "the caching allocator's peak statistics")
-               + " (cached by signature); its in-op peak added to the live tensors before it")
-    tracker.op_log = None
-    tracker.op_calls = {}
-    return out
 
 
 def _phase_label(phase: str) -> str:

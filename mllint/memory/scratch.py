@@ -10,9 +10,10 @@ every allocation and free of the CPU allocator. The highest point of the allocat
 total inside the call (outputs included) is that call's *in-op peak*; the allocator-level peak of
 the step is the largest ``live tensors before the call + in-op peak`` over all calls.
 
-A call whose tensors together exceed ``MAX_REAL_BYTES`` is measured at two smaller batch sizes
-(every dimension equal to the replay's batch scaled down) and the in-op peak extended linearly to
-the real batch; one with no such dimension is left unmeasured (counted in the report). Results are
+A call whose tensors (arguments and outputs) exceed ``MAX_REAL_BYTES`` is not run at its real
+size: the fake replay runs again at two smaller batch sizes, the calls are matched by their
+order among the calls of the same op, and the in-op peaks measured there are extended linearly to the real batch
+(`allocator_peak`); a call that cannot be matched is left unmeasured (counted in the report). Results are
 cached on disk by signature, torch version and CPU capability (oneDNN picks kernels by the CPU's
 instruction set), so a second estimate of the same model measures nothing.
 
@@ -30,7 +31,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -60,20 +61,6 @@ class TensorSpec:
         fill = torch.ones if (self.dtype.is_floating_point or self.dtype.is_complex) else torch.zeros
         base = fill((max(self.storage, 1),), dtype=self.dtype, device=device)
         return base.as_strided(self.shape, self.stride, self.offset)
-
-    def with_batch(self, old: int, new: int) -> "TensorSpec":
-        """The same tensor with every dimension of size `old` resized to `new`: strides are
-        recomputed in the same order (dimensions of stride 0, expanded ones, stay expanded)."""
-        shape = tuple(new if n == old else n for n in self.shape)
-        order = sorted(range(len(shape)), key=lambda d: (self.stride[d], -d))  # innermost first
-        stride = [0] * len(shape)
-        step = 1
-        for d in order:
-            if self.stride[d] == 0:
-                continue
-            stride[d] = step
-            step *= max(shape[d], 1)
-        return TensorSpec(shape, tuple(stride), 0, step, self.dtype)
 
 
 def spec_of(value: Any) -> Any:
@@ -119,16 +106,6 @@ def _specs(value: Any) -> List[TensorSpec]:
     return []
 
 
-def _rebatch(value: Any, old: int, new: int) -> Any:
-    if isinstance(value, TensorSpec):
-        return value.with_batch(old, new)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_rebatch(v, old, new) for v in value)
-    if isinstance(value, dict):
-        return {k: _rebatch(v, old, new) for k, v in value.items()}
-    return value
-
-
 @dataclass
 class Call:
     """One distinct op call: the op and its arguments as specs."""
@@ -148,10 +125,7 @@ class Call:
         """Bytes a real run of the call needs: its tensor arguments and its outputs."""
         return sum(s.nbytes for s in _specs(self.args) + _specs(self.kwargs)) + self.out_bytes
 
-    def rebatched(self, old: int, new: int) -> "Call":
-        scale = new / old if old else 1.0
-        return Call(self.func, _rebatch(self.args, old, new), _rebatch(self.kwargs, old, new), self.key,
-                    int(self.out_bytes * scale))
+
 
 
 def call_of(func, args, kwargs) -> Call:
@@ -269,6 +243,10 @@ def measure_calls(calls: List[Call], device: str = "cpu") -> Dict[str, Optional[
                 continue
             result = None
             try:
+                # once to warm up, then measured: a kernel's first call may also fill caches that
+                # outlive it (oneDNN's primitive cache), which are no part of this call's scratch
+                result = call.func(*args, **kwargs)
+                result = None
                 with torch.profiler.record_function(label):
                     result = call.func(*args, **kwargs)
             except Exception:  # a kernel that needs real values (or fails on ones): left unmeasured
@@ -378,64 +356,121 @@ class AllocatorPeak:
     how: str = ""
 
 
-def in_op_peaks(calls: Dict[str, Call], batch: Optional[int], cache: ScratchCache,
-                device: str = "cpu") -> Tuple[Dict[str, Optional[int]], Dict[str, int]]:
-    """In-op peak of every call (None: unmeasured), from the cache or measured now; and counts."""
+def in_op_peaks(calls: List[Call], cache: ScratchCache, device: str = "cpu") -> Tuple[Dict[str, Optional[int]], int]:
+    """In-op peak of each call, from the cache or measured now (None: it could not be run);
+    and how many were measured now."""
     peaks: Dict[str, Optional[int]] = {}
-    counts = {"measured": 0, "extrapolated": 0, "unmeasured": 0}
-    direct: List[Call] = []
-    scaled: List[Tuple[Call, int, int, int]] = []
-    for key, call in calls.items():
-        cached = cache.get(key)
+    todo: List[Call] = []
+    for call in calls:
+        cached = cache.get(call.key)
         if cached != "missing":
-            peaks[key] = cached
-            if cached is None:
-                counts["unmeasured"] += 1
-            continue
-        if call.nbytes <= MAX_REAL_BYTES:
-            direct.append(call)
-            continue
-        small = _smaller_batches(call, batch)
-        if small is None:
-            peaks[key] = None
-            cache.put(key, None)
-            counts["unmeasured"] += 1
-        else:
-            scaled.append((call, batch, small[0], small[1]))
-    if direct:
-        for key, value in measure_calls(direct, device).items():
+            peaks[call.key] = cached
+        elif call.key not in peaks:
+            peaks[call.key] = None
+            todo.append(call)
+    if todo:
+        for key, value in measure_calls(todo, device).items():
             peaks[key] = value
             cache.put(key, value)
-            counts["measured" if value is not None else "unmeasured"] += 1
-    if scaled:
-        runs = []
-        for call, old, b1, b2 in scaled:
-            one, two = call.rebatched(old, b1), call.rebatched(old, b2)
-            one.key, two.key = call.key + f"@{b1}", call.key + f"@{b2}"
-            runs += [one, two]
-        found = measure_calls(runs, device)
-        for call, old, b1, b2 in scaled:
-            p1, p2 = found.get(call.key + f"@{b1}"), found.get(call.key + f"@{b2}")
-            value = None
-            if p1 is not None and p2 is not None:
-                value = max(0, round(p2 + (p2 - p1) * (old - b2) / (b2 - b1)))
-                counts["extrapolated"] += 1
-            else:
-                counts["unmeasured"] += 1
-            peaks[call.key] = value
-            cache.put(call.key, value)
+    return peaks, len(todo)
+
+
+def allocator_peak(run, device: str = "cpu", rerun: Optional[Callable[[int], Any]] = None) -> AllocatorPeak:
+    """The allocator-level peak of a fake replay (a RunResult with ``op_log``/``op_calls``).
+
+    Calls whose tensors exceed MAX_REAL_BYTES are not run at the real size: the replay is run
+    again (fake) at two smaller batch sizes (`rerun(batch)`), the op calls are matched by their
+    position in the step (the same ops in the same order), those smaller calls are measured and
+    the in-op peak is extended linearly in batch. Without that (no batch, an op called a
+    different number of times, still too large) the call counts without scratch and the report
+    says how many."""
+    calls: Dict[str, Call] = run.op_calls or {}
+    log = run.op_log or []
+    cache = ScratchCache(_cache_path(device))
+    small = [c for c in calls.values() if c.nbytes <= MAX_REAL_BYTES]
+    large = [c for c in calls.values() if c.nbytes > MAX_REAL_BYTES]
+    peaks, measured = in_op_peaks(small, cache, device)
+    extrapolated = 0
+    for call in large:
+        cached = cache.get(call.key)
+        if cached != "missing":
+            peaks[call.key] = cached
+    pending = [c for c in large if c.key not in peaks]
+    if pending and rerun is not None and run.batch:
+        found, now = _from_smaller_batches(run, pending, rerun, cache, device)
+        measured += now
+        for key, value in found.items():
+            peaks[key] = value
+            cache.put(key, value)
+            extrapolated += 1
     cache.save()
-    return peaks, counts
+    unmeasured = sum(1 for key in calls if peaks.get(key) is None)
+    out = AllocatorPeak(run.peak, run.peak_phase, None, signatures=len(calls), measured=measured,
+                        extrapolated=extrapolated, unmeasured=unmeasured)
+    scratch: Dict[str, List[int]] = {}
+    for key, before, after, phase in log:
+        inside = peaks.get(key)
+        if inside is None:
+            continue
+        top = before + inside
+        hidden = top - after
+        name = calls[key].name
+        if hidden > 0:
+            entry = scratch.setdefault(name, [0, 0])
+            entry[0] = max(entry[0], hidden)
+            entry[1] += 1
+        if top > out.peak:
+            out.peak, out.phase, out.op = top, phase.split("/")[0], name
+    out.scratch_ops = sorted(((n, b, c) for n, (b, c) in scratch.items()), key=lambda t: -t[1])
+    out.how = (f"predicted: every distinct op call of the replay run once on real {device.upper()} tensors of the "
+               "same layout, measured by " + ("torch.profiler memory events" if device == "cpu" else
+                                              "the caching allocator's peak statistics")
+               + " (cached by signature); its in-op peak added to the live tensors before it"
+               + ("; calls too large to run were measured at smaller batches and extended linearly"
+                  if extrapolated else ""))
+    return out
 
 
-def _smaller_batches(call: Call, batch: Optional[int]) -> Optional[Tuple[int, int]]:
-    """Two batch sizes b1 < b2 < batch at which the call fits under MAX_REAL_BYTES, if any
-    dimension of its tensors is the batch (None otherwise)."""
-    if batch is None or batch < 3 or not any(batch in s.shape for s in _specs(call.args) + _specs(call.kwargs)):
-        return None
-    b2 = batch
-    while b2 > 2 and call.rebatched(batch, b2).nbytes > MAX_REAL_BYTES:
-        b2 //= 2
-    if b2 >= batch or b2 < 2 or call.rebatched(batch, b2).nbytes > MAX_REAL_BYTES:
-        return None
-    return max(1, b2 // 2), b2
+def _from_smaller_batches(run, pending: List[Call], rerun, cache: ScratchCache, device: str):
+    """In-op peaks of the `pending` (too large) calls of `run`, from two fake replays at smaller
+    batches that call each op as often: {key: bytes} for those it could match; and how many
+    calls were measured now."""
+    batch = run.batch
+    worst = max(c.nbytes for c in pending)
+    # batch 1 is avoided: code often takes another path for it (squeezed dimensions)
+    b2 = min(batch // 2, max(4, batch * MAX_REAL_BYTES // worst))
+    b1 = b2 // 2
+    if b1 < 2 or b2 >= batch:
+        return {}, 0
+    try:
+        one, two = rerun(b1), rerun(b2)
+    except Exception:  # the TARGET cannot run at that batch: leave those calls unmeasured
+        return {}, 0
+    if one.batch != b1 or two.batch != b2:
+        return {}, 0
+    # The k-th call of an op at the real batch is the k-th call of that op at a smaller one, when
+    # each run calls it as often (ops that only look at metadata may come and go between runs).
+    def by_op(r) -> Dict[str, List[str]]:
+        out: Dict[str, List[str]] = {}
+        for key, _, _, _ in r.op_log:
+            out.setdefault(r.op_calls[key].name, []).append(key)
+        return out
+
+    full, small1, small2 = by_op(run), by_op(one), by_op(two)
+    pairs = []
+    for call in pending:
+        keys = full.get(call.name, [])
+        k1, k2 = small1.get(call.name, []), small2.get(call.name, [])
+        if not (len(keys) == len(k1) == len(k2)):
+            continue
+        index = keys.index(call.key)
+        c1, c2 = one.op_calls[k1[index]], two.op_calls[k2[index]]
+        if c2.nbytes <= 4 * MAX_REAL_BYTES:
+            pairs.append((call, c1, c2))
+    peaks, measured = in_op_peaks([c for _, c1, c2 in pairs for c in (c1, c2)], cache, device)
+    out: Dict[str, int] = {}
+    for call, c1, c2 in pairs:
+        p1, p2 = peaks.get(c1.key), peaks.get(c2.key)
+        if p1 is not None and p2 is not None:
+            out[call.key] = max(0, round(p2 + (p2 - p1) * (batch - b2) / (b2 - b1)))
+    return out, measured
