@@ -190,7 +190,8 @@ def to_text(est: Estimate, target: str, search: Optional[BatchSearch] = None, me
     if a is not None:
         over = a.peak - r.peak
         where = f" during {a.phase}, inside {_op_name(a.op)}" if a.op else ""
-        share = f" (+{100 * over / r.peak:.1f}%: scratch kernels allocate inside ops)" if over and r.peak else ""
+        share = (f" (+{100 * over / r.peak:.1f}%: scratch kernels allocate inside ops)" if over and r.peak
+                 else " (the same: no op's scratch rises above it)")
         lines.append(f"Peak (allocator):    {human(a.peak)}{where}{share}")
     if est.cuda is not None:
         c = est.cuda
@@ -260,10 +261,12 @@ def to_text(est: Estimate, target: str, search: Optional[BatchSearch] = None, me
             lines.append("  (optimizer replayed with foreach=True, the CUDA default)")
         lines.append("")
 
-    if a is not None and a.scratch_ops:
+    shown = [(op, b, c) for op, b, c in (a.scratch_ops if a is not None else []) if b >= 1024][:6]
+    if shown:  # (a few bytes: a Python scalar wrapped in a tensor inside an op)
         lines.append("Ops that allocate scratch inside themselves (largest, beyond their outputs)")
-        lines += _table([[_op_name(op), human(b), f"{c} call{'s' if c != 1 else ''}"] for op, b, c in a.scratch_ops[:6]], {1, 2})
-        lines.append(f"  ({a.signatures} distinct op calls; {a.measured} measured now, the rest cached"
+        lines += _table([[_op_name(op), human(b), f"{c} call{'s' if c != 1 else ''}"] for op, b, c in shown], {1, 2})
+        done = f"{a.measured} measured now, the rest cached" if a.measured else "all from the cache"
+        lines.append(f"  ({a.signatures} distinct op calls; {done}"
                      + (f"; {a.extrapolated} extrapolated from smaller batches" if a.extrapolated else "")
                      + (f"; {a.unmeasured} not measurable (counted without scratch)" if a.unmeasured else "") + ")")
         lines.append("")
