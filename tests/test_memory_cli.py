@@ -153,3 +153,15 @@ def test_bad_input_is_one_line_exit_2(capsys, args, needle):
     assert len(err.splitlines()) == 1, err
     assert "Traceback" not in err and "internal error" not in err
     assert needle in err
+
+
+def test_real_run_fallback_measures_the_allocator(capsys):
+    # fake tensors cannot run boolean-mask indexing: the estimate is a real run, whose allocator
+    # peak is measured (profiler memory events), the same as --measure reads it
+    code, out, err = cli(capsys, f"{MODELS}:masked", "--format", "json", "--measure")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["method"] == "real"
+    assert data["allocator_peak_bytes"] >= data["peak_bytes"] > 0
+    assert data["allocator"]["how"].startswith("measured")
+    assert abs(data["allocator_peak_bytes"] - data["measured"]["allocator_peak"]) <= 0.05 * data["measured"]["allocator_peak"]

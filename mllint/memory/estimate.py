@@ -134,6 +134,12 @@ def extrapolate(r1: RunResult, r2: RunResult, batch: int) -> RunResult:
     out.modules = {m: _lerp(r1.modules.get(m, 0), v, b1, b2, batch) for m, v in r2.modules.items()}
     scale = batch / b2 if b2 else 1.0
     out.peak_live_sizes = [int(n * scale) for n in r2.peak_live_sizes]
+    if r1.allocator is not None and r2.allocator is not None:
+        from .scratch import AllocatorPeak
+
+        peak = max(out.peak, _lerp(r1.allocator.peak, r2.allocator.peak, b1, b2, batch))
+        out.allocator = AllocatorPeak(peak, how=f"extrapolated linearly in batch from the CPU allocator's peaks "
+                                                f"measured in the real runs at batch {b1} and {b2}")
     return out
 
 
@@ -192,6 +198,11 @@ class Estimator:
         est.seconds = time.perf_counter() - started
         return est
 
+    def _real(self, batch: Optional[int]) -> RunResult:
+        """A real run at `batch` on this CPU (the fallback); it measures the allocator too for a CPU estimate."""
+        return replay(self.target, self.settings, batch, fake=False, foreach=self.foreach,
+                      allocator=self.allocator == "cpu")
+
     def _fake(self, batch: Optional[int]) -> RunResult:
         """The FakeTensorMode replay at `batch` (every op call logged when the allocator level is wanted)."""
         return replay(self.target, self.settings, batch, fake=True, foreach=self.foreach,
@@ -210,7 +221,7 @@ class Estimator:
         if full is not None and full >= 32:
             probe_batch = full // 8
         try:
-            small = replay(self.target, self.settings, probe_batch, fake=False, foreach=self.foreach)
+            small = self._real(probe_batch)
         except StepError as exc:
             raise ConfigError(f"TARGET `{self.target.text}` raised {exc}") from None
         if small.batch is None:
@@ -218,15 +229,15 @@ class Estimator:
                               "inputs have no batch dimension to extrapolate over")
         full = full if full is not None else (small.natural_batch or small.batch)
         if full <= 4:
-            run = small if small.batch == full else replay(self.target, self.settings, full, fake=False, foreach=self.foreach)
+            run = small if small.batch == full else self._real(full)
             est = Estimate(self.settings, run, "real", fallback_reason=f"{reason} (during {where})",
                            fallback_batches=(full,))
             est.notes.append(f"fake tensors could not run the model ({reason}, during {where}); measured with real "
                              f"tensors at batch {full} instead (this used real memory)")
             return est
         if probe_batch == 2 and full >= 32:
-            small = replay(self.target, self.settings, full // 8, fake=False, foreach=self.foreach)
-        larger = replay(self.target, self.settings, max(4, 2 * small.batch), fake=False, foreach=self.foreach)
+            small = self._real(full // 8)
+        larger = self._real(max(4, 2 * small.batch))
         self._fallback = (small, larger, f"{reason} (during {where})")
         return self._from_fallback(full)
 
@@ -239,7 +250,7 @@ class Estimator:
             # Small enough to run for real at this very batch: measured, not extrapolated (activations
             # that depend on the data, e.g. masked token counts, do not scale linearly in batch).
             try:
-                measured = replay(self.target, self.settings, batch, fake=False, foreach=self.foreach)
+                measured = self._real(batch)
             except StepError:
                 measured = None
             if measured is not None:
