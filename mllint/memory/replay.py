@@ -157,7 +157,7 @@ class CategoryTracker(LiveTensorTracker):
     # --- corrections for fake kernels that report the wrong size -------------------------
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if self._recording and getattr(func, "namespace", "") != "profiler":  # record_function markers: no memory
+        if self._recording and getattr(func, "namespace", "") not in _NOT_MEASURED:
             return self._logged(func, types, args, kwargs)
         return self._dispatch(func, types, args, kwargs)
 
@@ -182,6 +182,11 @@ class CategoryTracker(LiveTensorTracker):
         self.op_log.append((call.key, before, self.current, self.phase))
         call.out_bytes = max(call.out_bytes, self.current - before)
         return out
+
+
+# Op namespaces whose calls are not run again for the allocator level: record_function markers
+# (no memory) and collectives (they need the process group of a real distributed run).
+_NOT_MEASURED = frozenset({"profiler", "c10d", "_c10d_functional", "_c10d_functional_autograd", "_dtensor"})
 
 
 def _fix_mkldnn_lstm_workspace(tracker: "CategoryTracker", args, out):
