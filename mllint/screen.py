@@ -307,6 +307,7 @@ def facts_of(tree: ast.AST) -> Facts:
                 full = f"{base}.{alias.name}" if base else alias.name
                 facts._bind(alias.asname or alias.name, full)
             continue
+        # (inlined `_child_nodes`: this loop runs for every node of every file screened)
         fields = _CHILD_FIELDS.get(kind)
         if fields is None:
             fields = _CHILD_FIELDS[kind] = _child_fields(kind)
@@ -365,17 +366,7 @@ def _references(tree: ast.AST) -> Set[str]:
             called = _dotted(node.func)
             if called is not None:
                 refs.add(called.rsplit(".", 1)[-1].replace("get_", ""))
-        fields = _CHILD_FIELDS.get(kind)
-        if fields is None:
-            fields = _CHILD_FIELDS[kind] = _child_fields(kind)
-        for name in fields:
-            value = getattr(node, name, None)
-            if type(value) is list:
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        push(item)
-            elif isinstance(value, ast.AST):
-                push(value)
+        stack.extend(_child_nodes(node, kind))
     return refs
 
 
@@ -383,6 +374,21 @@ def _references(tree: ast.AST) -> Set[str]:
 # an operator (``ast.Add``), not a constant's value
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops", "value_kind", "kind", "type_comment", "conversion"})
+
+
+def _child_nodes(node: ast.AST, kind: type) -> List[ast.AST]:
+    """The child nodes of `node` (of class `kind`) a walk needs (`_child_fields`)."""
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = _child_fields(kind)
+    out = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            out.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            out.append(value)
+    return out
 
 
 def _child_fields(kind: type) -> Tuple[str, ...]:
