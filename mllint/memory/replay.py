@@ -175,7 +175,10 @@ class CategoryTracker(LiveTensorTracker):
         """The op, with its call and the live bytes around it in ``op_log`` (allocator level)."""
         from .scratch import call_of
 
-        call = call_of(func, args, kwargs)
+        try:
+            call = call_of(func, args, kwargs)
+        except Exception:  # an argument it cannot describe: the op runs, unlogged (no scratch counted)
+            return self._dispatch(func, types, args, kwargs)
         call = self.op_calls.setdefault(call.key, call)
         before = self.current
         out = self._dispatch(func, types, args, kwargs)

@@ -63,9 +63,16 @@ class TensorSpec:
         return base.as_strided(self.shape, self.stride, self.offset)
 
 
+class Unbuildable(str):
+    """A tensor argument no real copy can be made of here (sparse, nested, a subclass): the call
+    is left unmeasured."""
+
+
 def spec_of(value: Any) -> Any:
     """`value` with every tensor replaced by its TensorSpec (lists and tuples kept)."""
     if isinstance(value, torch.Tensor):
+        if value.layout != torch.strided or value.is_nested or value.is_quantized:
+            return Unbuildable(f"<{value.layout} {value.dtype} tensor>")
         try:
             storage = value.untyped_storage().nbytes() // max(value.element_size(), 1)
         except (RuntimeError, NotImplementedError, TypeError):
@@ -89,6 +96,8 @@ def _key(value: Any) -> str:
 def _real(value: Any, device: str = "cpu") -> Any:
     if isinstance(value, TensorSpec):
         return value.real(device)
+    if isinstance(value, Unbuildable):
+        raise TypeError(f"cannot build {value}")
     if isinstance(value, (list, tuple)):
         return type(value)(_real(v, device) for v in value)
     if isinstance(value, torch.device) and device != "cpu":
