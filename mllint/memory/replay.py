@@ -263,6 +263,7 @@ class RunResult:
     seconds: float = 0.0
     loss: str = "default"
     notes: List[str] = field(default_factory=list)
+    cuda_kernels: Optional[dict] = None  # --device cuda: attention backends and dropout as CUDA runs them
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -513,8 +514,13 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     outer = fake_mode() if fake else contextlib.nullcontext()
     patches = value_free_internals() if fake else contextlib.nullcontext()
     hooks = None
+    kernels = None
+    if fake and settings.device == "cuda":
+        from .kernels import CudaKernels
+
+        kernels = CudaKernels(tracker)  # attention and dropout replayed as the CUDA kernels run them
     try:
-        with warnings.catch_warnings(), patches, outer, tracker:
+        with warnings.catch_warnings(), patches, outer, tracker, (kernels or contextlib.nullcontext()):
             # copy.deepcopy of a fake tensor (in the TARGET's own code) reads its data pointer,
             # which torch warns about; nothing the user can act on.
             warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
@@ -539,6 +545,8 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
             hooks.remove()
     result.seconds = time.perf_counter() - started
     _finish(tracker, result)
+    if kernels is not None:
+        result.cuda_kernels = kernels.summary()
     return result
 
 
