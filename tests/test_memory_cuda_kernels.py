@@ -84,6 +84,13 @@ def test_flash_saves_output_and_logsumexp_never_the_attention_matrix(dropout_p):
     assert not any(len(shape) == 4 and shape[-2:] == (L, L) for shape, _ in saved)
 
 
+def test_flash_pads_the_head_dim_to_8():
+    B, H, L, D = 2, 4, 40, 12
+    backend, saved = saved_by_attention(torch.float16, 0.1, B=B, H=H, L=L, D=D)
+    assert backend == "flash"
+    assert sum(1 for s in saved if s == ((B, H, L, 16), torch.float16)) == 4  # padded q, k, v and output
+
+
 @pytest.mark.parametrize("dropout_p", [0.0, 0.2])
 def test_efficient_pads_logsumexp_to_32(dropout_p):
     B, H, L, D = 2, 4, 40, 8
