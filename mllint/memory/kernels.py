@@ -19,8 +19,9 @@ composite in ``aten/src/ATen/native/transformers/attention.cpp`` runs: the backe
 (``aten._scaled_dot_product_flash_attention`` / ``_scaled_dot_product_efficient_attention``), whose
 meta kernels give the outputs and whose autograd formulas decide what is saved for backward.
 
-Assumptions, listed in the report: an sm80-or-newer GPU (A100, H100, RTX 30xx/40xx), for which flash
-needs fp16/bf16 and memory-efficient attention takes fp32 too; torch's default backend order (flash,
+Assumptions, listed in the report: an sm80/sm90 GPU (A100, H100), for which flash needs fp16/bf16
+and memory-efficient attention takes fp32 too (on sm86/89, RTX 30xx/40xx, torch also refuses flash
+for training with head dims in (192, 224], or up to 256 with dropout); torch's default backend order (flash,
 memory-efficient, math), or the one set with ``torch.nn.attention.sdpa_kernel``. On H100/B200 with
 cuDNN > 9.15 torch puts cuDNN attention first: it too keeps no L x L matrix (its saved statistics are
 B x H x L fp32), so the estimate changes by at most a few bytes per token.
@@ -39,7 +40,8 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-ASSUMED_GPU = "an sm80-or-newer GPU (A100, H100, RTX 30xx/40xx) with torch's default attention backend order"
+ASSUMED_GPU = ("an sm80/sm90 GPU (A100, H100) with torch's default attention backend order; RTX 30xx/40xx "
+               "differ only in training with head dims over 192")
 
 BACKENDS = {
     "flash": "flash attention",

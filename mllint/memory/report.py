@@ -53,7 +53,8 @@ def not_modelled(est: Estimate) -> List[str]:
             items.append("the fused inference fast paths of nn.MultiheadAttention and nn.TransformerEncoderLayer "
                          "(replayed with their CPU kernels, which keep the L x L attention weights transiently)")
         if s.amp:
-            items.append("CUDA's autocast op lists (the CPU lists were used; they differ for a few ops)")
+            items.append("CUDA's autocast op lists (the CPU lists were used, except for scaled_dot_product_attention; "
+                         "they differ for a few ops)")
     else:
         items.append("memory outside tensors: the torch runtime (~300 MiB RSS after import), oneDNN caches and "
                      "autograd's first-step allocations (~15-30 MiB), malloc fragmentation")
