@@ -220,3 +220,98 @@ class Seq2Seq(nn.Module):
 def seq2seq(batch_size=8):
     torch.manual_seed(0)
     return Seq2Seq(), (torch.randint(0, 200, (batch_size, 12)), torch.randint(0, 200, (batch_size, 10)))
+
+
+class NanoCausalSelfAttention(nn.Module):
+    """nanoGPT's CausalSelfAttention (model.py, the `flash` branch): one qkv projection, SDPA with
+    attention dropout in training, a residual dropout after the output projection."""
+
+    def __init__(self, n_embd, n_head, dropout, bias=True):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd, bias=bias)
+        self.c_proj = nn.Linear(n_embd, n_embd, bias=bias)
+        self.resid_dropout = nn.Dropout(dropout)
+        self.n_head, self.n_embd, self.dropout = n_head, n_embd, dropout
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None,
+                                           dropout_p=self.dropout if self.training else 0, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class NanoBlock(nn.Module):
+    def __init__(self, n_embd, n_head, dropout, bias=True):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(n_embd, bias=bias)
+        self.attn = NanoCausalSelfAttention(n_embd, n_head, dropout, bias)
+        self.ln_2 = nn.LayerNorm(n_embd, bias=bias)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd, bias=bias), nn.GELU(),
+                                 nn.Linear(4 * n_embd, n_embd, bias=bias), nn.Dropout(dropout))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class NanoGPT(nn.Module):
+    """nanoGPT's GPT: token and position embeddings, embedding dropout, blocks, final LayerNorm and a
+    head tied to the token embedding. Dropout layers outside attention: 1 + 2 per block."""
+
+    def __init__(self, vocab_size=512, block_size=64, n_layer=2, n_head=4, n_embd=64, dropout=0.0, bias=True):
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        self.wpe = nn.Embedding(block_size, n_embd)
+        self.drop = nn.Dropout(dropout)
+        self.h = nn.ModuleList(NanoBlock(n_embd, n_head, dropout, bias) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(n_embd, bias=bias)
+        self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+        self.wte.weight = self.lm_head.weight
+
+    def forward(self, idx):
+        T = idx.size(1)
+        x = self.drop(self.wte(idx) + self.wpe(torch.arange(T, dtype=torch.long, device=idx.device)))
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def _nanogpt(batch_size, dropout, **config):
+    torch.manual_seed(0)
+    model = NanoGPT(dropout=dropout, **config)
+    vocab, T = model.lm_head.weight.shape[0], model.wpe.weight.shape[0]
+    idx = torch.randint(0, vocab, (batch_size, T))
+    targets = torch.randint(0, vocab, (batch_size, T))
+
+    def loss_fn(logits):
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+
+    return model, idx, loss_fn
+
+
+def nanogpt(batch_size=4):
+    """A small nanoGPT without dropout (2 layers, d=64, 4 heads of 16, context 64)."""
+    return _nanogpt(batch_size, 0.0)
+
+
+def nanogpt_dropout(batch_size=4):
+    """The same with dropout 0.2 (attention, residual, MLP and embedding dropout)."""
+    return _nanogpt(batch_size, 0.2)
+
+
+GPT2_124M = dict(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768)
+
+
+def nanogpt_124m(batch_size=12):
+    """nanoGPT's GPT-2 124M (vocab padded to 50304, context 1024) without dropout, for measurements."""
+    return _nanogpt(batch_size, 0.0, **GPT2_124M)
+
+
+def nanogpt_124m_dropout(batch_size=12):
+    """nanoGPT's GPT-2 124M with dropout 0.2."""
+    return _nanogpt(batch_size, 0.2, **GPT2_124M)

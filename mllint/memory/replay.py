@@ -296,6 +296,7 @@ class RunResult:
     allocator: Optional[Any] = None  # scratch.AllocatorPeak: the allocator-level peak, when computed
     op_log: Optional[List[Tuple[str, int, int, str]]] = field(default=None, repr=False)  # fake replay with allocator=
     op_calls: Optional[Dict[str, Any]] = field(default=None, repr=False)
+    cuda_kernels: Optional[dict] = None  # --device cuda: attention backends and dropout as CUDA runs them
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -557,8 +558,14 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     outer = fake_mode() if fake else contextlib.nullcontext()
     patches = value_free_internals() if fake else contextlib.nullcontext()
     hooks = None
+    kernels = None
+    if fake and settings.device == "cuda":
+        from .kernels import CudaKernels
+
+        kernels = CudaKernels(tracker)  # attention and dropout replayed as the CUDA kernels run them
     try:
-        with warnings.catch_warnings(), probe or contextlib.nullcontext(), patches, outer, tracker:
+        with warnings.catch_warnings(), probe or contextlib.nullcontext(), patches, outer, tracker, \
+                (kernels or contextlib.nullcontext()):
             # copy.deepcopy of a fake tensor (in the TARGET's own code) reads its data pointer,
             # which torch warns about; nothing the user can act on.
             warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
@@ -594,6 +601,8 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     elif tracker.op_log is not None:  # the caller measures the calls (scratch.allocator_peak)
         result.op_log, result.op_calls = tracker.op_log, tracker.op_calls
         tracker.op_log, tracker.op_calls = None, {}
+    if kernels is not None:
+        result.cuda_kernels = kernels.summary()
     result.seconds = time.perf_counter() - started
     return result
 

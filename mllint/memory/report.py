@@ -40,13 +40,21 @@ def not_modelled(est: Estimate) -> List[str]:
     items = []
     if s.device == "cuda":
         items += [
-            "CUDA kernels: the replay runs CPU kernels on fake CPU tensors (a CPU-only torch cannot make fake CUDA "
-            "tensors); flash / memory-efficient attention, cuDNN convolutions and cuDNN RNNs may save different "
-            "tensors than their CPU counterparts",
+            "CUDA kernels other than attention and dropout: the replay runs CPU kernels on fake CPU tensors (a "
+            "CPU-only torch cannot make fake CUDA tensors); cuDNN convolutions and cuDNN RNNs may save different "
+            "tensors than their CPU counterparts, and the scratch inside fused attention kernels (e.g. flash "
+            "backward's fp32 dq accumulator) is not a tensor the replay sees",
             "cuDNN workspaces (convolution algorithms, cudnn.benchmark), NCCL buffers, pinned host memory",
         ]
+        if est.method != "fake":
+            items.append("attention and dropout as CUDA runs them: fake tensors could not run the model, so the "
+                         "real CPU runs used CPU kernels (with dropout, attention keeps L x L matrices)")
+        if s.mode == "inference":
+            items.append("the fused inference fast paths of nn.MultiheadAttention and nn.TransformerEncoderLayer "
+                         "(replayed with their CPU kernels, which keep the L x L attention weights transiently)")
         if s.amp:
-            items.append("CUDA's autocast op lists (the CPU lists were used; they differ for a few ops)")
+            items.append("CUDA's autocast op lists (the CPU lists were used, except for scaled_dot_product_attention; "
+                         "they differ for a few ops)")
     else:
         items.append("memory outside tensors: the torch runtime (~300 MiB RSS after import), oneDNN caches and "
                      "autograd's first-step allocations (~15-30 MiB), malloc fragmentation")
@@ -111,6 +119,8 @@ def to_dict(est: Estimate, search: Optional[BatchSearch] = None, measured: Optio
                       for t in c.terms],
         }
     data["allocator"] = allocator_dict(est)
+    if r.cuda_kernels is not None:
+        data["cuda_kernels"] = r.cuda_kernels
     if search is not None:
         data["gpu_memory"] = {
             "budget_bytes": search.budget,
@@ -271,6 +281,10 @@ def to_text(est: Estimate, target: str, search: Optional[BatchSearch] = None, me
                      + (f"; {a.unmeasured} not measurable (counted without scratch)" if a.unmeasured else "") + ")")
         lines.append("")
 
+    if r.cuda_kernels is not None and (r.cuda_kernels["attention"] or r.cuda_kernels["dropout"]["calls"]):
+        lines += _kernel_lines(r.cuda_kernels)
+        lines.append("")
+
     if search is not None:
         lines.append(f"Largest batch size that fits {human(search.budget)}: "
                      + (f"{search.largest}" + (" (search capped)" if search.capped else "")
@@ -295,6 +309,36 @@ def to_text(est: Estimate, target: str, search: Optional[BatchSearch] = None, me
                      "(return a loss_fn as the third item to use your own)")
     lines.append("not modelled: " + "; ".join(not_modelled(est)))
     return "\n".join(lines)
+
+
+def _kernel_lines(kernels: dict) -> List[str]:
+    """The attention backend assumed for each scaled_dot_product_attention call (grouped when the
+    calls differ only by module), why the backends before it were not taken, and dropout."""
+    lines = [f"CUDA kernels replayed (assumed: {kernels['assumed']})"]
+    groups: Dict[tuple, List[dict]] = {}
+    for item in kernels["attention"]:
+        key = (item["backend"], tuple(item["query_shape"]), item["dtype"], item["dropout_p"], item["is_causal"],
+               item["attn_mask"], tuple(item["skipped"]))
+        groups.setdefault(key, []).append(item)
+    rows = [["attention in", "backend", "query shape", "dtype", "dropout", "calls (all steps)"]]
+    saves: Dict[str, str] = {}
+    why: Dict[str, List[str]] = {}
+    for (backend, shape, dtype, dropout_p, causal, mask, skipped), items in groups.items():
+        modules = [i["module"] for i in items]
+        where = modules[0] if len(modules) == 1 else f"{modules[0]} ... {modules[-1]} ({len(modules)} modules)"
+        extra = (", causal" if causal else "") + (f", {mask} mask" if mask else "")
+        rows.append([where, items[0]["kernel"], "x".join(str(n) for n in shape), dtype + extra, f"{dropout_p:g}",
+                     str(sum(i["calls"] for i in items))])
+        saves[items[0]["kernel"]] = items[0]["saved_for_backward"]
+        for reason in skipped:
+            why.setdefault(reason, []).append(where)
+    if len(rows) > 1:
+        lines += _table(rows, {5})
+        lines += [f"  {kernel} saves {saved}" for kernel, saved in saves.items()]
+        lines += [f"  not taken: {reason} ({', '.join(where)})" for reason, where in why.items()]
+    if kernels["dropout"]["calls"]:
+        lines.append(f"  dropout: {kernels['dropout']['kernel']}, {kernels['dropout']['calls']} calls")
+    return lines
 
 
 def _measured_lines(est: Estimate, measured: dict) -> List[str]:
