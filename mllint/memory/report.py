@@ -154,8 +154,8 @@ def allocator_dict(est: Estimate) -> dict:
 
 def allocator_missing(est: Estimate) -> str:
     if est.settings.device == "cuda":
-        return ("not measured: in-op scratch is measured by running each op on the target device, and CUDA "
-                "kernels (cuDNN/cuBLAS workspaces) cannot be run here; the CUDA range covers them as terms")
+        return ("not measured: in-op scratch is measured by running each op on the target device, and this "
+                "machine has no GPU; the CUDA range below covers the workspaces as terms")
     if est.method != "fake":
         return "not measured: the estimate comes from real runs (fake tensors could not run the model)"
     return "not computed"
@@ -197,10 +197,12 @@ def to_text(est: Estimate, target: str, search: Optional[BatchSearch] = None, me
     phase = f"{r.peak_phase} (step {r.peak_step})" if s.mode == "train" else r.peak_phase
     lines.append(f"Peak (tensor level): {human(r.peak)} during {phase}")
     a = r.allocator
-    if a is not None:
+    if a is None:
+        lines.append(f"Peak (allocator):    {allocator_missing(est)}")
+    else:
         over = a.peak - r.peak
         where = f" during {a.phase}, inside {_op_name(a.op)}" if a.op else ""
-        share = (f" (+{100 * over / r.peak:.1f}%: scratch kernels allocate inside ops)" if over and r.peak
+        share = (f" (+{human(over)}, +{100 * over / r.peak:.1f}%: allocated inside ops)" if over and r.peak
                  else " (the same: no op's scratch rises above it)")
         lines.append(f"Peak (allocator):    {human(a.peak)}{where}{share}")
     if est.cuda is not None:
