@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from mllint.config import ConfigError
 
@@ -156,9 +156,12 @@ def real_run_limit() -> int:
 class Estimator:
     """Estimates for one TARGET and settings, at any batch size."""
 
-    def __init__(self, target: Target, settings: Settings) -> None:
+    def __init__(self, target: Target, settings: Settings, progress: Optional[Callable[[str], None]] = None) -> None:
         self.target = target
         self.settings = settings
+        # Told what is being done (a terminal status line); `stage` prefixes it (the --gpu-memory probe).
+        self.progress = progress or (lambda text: None)
+        self.stage = ""
         self.foreach = True if settings.device == "cuda" and settings.mode == "train" else None
         self._fallback: Optional[Tuple[RunResult, RunResult, str]] = None
 
@@ -166,6 +169,8 @@ class Estimator:
         started = time.perf_counter()
         if self._fallback is None:
             try:
+                at = f"batch {batch}" if batch is not None else "TARGET's batch"
+                self.progress(f"{self.stage}{at}: fake-tensor replay of the {self.settings.mode} step")
                 run = replay(self.target, self.settings, batch, fake=True, foreach=self.foreach)
                 est = Estimate(self.settings, run, "fake", notes=list(run.notes))
             except StepError as exc:
@@ -190,25 +195,34 @@ class Estimator:
         if full is not None and full >= 32:
             probe_batch = full // 8
         try:
-            small = replay(self.target, self.settings, probe_batch, fake=False, foreach=self.foreach)
+            small = self._real(probe_batch)
         except StepError as exc:
-            raise ConfigError(f"TARGET `{self.target.text}` raised {exc}") from None
+            # The same error where the fake replay raised it: the fake one's message, which has the
+            # user's batch size (the real run's has the probe's).
+            same = type(exc.exc) is type(fake_error.exc) and exc.phase == fake_error.phase
+            raise ConfigError(f"TARGET `{self.target.text}` raised {fake_error if same else exc}") from None
         if small.batch is None:
             raise ConfigError(f"TARGET `{self.target.text}`: fake tensors cannot run it ({reason}) and its "
                               "inputs have no batch dimension to extrapolate over")
         full = full if full is not None else (small.natural_batch or small.batch)
         if full <= 4:
-            run = small if small.batch == full else replay(self.target, self.settings, full, fake=False, foreach=self.foreach)
+            run = small if small.batch == full else self._real(full)
             est = Estimate(self.settings, run, "real", fallback_reason=f"{reason} (during {where})",
                            fallback_batches=(full,))
             est.notes.append(f"fake tensors could not run the model ({reason}, during {where}); measured with real "
                              f"tensors at batch {full} instead (this used real memory)")
             return est
         if probe_batch == 2 and full >= 32:
-            small = replay(self.target, self.settings, full // 8, fake=False, foreach=self.foreach)
-        larger = replay(self.target, self.settings, max(4, 2 * small.batch), fake=False, foreach=self.foreach)
+            small = self._real(full // 8)
+        larger = self._real(max(4, 2 * small.batch))
         self._fallback = (small, larger, f"{reason} (during {where})")
         return self._from_fallback(full)
+
+    def _real(self, batch: Optional[int]) -> RunResult:
+        at = f"batch {batch}" if batch is not None else "TARGET's batch"
+        self.progress(f"{self.stage}{at}: real run of the {self.settings.mode} step (fake tensors cannot run "
+                      "this model)")
+        return replay(self.target, self.settings, batch, fake=False, foreach=self.foreach)
 
     def _from_fallback(self, batch: Optional[int]) -> Estimate:
         small, larger, reason = self._fallback
@@ -219,7 +233,7 @@ class Estimator:
             # Small enough to run for real at this very batch: measured, not extrapolated (activations
             # that depend on the data, e.g. masked token counts, do not scale linearly in batch).
             try:
-                measured = replay(self.target, self.settings, batch, fake=False, foreach=self.foreach)
+                measured = self._real(batch)
             except StepError:
                 measured = None
             if measured is not None:
@@ -254,6 +268,8 @@ def search_batch(estimator: Estimator, budget: int, cap: int = 1 << 16) -> Batch
     cache: Dict[int, Estimate] = {}
 
     def fits(batch: int) -> bool:
+        largest = max((b for b, _, ok in probes if ok), default=0)
+        estimator.stage = "--gpu-memory: " + (f"{largest} fits, trying " if largest else "trying ")
         est = estimator.at(batch)
         cache[batch] = est
         need = est.cuda.total[1] if est.cuda is not None else est.run.peak
@@ -261,17 +277,20 @@ def search_batch(estimator: Estimator, budget: int, cap: int = 1 << 16) -> Batch
         probes.append((batch, need, ok))
         return ok
 
-    if not fits(1):
-        return BatchSearch(budget, 0, False, probes, None)
-    lo, hi = 1, 2
-    while hi <= cap and fits(hi):
-        lo, hi = hi, hi * 2
-    if hi > cap:
-        return BatchSearch(budget, lo, True, probes, cache[lo])
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return BatchSearch(budget, lo, False, probes, cache[lo])
+    try:
+        if not fits(1):
+            return BatchSearch(budget, 0, False, probes, None)
+        lo, hi = 1, 2
+        while hi <= cap and fits(hi):
+            lo, hi = hi, hi * 2
+        if hi > cap:
+            return BatchSearch(budget, lo, True, probes, cache[lo])
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid
+        return BatchSearch(budget, lo, False, probes, cache[lo])
+    finally:
+        estimator.stage = ""

@@ -32,6 +32,7 @@ from mllint.config import ConfigError
 from mllint.runtime.tracker import LiveTensorTracker, storage_of, tensors_in
 
 from .target import Built, InputSpec, Settings, Target, describe_exception, normalise
+from .validate import InputCheck, check_batch
 
 CATEGORIES = ("parameters", "buffers", "inputs", "other", "gradients", "optimizer", "activations", "transient")
 STATE_CATEGORIES = ("parameters", "buffers", "gradients", "optimizer")
@@ -512,14 +513,18 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     started = time.perf_counter()
     outer = fake_mode() if fake else contextlib.nullcontext()
     patches = value_free_internals() if fake else contextlib.nullcontext()
+    # What real kernels would reject and fake ones let through (validate.py).
+    check = InputCheck(tracker, target.text, cuda=settings.device == "cuda") if fake else None
     hooks = None
     try:
-        with warnings.catch_warnings(), patches, outer, tracker:
+        with warnings.catch_warnings(), patches, outer, check or contextlib.nullcontext(), tracker:
             # copy.deepcopy of a fake tensor (in the TARGET's own code) reads its data pointer,
             # which torch warns about; nothing the user can act on.
             warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
             on = device.name if device is not None else "cpu"
             model, inputs, loss_fn, batch, natural = _build(target, settings, batch, tracker, on, fake)
+            if check is not None:
+                check.label_inputs(inputs, settings.inputs, model)
             if device is not None:
                 device.reset_peak()
             result = RunResult(settings.mode, batch, fake, loss="default" if loss_fn is None else "TARGET's loss_fn")
@@ -567,6 +572,7 @@ def _build(target: Target, settings: Settings, batch: Optional[int], tracker: Ca
     else:
         inputs = built.inputs
         built.inputs = None
+        check_batch(inputs, target.text)
         natural = target.default_batch if (target.takes_batch_size and batch is not None) else batch_of(inputs)
         if batch is not None and not target.takes_batch_size:
             try:

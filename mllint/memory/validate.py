@@ -1,0 +1,289 @@
+"""Rejecting what real torch rejects, during the FakeTensorMode replay.
+
+Fake (meta) kernels compute output shapes and dtypes; many skip the checks the real CPU kernels make.
+On torch 2.13, for example, ``F.linear`` on an int64 input with float32 weights, a float64 input into
+a float32 ``nn.Linear`` or ``nn.Conv2d`` without bias, a float64 input into ``nn.LayerNorm`` and an
+int32 target for ``cross_entropy`` all run under fake tensors and raise on real ones. Without a check
+the estimator reports the peak memory of a step that cannot run.
+
+``InputCheck`` is a ``TorchDispatchMode`` stacked under the tracker during a fake replay:
+
+- before a watched op (matrix products, convolutions, normalisations, losses, float-only
+  activations) whose tensor operands disagree in dtype, or hold a dtype the op may not support, the
+  real CPU kernel is run once on zero/uninitialised tensors of the same shapes, strides and dtypes
+  (cached by op and dtypes); if it raises, so would the user's step;
+- when a fake kernel raises (a shape mismatch, say), the real kernel is run the same way: if it
+  raises too, the error is real torch's own, with the user's shapes (not those of a smaller real run
+  at a reduced batch); if it does not, the fake error is a limitation of fake tensors and goes on to
+  the estimator's fallback to real runs;
+- an ``nn.Embedding`` fed an ``--input`` whose ids reach HIGH-1 >= the number of rows raises the
+  ``IndexError`` real torch raises (fake tensors have no values to check).
+
+A rejection is a ``ConfigError`` (one line, exit 2) naming the input involved (``--input 2 (...)`` or
+TARGET's input), the module, the aten op and the phase. Real kernels are only run when operands total
+at most ``VERIFY_CAP`` bytes; above it, only the dtype rule of matrix products and convolutions (same
+dtype for every operand, on CPU and CUDA alike) rejects without running a kernel. With ``--device
+cuda`` the model is still replayed with CPU kernels, so only the checks that hold on CUDA as well
+apply (the matrix-product/convolution dtype rule and errors the fake kernels raise themselves).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map_only
+
+from mllint.config import ConfigError
+from mllint.runtime.tracker import tensors_in
+
+from .target import InputSpec, one_line
+
+VERIFY_CAP = 256 << 20  # bytes of operands a verifying real kernel may allocate
+
+_aten = torch.ops.aten
+
+
+def _packets(*names: str) -> frozenset:
+    return frozenset(getattr(_aten, n) for n in names if hasattr(_aten, n))
+
+
+# The two matrices (or input and weight) must have the same dtype, on CPU and CUDA alike (fake
+# kernels do not check it); on CPU the added term (bias) too, which is left to the real kernel.
+SAME_DTYPE = _packets("mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "addr",
+                      "_addmm_activation", "convolution", "_convolution")
+_ADDED_TERM_FIRST = _packets("addmm", "baddbmm", "addbmm", "addmv", "addr", "_addmm_activation")
+# Mixed dtypes are sometimes allowed (bf16 input with fp32 weights); the real CPU kernel decides.
+MIXED_CPU = _packets("native_layer_norm", "native_batch_norm", "_native_batch_norm_legit",
+                     "_native_batch_norm_legit_no_training", "_native_batch_norm_legit_functional",
+                     "native_group_norm", "nll_loss_forward", "nll_loss2d_forward")
+# Float-only kernels: an integer or bool input is checked against the real CPU kernel.
+FLOAT_ONLY_CPU = _packets("_softmax", "_log_softmax", "gelu", "silu", "mish", "elu", "hardswish", "softplus",
+                          "_scaled_dot_product_flash_attention_for_cpu", "upsample_bilinear2d", "upsample_bicubic2d")
+_FAKE_LIMITS = (
+    "DataDependentOutputException", "DynamicOutputShapeException", "UnsupportedOperatorException",
+    "GuardOnDataDependentSymNode", "UnsupportedFakeTensorException", "MetadataMismatchError",
+)
+_SKIPPED = object()
+
+
+class Rejected(ConfigError):
+    """Real torch would reject the step: a one-line error for the user."""
+
+
+def _tensors(args, kwargs) -> List[torch.Tensor]:
+    return [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+
+
+def _shape(tensor: torch.Tensor) -> str:
+    return "x".join(str(int(d)) for d in tensor.shape) or "scalar"
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _storage_key(tensor: torch.Tensor) -> Optional[int]:
+    try:
+        return id(tensor.untyped_storage())
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
+
+
+def real_kernel_error(func, args, kwargs, cap: int = VERIFY_CAP):
+    """Run `func` for real on CPU tensors shaped like the fake operands (zeros for integer and bool
+    tensors, so that they are valid indices; uninitialised floats). Returns the exception it raised,
+    None when it ran, or _SKIPPED when the operands are too large or not on the CPU."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    tensors = _tensors(args, kwargs)
+    total = 0
+    for t in tensors:
+        if t.device.type not in ("cpu", "meta") or t.layout != torch.strided:
+            return _SKIPPED
+        total += _extent(t) * t.element_size()
+    if total > cap:
+        return _SKIPPED
+
+    def real(t: torch.Tensor) -> torch.Tensor:
+        n = _extent(t)
+        if t.is_floating_point() or t.is_complex():
+            base = torch.empty(n, dtype=t.dtype)
+        else:
+            base = torch.zeros(n, dtype=t.dtype)
+        return base.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
+    with unset_fake_temporarily():
+        try:
+            real_args, real_kwargs = tree_map_only(torch.Tensor, real, (args, kwargs or {}))
+        except Exception:  # noqa: BLE001 - symbolic shapes or exotic tensors: not checked
+            return _SKIPPED
+        try:
+            func(*real_args, **real_kwargs)
+        except Exception as exc:  # noqa: BLE001 - the real kernel's verdict
+            return exc
+    return None
+
+
+def _extent(t: torch.Tensor) -> int:
+    """Elements of storage the tensor's view reaches (offset + the last element + 1)."""
+    if t.numel() == 0:
+        return t.storage_offset()
+    return t.storage_offset() + sum((int(s) - 1) * int(st) for s, st in zip(t.shape, t.stride())) + 1
+
+
+def is_fake_limitation(exc: BaseException) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if type(exc).__name__ in _FAKE_LIMITS:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+class InputCheck(TorchDispatchMode):
+    """See the module docstring. `tracker` gives the module running and the phase; `cuda`: the step
+    is modelled for CUDA (only the checks that hold on CUDA too)."""
+
+    def __init__(self, tracker, target_text: str, cuda: bool = False) -> None:
+        super().__init__()
+        self.tracker = tracker
+        self.target_text = target_text
+        self.cuda = cuda
+        self.labels: Dict[int, Tuple[str, Optional[InputSpec]]] = {}
+        self._keep: List[Any] = []  # the labelled storages, so that their ids stay theirs
+        self.classes: Dict[str, str] = {}
+        self._verified: set = set()
+
+    # --- what the user gave ---------------------------------------------------------------
+
+    def label_inputs(self, inputs: Any, specs: List[InputSpec], model=None) -> None:
+        """Name each input tensor as the user knows it: ``--input 2 (8x128:int64)`` or TARGET's input."""
+        if specs:
+            items = [(f"--input {i + 1}", t, specs[i] if i < len(specs) else None)
+                     for i, t in enumerate(inputs if isinstance(inputs, (tuple, list)) else (inputs,))]
+        elif isinstance(inputs, dict):
+            items = [(f"TARGET's input `{k}`", v, None) for k, v in inputs.items()]
+        elif isinstance(inputs, (tuple, list)):
+            items = [(f"TARGET's input {i + 1}", v, None) for i, v in enumerate(inputs)]
+        else:
+            items = [("TARGET's input", inputs, None)]
+        for name, value, spec in items:
+            for t in tensors_in(value):
+                key = _storage_key(t)
+                if key is None:
+                    continue
+                # As the user wrote it (a --dtype cast changes the tensor's dtype, not the option).
+                text = f"{_shape(t)}:{spec.dtype if spec is not None else _dtype_name(t.dtype)}"
+                if spec is not None and spec.high is not None:
+                    text += f":{spec.high}"
+                self.labels[key] = (f"{name} ({text})", spec)
+                self._keep.append(t.untyped_storage())
+        if model is not None:
+            for name, module in model.named_modules():
+                self.classes[name or f"({type(module).__name__} top level)"] = type(module).__name__
+
+    # --- the dispatch ---------------------------------------------------------------------------
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        packet = func.overloadpacket
+        if getattr(func, "_overloadname", None) != "default":
+            pass  # out=, out_dtype= variants: not checked
+        elif packet in SAME_DTYPE or (not self.cuda and (packet in MIXED_CPU or packet in FLOAT_ONLY_CPU)):
+            self._check_dtypes(func, packet, args, kwargs)
+        elif packet is _aten.embedding:
+            self._check_ids(func, args)
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            if isinstance(exc, ConfigError) or is_fake_limitation(exc) or not _has_fake(args, kwargs):
+                raise
+            verdict = real_kernel_error(func, args, kwargs)
+            if verdict is None or verdict is _SKIPPED:
+                raise
+            self._reject(func, args, kwargs, verdict)
+
+    def _check_dtypes(self, func, packet, args, kwargs) -> None:
+        tensors = _tensors(args, kwargs)
+        if not tensors or not _has_fake(args, kwargs):
+            return
+        dtypes = tuple(t.dtype for t in tensors)
+        if packet in FLOAT_ONLY_CPU:
+            suspicious = not (tensors[0].is_floating_point() or tensors[0].is_complex())
+        elif packet in (_aten.nll_loss_forward, _aten.nll_loss2d_forward):
+            suspicious = (len(tensors) > 1 and tensors[1].dtype not in (torch.int64, torch.uint8)) or \
+                len({t.dtype for t in tensors if t is not tensors[1]}) > 1
+        else:
+            core = _core_dtypes(packet, args)
+            suspicious = len(set(core if self.cuda else dtypes)) > 1
+        if not suspicious:
+            return
+        key = (func, dtypes)
+        if key in self._verified:
+            return
+        verdict = real_kernel_error(func, args, kwargs)
+        if verdict is _SKIPPED:
+            core = _core_dtypes(packet, args) if packet in SAME_DTYPE else ()
+            if len(set(core)) <= 1:
+                return  # cannot tell without the kernel: not rejected
+            names = " and ".join(_dtype_name(d) for d in core)
+            verdict = RuntimeError(f"{packet.__name__} needs the same dtype for both operands, got {names}")
+        if verdict is None:
+            self._verified.add(key)
+            return
+        self._reject(func, args, kwargs, verdict)
+
+    def _check_ids(self, func, args) -> None:
+        weight, indices = args[0], args[1]
+        label = self.labels.get(_storage_key(indices))
+        if label is None or label[1] is None or label[1].high is None:
+            return
+        rows = int(weight.shape[0])
+        if label[1].high > rows:
+            self._reject(func, args, {}, IndexError(
+                f"index out of range in self (ids up to {label[1].high - 1} for an embedding of {rows} rows)"),
+                input_label=label[0])
+
+    # --- the message -------------------------------------------------------------------------
+
+    def _reject(self, func, args, kwargs, exc: BaseException, input_label: Optional[str] = None) -> None:
+        from .replay import _phase_label
+
+        if input_label is None:
+            for t in _tensors(args, kwargs):
+                label = self.labels.get(_storage_key(t))
+                if label is not None:
+                    input_label = label[0]
+                    break
+        module = self.tracker.modules[-1] if self.tracker.modules else None
+        where = [f"aten.{func.overloadpacket.__name__}", f"during {_phase_label(self.tracker.phase)}"]
+        if module is not None:
+            cls = self.classes.get(module)
+            where.insert(0, f"in module `{module}`" + (f" ({cls})" if cls else ""))
+        message = f"{type(exc).__name__}: {one_line(exc)}"
+        subject = input_label if input_label is not None else f"TARGET `{self.target_text}`"
+        raise Rejected(f"{subject}: real torch rejects it {', '.join(where)}: {message}") from None
+
+
+def _core_dtypes(packet, args) -> tuple:
+    """The dtypes of a matrix product's two matrices, or of a convolution's input and weight."""
+    pair = args[1:3] if packet in _ADDED_TERM_FIRST else args[0:2]
+    return tuple(t.dtype for t in pair if isinstance(t, torch.Tensor))
+
+
+def _has_fake(args, kwargs) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return any(isinstance(t, FakeTensor) for t in _tensors(args, kwargs))
+
+
+def check_batch(inputs: Any, target_text: str) -> None:
+    """A zero-sized batch in the inputs TARGET returned is rejected up front: there is nothing to
+    estimate (``parse_input`` rejects one in ``--input``)."""
+    sizes = [int(t.shape[0]) for t in tensors_in(inputs) if t.dim() >= 1]
+    if sizes and all(s == 0 for s in sizes):
+        raise ConfigError(f"TARGET `{target_text}` returned inputs with a zero-sized batch (dim 0 is 0): there is "
+                          "nothing to estimate")
