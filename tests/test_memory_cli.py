@@ -198,6 +198,8 @@ def one_line_error(code, out, err):
     # A wrong width, reported with the user's batch (64), not a reduced one of a real run.
     (("--input", "64x32"), ["--input 1 (64x32:float32)", "(64x32 and 64x128)", "during forward, step 1"]),
     (("--input", "0x64"), ["--input 1 `0x64`", "zero-sized batch"]),
+    (("--input", "16x64", "--input", "16x64"), ["2 --input options given, but Sequential.forward(input)",
+                                                "too many positional arguments"]),
     (("--input", "16x64", "--input", "0x3"), ["--input 2 `0x3`", "zero-sized batch"]),
 ])
 def test_inputs_real_torch_rejects_are_one_line_errors(capsys, args, needles):
@@ -214,6 +216,8 @@ def test_inputs_naming_the_input_and_module(capsys, targets):
                          "--mode", "inference", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["batch_size"] == 2
+    err = one_line_error(*cli(capsys, f"{MODELS}:seq2seq", "--input", "2x12:int64"))
+    assert "1 --input option given, but Seq2Seq.forward(src, tgt)" in err and "'tgt'" in err
     err = one_line_error(*cli(capsys, f"{MODELS}:seq2seq", "--input", "2x12:int64", "--input", "2x10"))
     assert "--input 2 (2x10:float32)" in err and "module `embed` (Embedding)" in err and "indices" in err
     err = one_line_error(*cli(capsys, f"{MODELS}:lstm", "--input", "6x20:int64:501"))

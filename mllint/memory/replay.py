@@ -32,7 +32,7 @@ from mllint.config import ConfigError
 from mllint.runtime.tracker import LiveTensorTracker, storage_of, tensors_in
 
 from .target import Built, InputSpec, Settings, Target, describe_exception, normalise
-from .validate import InputCheck, check_batch
+from .validate import InputCheck, check_batch, check_call
 
 CATEGORIES = ("parameters", "buffers", "inputs", "other", "gradients", "optimizer", "activations", "transient")
 STATE_CATEGORIES = ("parameters", "buffers", "gradients", "optimizer")
@@ -525,6 +525,7 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
             model, inputs, loss_fn, batch, natural = _build(target, settings, batch, tracker, on, fake)
             if check is not None:
                 check.label_inputs(inputs, settings.inputs, model)
+                check_call(model, inputs, settings.inputs, target.text)
             if device is not None:
                 device.reset_peak()
             result = RunResult(settings.mode, batch, fake, loss="default" if loss_fn is None else "TARGET's loss_fn")

@@ -287,3 +287,31 @@ def check_batch(inputs: Any, target_text: str) -> None:
     if sizes and all(s == 0 for s in sizes):
         raise ConfigError(f"TARGET `{target_text}` returned inputs with a zero-sized batch (dim 0 is 0): there is "
                           "nothing to estimate")
+
+
+def check_call(model, inputs: Any, specs: List[InputSpec], target_text: str) -> None:
+    """The inputs must fit the signature of ``model.forward`` (two ``--input`` into a one-input model,
+    a missing one): checked before the replay, which would otherwise fall back to real runs to find
+    out. Skipped when forward pre-hooks may change the arguments or the signature is unknown."""
+    import inspect
+
+    if getattr(model, "_forward_pre_hooks", None):
+        return
+    forward = getattr(model, "forward", None)
+    try:
+        signature = inspect.signature(forward)
+    except (TypeError, ValueError):
+        return
+    try:
+        if isinstance(inputs, dict):
+            signature.bind(**inputs)
+        elif isinstance(inputs, (tuple, list)):
+            signature.bind(*inputs)
+        else:
+            signature.bind(inputs)
+    except TypeError as exc:
+        name = f"{type(model).__name__}.forward{signature}"
+        if specs:
+            given = f"{len(specs)} --input option{'s' if len(specs) != 1 else ''}"
+            raise ConfigError(f"{given} given, but {name} does not take them: {one_line(exc)}") from None
+        raise ConfigError(f"TARGET `{target_text}`: the inputs it returned do not fit {name}: {one_line(exc)}") from None
