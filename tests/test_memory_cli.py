@@ -167,6 +167,19 @@ def checked():
     return Checked()
 
 
+class OneHot(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(10, 4)
+
+    def forward(self, y):
+        return self.fc(nn.functional.one_hot(y, 10).float())
+
+
+def one_hot(batch_size=8):
+    return OneHot(), torch.randint(0, 10, (batch_size,))
+
+
 def int32_target(batch_size=8):
     model = nn.Linear(16, 5)
     target = torch.zeros(batch_size, dtype=torch.int32)
@@ -244,6 +257,15 @@ def test_model_own_error_shows_the_users_batch(capsys, targets):
     # replay's, at the user's batch 64 (the real run's was at 8).
     err = one_line_error(*cli(capsys, f"{targets}:checked", "--input", "64x32"))
     assert "ValueError: expected 64 features, got an input of shape (64, 32)" in err
+    assert "in the top-level module (Checked), given --input 1 (64x32:float32)" in err
+    # torch's own check before dispatch (a convolution's bias dtype): located by the traceback.
+    err = one_line_error(*cli(capsys, f"{MODELS}:vit", "--input", "2x3x32x32:float64"))
+    assert "Input type (double) and bias type (float) should be the same" in err
+    assert "in module `embed` (Conv2d), given --input 1 (2x3x32x32:float64)" in err
+    # Code that a --dtype cast breaks (a float32 tensor made in forward into a bfloat16 layer).
+    err = one_line_error(*cli(capsys, f"{targets}:one_hot", "--dtype", "bf16"))
+    assert "real torch rejects it in module `fc` (Linear)" in err and "Float and BFloat16" in err
+    assert "--dtype bf16 cast the model" in err
 
 
 # --- progress on a terminal --------------------------------------------------------------------------

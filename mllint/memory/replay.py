@@ -446,8 +446,8 @@ class ModuleHooks:
 class StepError(Exception):
     """The TARGET's own code raised during build or replay; `phase` says where."""
 
-    def __init__(self, exc: BaseException, phase: str) -> None:
-        super().__init__(f"{describe_exception(exc)} (during {phase})")
+    def __init__(self, exc: BaseException, phase: str, where: Optional[str] = None) -> None:
+        super().__init__(f"{describe_exception(exc)} (during {phase}{', ' + where if where else ''})")
         self.exc = exc
         self.phase = phase
 
@@ -514,7 +514,8 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     outer = fake_mode() if fake else contextlib.nullcontext()
     patches = value_free_internals() if fake else contextlib.nullcontext()
     # What real kernels would reject and fake ones let through (validate.py).
-    check = InputCheck(tracker, target.text, cuda=settings.device == "cuda") if fake else None
+    check = InputCheck(tracker, target.text, cuda=settings.device == "cuda",
+                       cast=settings.dtype if settings.dtype in ("bf16", "fp16") else None) if fake else None
     hooks = None
     try:
         with warnings.catch_warnings(), patches, outer, check or contextlib.nullcontext(), tracker:
@@ -539,7 +540,7 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     except (ConfigError, StepError):
         raise
     except Exception as exc:
-        raise StepError(exc, _phase_label(tracker.phase)) from exc
+        raise StepError(exc, _phase_label(tracker.phase), check.locate(exc) if check is not None else None) from exc
     finally:
         if hooks is not None:
             hooks.remove()

@@ -147,14 +147,16 @@ class InputCheck(TorchDispatchMode):
     """See the module docstring. `tracker` gives the module running and the phase; `cuda`: the step
     is modelled for CUDA (only the checks that hold on CUDA too)."""
 
-    def __init__(self, tracker, target_text: str, cuda: bool = False) -> None:
+    def __init__(self, tracker, target_text: str, cuda: bool = False, cast: Optional[str] = None) -> None:
         super().__init__()
         self.tracker = tracker
         self.target_text = target_text
         self.cuda = cuda
+        self.cast = cast  # "bf16" / "fp16": --dtype cast the model (said in the error)
         self.labels: Dict[int, Tuple[str, Optional[InputSpec]]] = {}
         self._keep: List[Any] = []  # the labelled storages, so that their ids stay theirs
         self.classes: Dict[str, str] = {}
+        self._names: Dict[int, str] = {}  # id(module) -> its label
         self._verified: set = set()
 
     # --- what the user gave ---------------------------------------------------------------
@@ -183,7 +185,10 @@ class InputCheck(TorchDispatchMode):
                 self._keep.append(t.untyped_storage())
         if model is not None:
             for name, module in model.named_modules():
-                self.classes[name or f"({type(module).__name__} top level)"] = type(module).__name__
+                label = name or f"({type(module).__name__} top level)"
+                self.classes[label] = type(module).__name__
+                self._names[id(module)] = label
+            self._keep.append(model)
 
     # --- the dispatch ---------------------------------------------------------------------------
 
@@ -247,7 +252,37 @@ class InputCheck(TorchDispatchMode):
                 f"index out of range in self (ids up to {label[1].high - 1} for an embedding of {rows} rows)"),
                 input_label=label[0])
 
+    def locate(self, exc: BaseException) -> Optional[str]:
+        """Where an error raised outside the kernels the replay sees came from (torch's own checks
+        before dispatch, the model's Python code): the innermost module whose forward was running,
+        and the input it was given when that is one of the user's inputs."""
+        frames = []
+        tb = exc.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        for frame in reversed(frames):
+            if frame.f_code.co_name != "forward":
+                continue
+            label = self._names.get(id(frame.f_locals.get("self")))
+            if label is None:
+                continue
+            where = self._module_text(label)
+            for value in frame.f_locals.values():
+                for t in tensors_in(value) if isinstance(value, (torch.Tensor, tuple, list, dict)) else ():
+                    named = self.labels.get(_storage_key(t))
+                    if named is not None:
+                        return f"{where}, given {named[0]}"
+            return where
+        return None
+
     # --- the message -------------------------------------------------------------------------
+
+    def _module_text(self, label: str) -> str:
+        cls = self.classes.get(label)
+        if label.startswith("(") and cls:
+            return f"in the top-level module ({cls})"
+        return f"in module `{label}`" + (f" ({cls})" if cls else "")
 
     def _reject(self, func, args, kwargs, exc: BaseException, input_label: Optional[str] = None) -> None:
         from .replay import _phase_label
@@ -261,9 +296,10 @@ class InputCheck(TorchDispatchMode):
         module = self.tracker.modules[-1] if self.tracker.modules else None
         where = [f"aten.{func.overloadpacket.__name__}", f"during {_phase_label(self.tracker.phase)}"]
         if module is not None:
-            cls = self.classes.get(module)
-            where.insert(0, f"in module `{module}`" + (f" ({cls})" if cls else ""))
+            where.insert(0, self._module_text(module))
         message = f"{type(exc).__name__}: {one_line(exc)}"
+        if self.cast is not None:
+            message += f" (--dtype {self.cast} cast the model's floating-point weights and inputs)"
         subject = input_label if input_label is not None else f"TARGET `{self.target_text}`"
         raise Rejected(f"{subject}: real torch rejects it {', '.join(where)}: {message}") from None
 
