@@ -159,14 +159,16 @@ class Estimator:
     def __init__(self, target: Target, settings: Settings, progress: Optional[Callable[[str], None]] = None) -> None:
         self.target = target
         self.settings = settings
-        # Told what is being done (a terminal status line); `stage` prefixes it (the --gpu-memory probe).
+        # Told what is being done (a terminal status line).
         self.progress = progress or (lambda text: None)
         self.stage = ""
         self.foreach = True if settings.device == "cuda" and settings.mode == "train" else None
         self._fallback: Optional[Tuple[RunResult, RunResult, str]] = None
 
-    def at(self, batch: Optional[int]) -> Estimate:
+    def at(self, batch: Optional[int], stage: str = "") -> Estimate:
+        """The estimate at `batch`; `stage` prefixes what the progress line says (a --gpu-memory probe)."""
         started = time.perf_counter()
+        self.stage = stage
         if self._fallback is None:
             try:
                 at = f"batch {batch}" if batch is not None else "TARGET's batch"
@@ -269,28 +271,24 @@ def search_batch(estimator: Estimator, budget: int, cap: int = 1 << 16) -> Batch
 
     def fits(batch: int) -> bool:
         largest = max((b for b, _, ok in probes if ok), default=0)
-        estimator.stage = "--gpu-memory: " + (f"{largest} fits, trying " if largest else "trying ")
-        est = estimator.at(batch)
+        est = estimator.at(batch, stage="--gpu-memory: " + (f"{largest} fits, trying " if largest else "trying "))
         cache[batch] = est
         need = est.cuda.total[1] if est.cuda is not None else est.run.peak
         ok = need <= budget
         probes.append((batch, need, ok))
         return ok
 
-    try:
-        if not fits(1):
-            return BatchSearch(budget, 0, False, probes, None)
-        lo, hi = 1, 2
-        while hi <= cap and fits(hi):
-            lo, hi = hi, hi * 2
-        if hi > cap:
-            return BatchSearch(budget, lo, True, probes, cache[lo])
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if fits(mid):
-                lo = mid
-            else:
-                hi = mid
-        return BatchSearch(budget, lo, False, probes, cache[lo])
-    finally:
-        estimator.stage = ""
+    if not fits(1):
+        return BatchSearch(budget, 0, False, probes, None)
+    lo, hi = 1, 2
+    while hi <= cap and fits(hi):
+        lo, hi = hi, hi * 2
+    if hi > cap:
+        return BatchSearch(budget, lo, True, probes, cache[lo])
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return BatchSearch(budget, lo, False, probes, cache[lo])

@@ -66,6 +66,9 @@ _FAKE_LIMITS = (
     "GuardOnDataDependentSymNode", "UnsupportedFakeTensorException", "MetadataMismatchError",
 )
 _SKIPPED = object()
+# (op, operand dtypes) the real kernel accepted: accepting dtypes does not depend on shapes, so a
+# --gpu-memory search or a second estimate runs the kernel once.
+_ACCEPTED: set = set()
 
 
 class Rejected(ConfigError):
@@ -157,7 +160,6 @@ class InputCheck(TorchDispatchMode):
         self._keep: List[Any] = []  # the labelled storages, so that their ids stay theirs
         self.classes: Dict[str, str] = {}
         self._names: Dict[int, str] = {}  # id(module) -> its label
-        self._verified: set = set()
 
     # --- what the user gave ---------------------------------------------------------------
 
@@ -227,7 +229,7 @@ class InputCheck(TorchDispatchMode):
         if not suspicious:
             return
         key = (func, dtypes)
-        if key in self._verified:
+        if key in _ACCEPTED:
             return
         verdict = real_kernel_error(func, args, kwargs)
         if verdict is _SKIPPED:
@@ -237,7 +239,7 @@ class InputCheck(TorchDispatchMode):
             names = " and ".join(_dtype_name(d) for d in core)
             verdict = RuntimeError(f"{packet.__name__} needs the same dtype for both operands, got {names}")
         if verdict is None:
-            self._verified.add(key)
+            _ACCEPTED.add(key)
             return
         self._reject(func, args, kwargs, verdict)
 
