@@ -21,10 +21,16 @@ the estimator reports the peak memory of a step that cannot run.
 
 A rejection is a ``ConfigError`` (one line, exit 2) naming the input involved (``--input 2 (...)`` or
 TARGET's input), the module, the aten op and the phase. Real kernels are only run when operands total
-at most ``VERIFY_CAP`` bytes; above it, only the dtype rule of matrix products and convolutions (same
-dtype for every operand, on CPU and CUDA alike) rejects without running a kernel. With ``--device
-cuda`` the model is still replayed with CPU kernels, so only the checks that hold on CUDA as well
-apply (the matrix-product/convolution dtype rule and errors the fake kernels raise themselves).
+at most ``VERIFY_CAP`` bytes; above it, only the dtype rule of matrix products and convolutions (the
+two matrices, or input and weight, share a dtype on CPU and CUDA alike) rejects without running a
+kernel. With ``--device cuda`` the model is still replayed with CPU kernels, so only the checks that
+hold on CUDA as well apply (that rule, token ids, and errors the fake kernels raise themselves).
+
+Errors raised before dispatch (torch's own checks in C++ such as a convolution's bias dtype, the
+model's Python code) are not seen here: they go to the estimator's fallback as before, and
+``InputCheck.locate`` names the module whose forward raised and the user's input it was given, from
+the traceback. Also checked up front: inputs that do not fit ``model.forward``'s signature
+(``check_call``) and a zero-sized batch in TARGET's inputs (``check_batch``).
 """
 
 from __future__ import annotations
@@ -333,8 +339,8 @@ def check_call(model, inputs: Any, specs: List[InputSpec], target_text: str) -> 
     out. Skipped when forward pre-hooks may change the arguments or the signature is unknown."""
     import inspect
 
-    if getattr(model, "_forward_pre_hooks", None):
-        return
+    if getattr(model, "_forward_pre_hooks", None) or type(model).__call__ is not torch.nn.Module.__call__:
+        return  # pre-hooks may change the arguments; a __call__ of its own may not call forward
     forward = getattr(model, "forward", None)
     try:
         signature = inspect.signature(forward)
