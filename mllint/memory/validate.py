@@ -35,6 +35,7 @@ the traceback. Also checked up front: inputs that do not fit ``model.forward``'s
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -166,6 +167,8 @@ class InputCheck(TorchDispatchMode):
         self._keep: List[Any] = []  # the labelled storages, so that their ids stay theirs
         self.classes: Dict[str, str] = {}
         self._names: Dict[int, str] = {}  # id(module) -> its label
+        # id(storage) -> (weak reference, largest value, what made it): values known without data
+        self._ranges: Dict[int, Tuple[Any, int, str]] = {}
 
     # --- what the user gave ---------------------------------------------------------------
 
@@ -209,6 +212,13 @@ class InputCheck(TorchDispatchMode):
             self._check_dtypes(func, packet, args, kwargs)
         elif packet is _aten.embedding:
             self._check_ids(func, args)
+        if packet is _aten.arange:
+            out = self._run(func, args, kwargs)
+            self._note_arange(func, args, kwargs, out)
+            return out
+        return self._run(func, args, kwargs)
+
+    def _run(self, func, args, kwargs):
         try:
             return func(*args, **kwargs)
         except Exception as exc:
@@ -250,15 +260,37 @@ class InputCheck(TorchDispatchMode):
         self._reject(func, args, kwargs, verdict)
 
     def _check_ids(self, func, args) -> None:
+        """Token ids known without values: an --input's HIGH, or positions made by torch.arange."""
         weight, indices = args[0], args[1]
-        label = self.labels.get(_storage_key(indices))
-        if label is None or label[1] is None or label[1].high is None:
-            return
         rows = int(weight.shape[0])
-        if label[1].high > rows:
+        key = _storage_key(indices)
+        label = self.labels.get(key)
+        if label is not None and label[1] is not None and label[1].high is not None and label[1].high > rows:
             self._reject(func, args, {}, IndexError(
                 f"index out of range in self (ids up to {label[1].high - 1} for an embedding of {rows} rows)"),
                 input_label=label[0])
+        known = self._ranges.get(key)
+        if known is not None and known[0]() is not None and known[1] >= rows:
+            self._reject(func, args, {}, IndexError(
+                f"index out of range in self (ids up to {known[1]} from {known[2]}, for an embedding of {rows} rows)"))
+
+    def _note_arange(self, func, args, kwargs, out) -> None:
+        """Remember the largest value of an integer torch.arange (positions: ``pos_emb(arange(T))``)."""
+        if not isinstance(out, torch.Tensor) or out.is_floating_point() or out.numel() == 0 or out.dim() != 1:
+            return
+        values = list(args[:3])
+        start, step = (values[0], values[2] if len(values) > 2 else 1) if len(values) >= 2 else (0, 1)
+        try:
+            highest = int(start) + int(step) * (int(out.numel()) - 1) if step > 0 else int(start)
+        except (TypeError, ValueError):
+            return
+        storage = out.untyped_storage()
+        try:
+            ref = weakref.ref(storage)
+        except TypeError:
+            return
+        shown = ", ".join(str(v) for v in values)
+        self._ranges[id(storage)] = (ref, highest, f"torch.arange({shown})")
 
     def locate(self, exc: BaseException) -> Optional[str]:
         """Where an error raised outside the kernels the replay sees came from (torch's own checks
