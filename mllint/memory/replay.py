@@ -74,6 +74,7 @@ class CategoryTracker(LiveTensorTracker):
         self.rounded_current = 0
         self.rounded_peak = 0
         self.notes: set = set()
+        self.check = None
 
     # --- LiveTensorTracker hooks -------------------------------------------------------
 
@@ -153,6 +154,11 @@ class CategoryTracker(LiveTensorTracker):
     # --- corrections for fake kernels that report the wrong size -------------------------
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.check is not None:  # validate.InputCheck: what real kernels reject, fake ones do not
+            return self.check.dispatch(self._dispatch, func, types, args, kwargs or {})
+        return self._dispatch(func, types, args, kwargs)
+
+    def _dispatch(self, func, types, args=(), kwargs=None):
         fix = _OUTPUT_FIXES.get(func)
         if fix is None:
             return super().__torch_dispatch__(func, types, args, kwargs)
@@ -518,7 +524,8 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
                        cast=settings.dtype if settings.dtype in ("bf16", "fp16") else None) if fake else None
     hooks = None
     try:
-        with warnings.catch_warnings(), patches, outer, check or contextlib.nullcontext(), tracker:
+        tracker.check = check
+        with warnings.catch_warnings(), patches, outer, tracker:
             # copy.deepcopy of a fake tensor (in the TARGET's own code) reads its data pointer,
             # which torch warns about; nothing the user can act on.
             warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
