@@ -236,6 +236,9 @@ def test_inputs_naming_the_input_and_module(capsys, targets):
     err = one_line_error(*cli(capsys, f"{MODELS}:lstm", "--input", "6x20:int64:501"))
     assert "--input 1 (6x20:int64:501)" in err and "IndexError: index out of range" in err
     assert "500 rows" in err
+    # A sequence longer than the context: positions from torch.arange(128) into 64 rows.
+    err = one_line_error(*cli(capsys, f"{MODELS}:gpt", "--input", "2x128:int64:1000"))
+    assert "module `pos` (Embedding)" in err and "ids up to 127 from torch.arange(128), for an embedding of 64" in err
     # A uint8 image into a float32 convolution without bias.
     err = one_line_error(*cli(capsys, f"{MODELS}:cnn", "--input", "4x3x32x32:uint8"))
     assert "--input 1 (4x3x32x32:uint8)" in err and "module `stem.0` (Conv2d)" in err
