@@ -11,7 +11,7 @@ calls ``InputCheck.dispatch``):
 
 - before a watched op (matrix products, convolutions, normalisations, losses, float-only
   activations) whose tensor operands disagree in dtype, or hold a dtype the op may not support, the
-  real CPU kernel is run once on zero/uninitialised tensors of the same shapes, strides and dtypes
+  real CPU kernel is run once on zero tensors of the same shapes, strides and dtypes
   (cached by op and dtypes); if it raises, so would the user's step;
 - when a fake kernel raises (a shape mismatch, say), the real kernel is run the same way: if it
   raises too, the error is real torch's own, with the user's shapes (not those of a smaller real run
@@ -102,9 +102,9 @@ def _storage_key(tensor: torch.Tensor) -> Optional[int]:
 
 
 def real_kernel_error(func, args, kwargs, cap: int = VERIFY_CAP):
-    """Run `func` for real on CPU tensors shaped like the fake operands (zeros for integer and bool
-    tensors, so that they are valid indices; uninitialised floats). Returns the exception it raised,
-    None when it ran, or _SKIPPED when the operands are too large or not on the CPU."""
+    """Run `func` for real on CPU tensors shaped like the fake operands (zeros: valid indices,
+    probabilities and sizes, deterministic). Returns the exception it raised, None when it ran, or
+    _SKIPPED when the operands are too large or not on the CPU."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     tensors = _tensors(args, kwargs)
@@ -117,12 +117,8 @@ def real_kernel_error(func, args, kwargs, cap: int = VERIFY_CAP):
         return _SKIPPED
 
     def real(t: torch.Tensor) -> torch.Tensor:
-        n = _extent(t)
-        if t.is_floating_point() or t.is_complex():
-            base = torch.empty(n, dtype=t.dtype)
-        else:
-            base = torch.zeros(n, dtype=t.dtype)
-        return base.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
+        return torch.zeros(_extent(t), dtype=t.dtype).as_strided(tuple(t.shape), tuple(t.stride()),
+                                                                   t.storage_offset())
 
     with unset_fake_temporarily():
         try:
