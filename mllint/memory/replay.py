@@ -547,7 +547,8 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     except (ConfigError, StepError):
         raise
     except Exception as exc:
-        raise StepError(exc, _phase_label(tracker.phase), check.locate(exc) if check is not None else None) from exc
+        where = check.locate(exc) if check is not None else None
+        raise StepError(exc, _phase_label(tracker.phase), where) from exc
     finally:
         if hooks is not None:
             hooks.remove()

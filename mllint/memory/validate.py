@@ -388,4 +388,5 @@ def check_call(model, inputs: Any, specs: List[InputSpec], target_text: str) -> 
         if specs:
             given = f"{len(specs)} --input option{'s' if len(specs) != 1 else ''}"
             raise ConfigError(f"{given} given, but {name} does not take them: {one_line(exc)}") from None
-        raise ConfigError(f"TARGET `{target_text}`: the inputs it returned do not fit {name}: {one_line(exc)}") from None
+        raise ConfigError(f"TARGET `{target_text}`: the inputs it returned do not fit {name}: "
+                          f"{one_line(exc)}") from None
