@@ -315,7 +315,7 @@ def test_progress_on_a_terminal_and_none_when_piped():
     code, out, term = run_with_terminal_stderr(*args)
     assert code == 0, term
     assert "Largest batch size that fits" in out
-    assert "mllint memory: --gpu-memory: trying batch 1: fake-tensor replay of the train step" in term
+    assert "mllint memory: --gpu-memory: trying batch 1: fake-tensor replay of the train step at batch 1" in term
     assert "mllint memory: --gpu-memory: 1 fits, trying batch 2: fake-tensor replay of the train step" in term
     assert term.endswith("\r\x1b[2K")  # the status line is erased: nothing of it stays
     assert "\x1b" not in out
@@ -333,6 +333,7 @@ def test_progress_names_real_runs_and_the_measurement():
     code, out, term = run_with_terminal_stderr(f"{MODELS}:masked", "--measure")
     assert code == 0, term
     assert "Predicted vs measured" in out
-    assert "mllint memory: batch 2: real run of the train step (fake tensors cannot run this model)" in term
+    assert "mllint memory: fake-tensor replay of the train step at TARGET's batch" in term
+    assert "mllint memory: real run of the train step at batch 2 (fake tensors cannot run this model)" in term
     assert "mllint memory: --measure: running the train step for real at batch 16 on cpu" in term
     assert term.endswith("\r\x1b[2K")

@@ -172,7 +172,7 @@ class Estimator:
         if self._fallback is None:
             try:
                 at = f"batch {batch}" if batch is not None else "TARGET's batch"
-                self.progress(f"{self.stage}{at}: fake-tensor replay of the {self.settings.mode} step")
+                self.progress(f"{self.stage}fake-tensor replay of the {self.settings.mode} step at {at}")
                 run = replay(self.target, self.settings, batch, fake=True, foreach=self.foreach)
                 est = Estimate(self.settings, run, "fake", notes=list(run.notes))
             except StepError as exc:
@@ -222,8 +222,8 @@ class Estimator:
 
     def _real(self, batch: Optional[int]) -> RunResult:
         at = f"batch {batch}" if batch is not None else "TARGET's batch"
-        self.progress(f"{self.stage}{at}: real run of the {self.settings.mode} step (fake tensors cannot run "
-                      "this model)")
+        self.progress(f"{self.stage}real run of the {self.settings.mode} step at {at} (fake tensors cannot "
+                      "run this model)")
         return replay(self.target, self.settings, batch, fake=False, foreach=self.foreach)
 
     def _from_fallback(self, batch: Optional[int]) -> Estimate:
@@ -271,7 +271,8 @@ def search_batch(estimator: Estimator, budget: int, cap: int = 1 << 16) -> Batch
 
     def fits(batch: int) -> bool:
         largest = max((b for b, _, ok in probes if ok), default=0)
-        est = estimator.at(batch, stage="--gpu-memory: " + (f"{largest} fits, trying " if largest else "trying "))
+        fitting = f"{largest} fits, " if largest else ""
+        est = estimator.at(batch, stage=f"--gpu-memory: {fitting}trying batch {batch}: ")
         cache[batch] = est
         need = est.cuda.total[1] if est.cuda is not None else est.run.peak
         ok = need <= budget
