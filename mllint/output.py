@@ -83,6 +83,90 @@ class Progress:
             self.shown = False
 
 
+class Status:
+    """One status line on standard error for a long command (``mllint memory``): what it is doing
+    now, with the seconds spent on it, rewritten in place once a second and erased at the end.
+
+    Shown only when standard error is a terminal (and TERM is not dumb), so that nothing reaches a
+    pipe or a file; `enabled` lets the caller turn it off (a machine format sent to a pipe). Unlike
+    ``Progress`` it appears at once: each stage it names lasts seconds to minutes."""
+
+    REFRESH = 1.0
+
+    def __init__(self, prefix: str, enabled: bool = True, stream=None, clock=None):
+        import threading
+        import time
+
+        self.prefix = prefix
+        self.stream = stream if stream is not None else sys.stderr
+        self.clock = clock or time.monotonic
+        self.enabled = enabled and _is_terminal(self.stream) and os.environ.get("TERM") != "dumb"
+        self.text = ""
+        self.since = self.clock()
+        self.shown = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def show(self, text: str) -> None:
+        if not self.enabled:
+            return
+        import threading
+
+        with self._lock:
+            self.text, self.since = text, self.clock()
+            self._draw()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._tick, name="mllint-status", daemon=True)
+            self._thread.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.REFRESH):
+            with self._lock:
+                if self.shown:
+                    self._draw()
+
+    def _draw(self) -> None:
+        import shutil
+
+        seconds = int(self.clock() - self.since)
+        line = f"{self.prefix}: {self.text}" + (f" ({seconds} s)" if seconds >= 1 else "")
+        try:
+            width = os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):
+            width = 0
+        width = width or shutil.get_terminal_size((80, 24)).columns
+        if len(line) >= width:  # a wrapped line could not be rewritten in place
+            line = line[: max(1, width - 4)] + "..."
+        try:
+            self.stream.write(f"\r\x1b[2K{line}")
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.enabled = False
+            return
+        self.shown = True
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        with self._lock:
+            if self.shown:
+                try:
+                    self.stream.write("\r\x1b[2K")
+                    self.stream.flush()
+                except (OSError, ValueError):
+                    pass
+                self.shown = False
+
+    def __enter__(self) -> "Status":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def _is_terminal(stream) -> bool:
     try:
         return bool(stream.isatty())

@@ -43,7 +43,7 @@ def memory_command(target, inputs, mode, optimizer, dtype, device, gpu_memory, b
     from mllint.runtime.device import DeviceError, require_torch
 
     budget = parse_size(gpu_memory) if gpu_memory is not None else None
-    specs = [parse_input(text) for text in inputs]
+    specs = [parse_input(text, i + 1) for i, text in enumerate(inputs)]
     try:
         require_torch("mllint memory")
     except DeviceError as exc:
@@ -73,7 +73,14 @@ def memory_command(target, inputs, mode, optimizer, dtype, device, gpu_memory, b
     from .report import to_dict, to_text
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    estimator = Estimator(loaded, settings)
+    import sys
+
+    from mllint.output import Status
+
+    # A status line on a terminal (stderr): estimates can take minutes. None with JSON sent to a pipe.
+    status = Status("mllint memory", enabled=fmt == "text" or sys.stdout.isatty())
+    click.get_current_context().call_on_close(status.close)  # erased before an error is printed
+    estimator = Estimator(loaded, settings, progress=status.show)
     search = None
     if budget is not None:
         search = search_batch(estimator, budget)
@@ -82,7 +89,10 @@ def memory_command(target, inputs, mode, optimizer, dtype, device, gpu_memory, b
         est = estimator.at(batch_size)
     measured = None
     if measure_device is not None:
+        status.show(f"--measure: running the {settings.mode} step for real at batch {est.run.batch} on "
+                    f"{measure_device.name}")
         measured = run_measurement(loaded, settings, est, measure_device)
+    status.close()
     if fmt == "json":
         import json
 

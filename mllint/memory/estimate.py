@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from mllint.config import ConfigError
 
@@ -162,9 +162,13 @@ def real_run_limit() -> int:
 class Estimator:
     """Estimates for one TARGET and settings, at any batch size."""
 
-    def __init__(self, target: Target, settings: Settings, allocator: bool = True) -> None:
+    def __init__(self, target: Target, settings: Settings, progress: Optional[Callable[[str], None]] = None,
+                 allocator: bool = True) -> None:
         self.target = target
         self.settings = settings
+        # Told what is being done (a terminal status line).
+        self.progress = progress or (lambda text: None)
+        self.stage = ""
         self.foreach = True if settings.device == "cuda" and settings.mode == "train" else None
         # the allocator level is measured by running ops on the device modelled (scratch.py): CPU,
         # or a GPU when this machine has one
@@ -178,14 +182,19 @@ class Estimator:
                 self.allocator = "cuda"
         self._fallback: Optional[Tuple[RunResult, RunResult, str]] = None
 
-    def at(self, batch: Optional[int]) -> Estimate:
+    def at(self, batch: Optional[int], stage: str = "") -> Estimate:
+        """The estimate at `batch`; `stage` prefixes what the progress line says (a --gpu-memory probe)."""
         started = time.perf_counter()
+        self.stage = stage
         if self._fallback is None:
             try:
+                at = f"batch {batch}" if batch is not None else "TARGET's batch"
+                self.progress(f"{self.stage}fake-tensor replay of the {self.settings.mode} step at {at}")
                 run = self._fake(batch)
                 if self.allocator is not None:
                     from .scratch import allocator_peak
 
+                    self.progress(f"{self.stage}allocator level: running each distinct op once at {at}")
                     run.allocator = allocator_peak(run, self.allocator, self._fake)
                     run.op_log = run.op_calls = None
                 est = Estimate(self.settings, run, "fake", notes=list(run.notes))
@@ -197,11 +206,6 @@ class Estimator:
             est.cuda = cuda_model(est.run, self.settings)
         est.seconds = time.perf_counter() - started
         return est
-
-    def _real(self, batch: Optional[int]) -> RunResult:
-        """A real run at `batch` on this CPU (the fallback); it measures the allocator too for a CPU estimate."""
-        return replay(self.target, self.settings, batch, fake=False, foreach=self.foreach,
-                      allocator=self.allocator == "cpu")
 
     def _fake(self, batch: Optional[int]) -> RunResult:
         """The FakeTensorMode replay at `batch` (every op call logged when the allocator level is wanted)."""
@@ -223,7 +227,10 @@ class Estimator:
         try:
             small = self._real(probe_batch)
         except StepError as exc:
-            raise ConfigError(f"TARGET `{self.target.text}` raised {exc}") from None
+            # The same error where the fake replay raised it: the fake one's message, which has the
+            # user's batch size (the real run's has the probe's).
+            same = type(exc.exc) is type(fake_error.exc) and exc.phase == fake_error.phase
+            raise ConfigError(f"TARGET `{self.target.text}` raised {fake_error if same else exc}") from None
         if small.batch is None:
             raise ConfigError(f"TARGET `{self.target.text}`: fake tensors cannot run it ({reason}) and its "
                               "inputs have no batch dimension to extrapolate over")
@@ -240,6 +247,14 @@ class Estimator:
         larger = self._real(max(4, 2 * small.batch))
         self._fallback = (small, larger, f"{reason} (during {where})")
         return self._from_fallback(full)
+
+    def _real(self, batch: Optional[int]) -> RunResult:
+        """A real run at `batch` on this CPU (the fallback); it measures the allocator too for a CPU estimate."""
+        at = f"batch {batch}" if batch is not None else "TARGET's batch"
+        self.progress(f"{self.stage}real run of the {self.settings.mode} step at {at} (fake tensors cannot "
+                      "run this model)")
+        return replay(self.target, self.settings, batch, fake=False, foreach=self.foreach,
+                      allocator=self.allocator == "cpu")
 
     def _from_fallback(self, batch: Optional[int]) -> Estimate:
         small, larger, reason = self._fallback
@@ -285,7 +300,9 @@ def search_batch(estimator: Estimator, budget: int, cap: int = 1 << 16) -> Batch
     cache: Dict[int, Estimate] = {}
 
     def fits(batch: int) -> bool:
-        est = estimator.at(batch)
+        largest = max((b for b, _, ok in probes if ok), default=0)
+        fitting = f"{largest} fits, " if largest else ""
+        est = estimator.at(batch, stage=f"--gpu-memory: {fitting}trying batch {batch}: ")
         cache[batch] = est
         need = est.cuda.total[1] if est.cuda is not None else est.run.peak
         ok = need <= budget

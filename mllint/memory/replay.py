@@ -32,6 +32,7 @@ from mllint.config import ConfigError
 from mllint.runtime.tracker import LiveTensorTracker, storage_of, tensors_in
 
 from .target import Built, InputSpec, Settings, Target, describe_exception, normalise
+from .validate import InputCheck, check_batch, check_call
 
 CATEGORIES = ("parameters", "buffers", "inputs", "other", "gradients", "optimizer", "activations", "transient")
 STATE_CATEGORIES = ("parameters", "buffers", "gradients", "optimizer")
@@ -77,6 +78,7 @@ class CategoryTracker(LiveTensorTracker):
         self.op_log: Optional[List[Tuple[str, int, int, str]]] = None  # (call key, live before, live after, phase)
         self.op_calls: Dict[str, Any] = {}  # call key -> scratch.Call
         self._recording = False
+        self.check = None
 
     # --- LiveTensorTracker hooks -------------------------------------------------------
 
@@ -159,9 +161,14 @@ class CategoryTracker(LiveTensorTracker):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if self._recording and getattr(func, "namespace", "") not in _NOT_MEASURED:
             return self._logged(func, types, args, kwargs)
+        return self._checked(func, types, args, kwargs)
+
+    def _checked(self, func, types, args=(), kwargs=None):
+        if self.check is not None:  # validate.InputCheck: what real kernels reject, fake ones do not
+            return self.check.dispatch(self._dispatch, func, types, args, kwargs or {})
         return self._dispatch(func, types, args, kwargs)
 
-    def _dispatch(self, func, types, args, kwargs):
+    def _dispatch(self, func, types, args=(), kwargs=None):
         fix = _OUTPUT_FIXES.get(func)
         if fix is None:
             return super().__torch_dispatch__(func, types, args, kwargs)
@@ -178,10 +185,10 @@ class CategoryTracker(LiveTensorTracker):
         try:
             call = call_of(func, args, kwargs)
         except Exception:  # an argument it cannot describe: the op runs, unlogged (no scratch counted)
-            return self._dispatch(func, types, args, kwargs)
+            return self._checked(func, types, args, kwargs)
         call = self.op_calls.setdefault(call.key, call)
         before = self.current
-        out = self._dispatch(func, types, args, kwargs)
+        out = self._checked(func, types, args, kwargs)
         self.op_log.append((call.key, before, self.current, self.phase))
         call.out_bytes = max(call.out_bytes, self.current - before)
         return out
@@ -479,8 +486,8 @@ class ModuleHooks:
 class StepError(Exception):
     """The TARGET's own code raised during build or replay; `phase` says where."""
 
-    def __init__(self, exc: BaseException, phase: str) -> None:
-        super().__init__(f"{describe_exception(exc)} (during {phase})")
+    def __init__(self, exc: BaseException, phase: str, where: Optional[str] = None) -> None:
+        super().__init__(f"{describe_exception(exc)} (during {phase}{', ' + where if where else ''})")
         self.exc = exc
         self.phase = phase
 
@@ -557,6 +564,9 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     started = time.perf_counter()
     outer = fake_mode() if fake else contextlib.nullcontext()
     patches = value_free_internals() if fake else contextlib.nullcontext()
+    # What real kernels would reject and fake ones let through (validate.py).
+    check = InputCheck(tracker, target.text, cuda=settings.device == "cuda",
+                       cast=settings.dtype if settings.dtype in ("bf16", "fp16") else None) if fake else None
     hooks = None
     kernels = None
     if fake and settings.device == "cuda":
@@ -564,6 +574,7 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
 
         kernels = CudaKernels(tracker)  # attention and dropout replayed as the CUDA kernels run them
     try:
+        tracker.check = check
         with warnings.catch_warnings(), probe or contextlib.nullcontext(), patches, outer, tracker, \
                 (kernels or contextlib.nullcontext()):
             # copy.deepcopy of a fake tensor (in the TARGET's own code) reads its data pointer,
@@ -571,6 +582,9 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
             warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
             on = device.name if device is not None else "cpu"
             model, inputs, loss_fn, batch, natural = _build(target, settings, batch, tracker, on, fake)
+            if check is not None:
+                check.label_inputs(inputs, settings.inputs, model)
+                check_call(model, inputs, settings.inputs, target.text)
             if device is not None:
                 device.reset_peak()
             result = RunResult(settings.mode, batch, fake, loss="default" if loss_fn is None else "TARGET's loss_fn")
@@ -586,7 +600,8 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
     except (ConfigError, StepError):
         raise
     except Exception as exc:
-        raise StepError(exc, _phase_label(tracker.phase)) from exc
+        where = check.locate(exc) if check is not None else None
+        raise StepError(exc, _phase_label(tracker.phase), where) from exc
     finally:
         if hooks is not None:
             hooks.remove()
@@ -632,6 +647,7 @@ def _build(target: Target, settings: Settings, batch: Optional[int], tracker: Ca
     else:
         inputs = built.inputs
         built.inputs = None
+        check_batch(inputs, target.text)
         natural = target.default_batch if (target.takes_batch_size and batch is not None) else batch_of(inputs)
         if batch is not None and not target.takes_batch_size:
             try:

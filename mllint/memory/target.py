@@ -62,7 +62,8 @@ class InputSpec:
         return out + (f":{self.high}" if self.high is not None else "")
 
 
-def parse_input(text: str) -> InputSpec:
+def parse_input(text: str, position: Optional[int] = None) -> InputSpec:
+    """``--input SHAPE[:DTYPE[:HIGH]]``; `position` (1-based) names it in errors."""
     raw = text.strip()
     parts = raw.split(":")
     if not parts[0] or len(parts) > 3:
@@ -74,6 +75,10 @@ def parse_input(text: str) -> InputSpec:
         raise ConfigError(f"--input `{text}`: the shape must be integers joined by x, e.g. 8x3x224x224") from None
     if any(d < 0 for d in shape):
         raise ConfigError(f"--input `{text}`: dimensions must not be negative")
+    if shape[0] == 0:
+        where = f"--input {position} `{text}`" if position is not None else f"--input `{text}`"
+        raise ConfigError(f"{where}: a zero-sized batch (dim 0 is 0): there is nothing to estimate; "
+                          "give a batch of at least 1")
     dtype = "float32"
     if len(parts) >= 2 and parts[1]:
         dtype = _DTYPE_NAMES.get(parts[1].lower())
