@@ -42,6 +42,9 @@ def main():
         "wall_seconds": round(seconds, 2), "estimator_seconds": data["seconds"],
         "peak_rss_bytes": rss, "peak_rss_gib": round(rss / 2**30, 3),
         "predicted_peak_gib": round(data["peak_bytes"] / 2**30, 3), "phase": data["phase"],
+        "allocator_peak_gib": (round(data["allocator_peak_bytes"] / 2**30, 3)
+                               if data.get("allocator_peak_bytes") is not None else None),
+        "allocator_calls_measured_now": (data.get("allocator") or {}).get("measured_now"),
         "parameters_gib": round(data["parameters_bytes"] / 2**30, 3),
         "optimizer_gib": round(data["optimizer_bytes"] / 2**30, 3),
         "activations_gib": round(data["activations_bytes"] / 2**30, 3),
