@@ -353,7 +353,7 @@ def _references(tree: ast.AST) -> Set[str]:
     refs: Set[str] = set()
     memo: Dict[int, Optional[str]] = {}
     stack = [tree]
-    pop, push = stack.pop, stack.append
+    pop = stack.pop
     kinds = (ast.Name, ast.Attribute, ast.Subscript)
     while stack:
         node = pop()

@@ -41,7 +41,7 @@ How to fix
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Set
+from typing import Iterable, List, Optional
 
 import libcst as cst
 

@@ -36,7 +36,6 @@ from typing import Iterable, Optional, Set
 import libcst as cst
 
 from mllint.findings import Finding
-from mllint.registry import Example
 from mllint.semantics import hotloop
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import shorten

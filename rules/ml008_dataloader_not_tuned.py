@@ -34,10 +34,9 @@ from typing import Iterable, Optional, Tuple
 import libcst as cst
 
 from mllint.findings import Finding
-from mllint.registry import Example
 from mllint.semantics import hotloop
 from mllint.semantics.model import FileModel
-from mllint.semantics.names import dotted, shorten
+from mllint.semantics.names import shorten
 
 CODE = "ML008"
 NAME = "dataloader-not-tuned"

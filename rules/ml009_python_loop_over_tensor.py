@@ -43,13 +43,12 @@ How to fix
 from __future__ import annotations
 
 import ast
-from typing import Iterable, List, Optional, Set, Tuple
+from typing import Iterable, Optional, Set, Tuple
 
 import libcst as cst
 
 from mllint.findings import Finding
-from mllint.registry import Example
-from mllint.semantics.model import FileModel, Loop
+from mllint.semantics.model import FileModel
 from mllint.semantics.names import dotted, shorten
 from mllint.semantics.tensors import TensorFacts, tensor_facts
 from mllint.semantics.tree import visit as tree_visit

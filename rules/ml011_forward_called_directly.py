@@ -49,7 +49,7 @@ How to fix
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from typing import Iterable
 
 import libcst as cst
 

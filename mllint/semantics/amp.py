@@ -18,7 +18,7 @@ and are not clips here (only torch's functions, and timm's ``dispatch_clip_grad`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst

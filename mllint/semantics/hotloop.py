@@ -8,7 +8,7 @@ Everything here is a query on the FileModel; nothing is cached on it.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Iterator, List, Optional, Set
 
 import libcst as cst
 

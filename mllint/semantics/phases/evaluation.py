@@ -15,7 +15,6 @@ from mllint.semantics.model import (
     CALL,
     EVAL,
     FORWARD,
-    STEP,
     Context,
     Effect,
     FileModel,
