@@ -15,22 +15,6 @@ from .target import Settings, Target, describe_exception
 MiB = 1 << 20
 GiB = 1 << 30
 
-# Exceptions raised by fake tensors for ops whose output depends on tensor values.
-_FAKE_LIMIT_NAMES = (
-    "DataDependentOutputException", "DynamicOutputShapeException", "UnsupportedOperatorException",
-    "GuardOnDataDependentSymNode", "UnsupportedFakeTensorException", "MetadataMismatchError",
-)
-
-
-def is_fake_limitation(exc: BaseException) -> bool:
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if type(exc).__name__ in _FAKE_LIMIT_NAMES:
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
 
 @dataclass
 class CudaTerm:
