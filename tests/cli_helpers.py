@@ -137,3 +137,18 @@ def reported_paths(proc: subprocess.CompletedProcess) -> list:
         if ": ML" in line and line[:1] not in (" ", "|"):
             out.append(line.split(":", 1)[0])
     return out
+
+
+def read_terminal(fd: int) -> bytes:
+    """Everything written to the pseudo-terminal whose controlling side is `fd`, until the child
+    closes it (EOF, or EIO on Linux)."""
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks)

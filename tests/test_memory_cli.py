@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from cli_helpers import read_terminal  # noqa: E402
 from mllint.cli import run as mllint_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -324,24 +325,13 @@ def run_with_terminal_stderr(*args):
     proc = subprocess.Popen([sys.executable, "-m", "mllint", "memory", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=slave, stdin=subprocess.DEVNULL, env=env)
     os.close(slave)
-    chunks = []
-
-    def drain():
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-
-    reader = threading.Thread(target=drain)
+    written = []
+    reader = threading.Thread(target=lambda: written.append(read_terminal(master)))
     reader.start()
     out, _ = proc.communicate(timeout=300)
     reader.join(timeout=30)
     os.close(master)
-    return proc.returncode, out.decode(), b"".join(chunks).decode("utf-8", "replace")
+    return proc.returncode, out.decode(), b"".join(written).decode("utf-8", "replace")
 
 
 def test_progress_on_a_terminal_and_none_when_piped():

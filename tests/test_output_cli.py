@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from cli_helpers import BAD, FIXED, run
+from cli_helpers import BAD, FIXED, read_terminal, run
 
 OTHER = BAD.replace("optimizer", "opt")
 
@@ -120,18 +120,10 @@ def test_colour_on_a_terminal_unless_no_color(project, no_color, coloured):
     proc = subprocess.Popen([sys.executable, "-m", "mllint", "--no-cache", "."], cwd=project, env=env,
                             stdout=child, stderr=subprocess.PIPE)
     os.close(child)
-    chunks = []
-    while True:
-        try:
-            data = os.read(main, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
+    written = read_terminal(main)
     proc.wait(timeout=120)
     os.close(main)
-    out = b"".join(chunks).decode("utf-8")
+    out = written.decode("utf-8")
     assert "ML001" in out
     assert ("\x1b[" in out) is coloured
 
