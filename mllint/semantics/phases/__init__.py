@@ -87,6 +87,7 @@ class Phases(FileFacts, BackwardFlow, GradFacts, EvaluationFacts, ModeFacts):
         self._flows: Dict[str, List[_Stmt]] = {}
         self._stmt_of: Dict[str, Dict[cst.Call, int]] = {}
         self._backward_refs: Optional[Dict[str, Set[str]]] = None
+        self._sinks: Optional[bool] = None
         self._class_backward_attrs: Optional[Dict[str, Set[str]]] = None
         self._feeds: Dict[cst.CSTNode, bool] = {}
         self._call_sites: Optional[Dict[str, List[Effect]]] = None

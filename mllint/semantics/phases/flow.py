@@ -359,9 +359,11 @@ class BackwardFlow:
         ``.backward()``/``.manual_backward()`` calls and ``torch.autograd`` functions, whose
         qualified names come from imports that spell ``autograd``). Without one, every
         backward set is empty and no value feeds a backward pass: the data flow of the
-        file's scopes need not be built at all."""
-        source = self.m.source
-        return "backward" in source or "autograd" in source
+        file's scopes need not be built at all. Read once per file."""
+        if self._sinks is None:
+            source = self.m.source
+            self._sinks = "backward" in source or "autograd" in source
+        return self._sinks
 
     def _backward_sets(self) -> Dict[str, Set[str]]:
         """For each scope, the references whose values reach a backward pass in it

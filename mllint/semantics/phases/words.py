@@ -3,6 +3,7 @@ helpers on references shared by every phase question."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import List, Optional, Tuple
 
@@ -190,27 +191,17 @@ def _head(ref: str) -> str:
     return ref.split(".", 1)[0].split("[", 1)[0]
 
 
-
-
 # --- the screen (mllint/screen.py) --------------------------------------------------------------
 
 _TORCH_FAMILY = ("torch", "torchvision", "lightning", "pytorch_lightning", "timm", "transformers", "accelerate")
 
 
-_EVIDENCE_MEMO: dict = {}  # identifier -> whether it holds an evidence word (bounded)
-
-
+@functools.lru_cache(maxsize=50_000)  # identifiers repeat across the files of a run
 def _eval_data_word(identifier: str) -> bool:
     """Whether `identifier` can be part of a reference ``is_eval_data_ref`` accepts: it holds a
     word for evaluation data and no word for a setting (which rejects every reference holding it)."""
-    found = _EVIDENCE_MEMO.get(identifier)
-    if found is None:
-        if len(_EVIDENCE_MEMO) > 50_000:
-            _EVIDENCE_MEMO.clear()
-        tokens = _unglued(name_tokens(identifier))
-        found = not _EVAL_DATA_WORDS.isdisjoint(tokens) and _SETTING_WORDS.isdisjoint(tokens)
-        _EVIDENCE_MEMO[identifier] = found
-    return found
+    tokens = _unglued(name_tokens(identifier))
+    return not _EVAL_DATA_WORDS.isdisjoint(tokens) and _SETTING_WORDS.isdisjoint(tokens)
 
 
 def torch_file_possible(facts) -> bool:
