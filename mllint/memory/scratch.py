@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
+from torch.utils._pytree import tree_flatten, tree_map, tree_map_only
 
 MiB = 1 << 20
 MAX_REAL_BYTES = 128 * MiB  # arguments and outputs of one call run for real; larger: at smaller batches
@@ -69,18 +70,18 @@ class Unbuildable(str):
 
 
 def spec_of(value: Any) -> Any:
-    """`value` with every tensor replaced by its TensorSpec (lists and tuples kept)."""
-    if isinstance(value, torch.Tensor):
-        if value.layout != torch.strided or value.is_nested or value.is_quantized:
-            return Unbuildable(f"<{value.layout} {value.dtype} tensor>")
-        try:
-            storage = value.untyped_storage().nbytes() // max(value.element_size(), 1)
-        except (RuntimeError, NotImplementedError, TypeError):
-            storage = value.numel()
-        return TensorSpec(tuple(value.shape), tuple(value.stride()), int(value.storage_offset()), int(storage), value.dtype)
-    if isinstance(value, (list, tuple)):
-        return type(value)(spec_of(v) for v in value)
-    return value
+    """`value` with every tensor replaced by its TensorSpec (lists, tuples, dicts kept)."""
+    return tree_map_only(torch.Tensor, _spec, value)
+
+
+def _spec(value: "torch.Tensor") -> Any:
+    if value.layout != torch.strided or value.is_nested or value.is_quantized:
+        return Unbuildable(f"<{value.layout} {value.dtype} tensor>")
+    try:
+        storage = value.untyped_storage().nbytes() // max(value.element_size(), 1)
+    except (RuntimeError, NotImplementedError, TypeError):
+        storage = value.numel()
+    return TensorSpec(tuple(value.shape), tuple(value.stride()), int(value.storage_offset()), int(storage), value.dtype)
 
 
 def _key(value: Any) -> str:
@@ -94,25 +95,22 @@ def _key(value: Any) -> str:
 
 
 def _real(value: Any, device: str = "cpu") -> Any:
-    if isinstance(value, TensorSpec):
-        return value.real(device)
-    if isinstance(value, Unbuildable):
-        raise TypeError(f"cannot build {value}")
-    if isinstance(value, (list, tuple)):
-        return type(value)(_real(v, device) for v in value)
-    if isinstance(value, torch.device) and device != "cpu":
-        return torch.device(device)
-    return value
+    """`value` with every TensorSpec built as a real tensor on `device` (and devices moved there)."""
+
+    def build(leaf: Any) -> Any:
+        if isinstance(leaf, TensorSpec):
+            return leaf.real(device)
+        if isinstance(leaf, Unbuildable):
+            raise TypeError(f"cannot build {leaf}")
+        if isinstance(leaf, torch.device) and device != "cpu":
+            return torch.device(device)
+        return leaf
+
+    return tree_map(build, value)
 
 
 def _specs(value: Any) -> List[TensorSpec]:
-    if isinstance(value, TensorSpec):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [s for v in value for s in _specs(v)]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _specs(v)]
-    return []
+    return [leaf for leaf in tree_flatten(value)[0] if isinstance(leaf, TensorSpec)]
 
 
 @dataclass
@@ -133,8 +131,6 @@ class Call:
     def nbytes(self) -> int:
         """Bytes a real run of the call needs: its tensor arguments and its outputs."""
         return sum(s.nbytes for s in _specs(self.args) + _specs(self.kwargs)) + self.out_bytes
-
-
 
 
 def call_of(func, args, kwargs) -> Call:
