@@ -271,12 +271,11 @@ class _Builder(cst.CSTVisitor):
 
     def visit_If(self, node: cst.If) -> bool:
         self._visit_in(node.test, statement=node)
-        # both branches' conditions read one rendering of the test, made when first compared
-        text = functools.lru_cache(maxsize=1)(functools.partial(_condition_text, self.m.module, node.test))
-        yes = Cond(None, "if", self.loop, node.test, text)
+        # the test is rendered when a condition is first compared; the else branch reads the if's
+        yes = Cond(None, "if", self.loop, node.test, functools.partial(_condition_text, self.m.module, node.test))
         self._visit_in(node.body, conditional=True, statement=None, guard=node.test, conds=self.conds + (yes,))
         # else / elif: under the negation of this test (an elif adds its own test inside)
-        no = Cond(None, "else", self.loop, node.test, text)
+        no = Cond(None, "else", self.loop, node.test, lambda: yes.text)
         self._visit_in(node.orelse, conditional=True, statement=None, guard=node.test, conds=self.conds + (no,))
         return False
 
