@@ -385,8 +385,8 @@ def allocator_peak(run, device: str = "cpu", rerun: Optional[Callable[[int], Any
 
     Calls whose tensors exceed MAX_REAL_BYTES are not run at the real size: the replay is run
     again (fake) at two smaller batch sizes (`rerun(batch)`), the op calls are matched by their
-    position in the step (the same ops in the same order), those smaller calls are measured and
-    the in-op peak is extended linearly in batch. Without that (no batch, an op called a
+    order among the calls of the same op (`_from_smaller_batches`), those smaller calls are
+    measured and the in-op peak is extended linearly in batch. Without that (no batch, an op called a
     different number of times, still too large) the call counts without scratch and the report
     says how many."""
     calls: Dict[str, Call] = run.op_calls or {}
