@@ -130,6 +130,17 @@ def _debug(enabled: bool, message: str) -> None:
               help="--verify: call this function (module or path.py) instead of running files as __main__.")
 @click.option("--rounds", type=click.IntRange(0, 1000), default=None,
               help="--verify: interleaved timing rounds; 0 skips timing (deterministic evidence only). [default: 20]")
+@click.option("--timing", is_flag=True, default=None,
+              help="--verify: always run the timing rounds (by default only when a short calibration finds"
+                   " this host quiet enough to confirm the expected effect).")
+@click.option("--launcher", type=click.Choice(("local", "submitit"), case_sensitive=False), default=None,
+              help="--verify: run each file's verification as a job through submitit: `local` (a local"
+                   " process) or `submitit` (Slurm).")
+@click.option("--partition", metavar="NAME", default=None, help="--launcher submitit: the Slurm partition.")
+@click.option("--gpus", type=click.IntRange(0, 64), default=None,
+              help="--launcher submitit: GPUs per job (--gpus-per-node). [default: 0]")
+@click.option("--time", "time_limit", type=click.IntRange(1, 60 * 24 * 30), default=None, metavar="MINUTES",
+              help="--launcher: minutes a job may take (Slurm --time). [default: 60]")
 @click.version_option(__version__, "--version", prog_name="mllint", message="%(prog)s %(version)s")
 def lint_command(
     paths: Sequence[str],
@@ -163,6 +174,11 @@ def lint_command(
     timeout: Optional[float],
     entry: Optional[str],
     rounds: Optional[int],
+    timing: Optional[bool] = None,
+    launcher: Optional[str] = None,
+    partition: Optional[str] = None,
+    gpus: Optional[int] = None,
+    time_limit: Optional[int] = None,
     no_screen: bool = False,
     output_file: Optional[str] = None,
     quiet: int = 0,
@@ -187,7 +203,8 @@ def lint_command(
         paths = [stdin_filename or "."]
     paths = list(paths) or ["."]
     _adoption_options(add_noqa, baseline_path, update_baseline, fix, diff, verify)
-    verify_options = _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds)
+    verify_options = _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds,
+                                      timing, launcher, partition, gpus, time_limit, paths)
     settings = Resolver(
         {
             "config": config_path,
@@ -292,21 +309,37 @@ def lint_command(
     return EXIT_CLEAN
 
 
-def _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds):
-    """The --verify settings, or None; verify-only options without --verify are usage errors."""
+def _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds, timing=None, launcher=None,
+                    partition=None, gpus=None, time_limit=None, paths=()):
+    """The --verify settings, or None; verify-only options without --verify are usage errors, and
+    --entry is resolved here, before anything is linted or run."""
     given = [name for name, value in (("--device", device), ("--steps", steps), ("--timeout", timeout),
-                                      ("--entry", entry), ("--rounds", rounds)) if value is not None]
+                                      ("--entry", entry), ("--rounds", rounds), ("--timing", timing or None),
+                                      ("--launcher", launcher), ("--partition", partition), ("--gpus", gpus),
+                                      ("--time", time_limit)) if value is not None]
     if not verify:
         if given:
             raise click.UsageError(f"{given[0]} only applies to --verify")
         return None
     if fix or diff:
         raise click.UsageError("--verify cannot be combined with --fix or --diff (it never changes files)")
-    if entry is not None and ":" not in entry:
-        raise click.BadParameter(f"`{entry}` is not MODULE:FUNCTION (e.g. train:main or scripts/train.py:main)",
-                                 param_hint="--entry")
-    from mllint.verify.runner import VerifyOptions
+    if timing and rounds == 0:
+        raise click.UsageError("--timing cannot be combined with --rounds 0")
+    launcher = launcher.lower() if launcher else None
+    if launcher != "submitit":
+        slurm_only = next((name for name, value in (("--partition", partition), ("--gpus", gpus)) if value is not None),
+                          None)
+        if slurm_only:
+            raise click.UsageError(f"{slurm_only} only applies to --launcher submitit")
+    if time_limit is not None and not launcher:
+        raise click.UsageError("--time only applies to --launcher (a job's time limit; --timeout limits each run)")
+    from mllint.verify.runner import EntryError, VerifyOptions, resolve_entry
 
+    if entry is not None:
+        try:
+            entry = resolve_entry(entry, paths)
+        except EntryError as exc:
+            raise click.BadParameter(str(exc).split(": ", 1)[1], param_hint="--entry") from None
     defaults = VerifyOptions()
     return VerifyOptions(
         device=(device or "auto").lower(),
@@ -314,6 +347,11 @@ def _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds):
         timeout=timeout or defaults.timeout,
         entry=entry,
         rounds=defaults.rounds if rounds is None else rounds,
+        timing=timing,
+        launcher=launcher,
+        partition=partition,
+        gpus=gpus,
+        time_limit=time_limit,
     )
 
 
@@ -335,11 +373,19 @@ def _verify(results, options):
     from mllint.config import ConfigError
     from mllint.runtime.device import DeviceError, require_torch, select
 
-    try:
-        require_torch("--verify")
-        options.device = select(options.device).name
-    except DeviceError as exc:
-        raise ConfigError(str(exc)) from None
+    if options.launcher:  # torch and the device are the job's: checked where it runs
+        from mllint.verify.launch import LaunchError, check_launcher
+
+        try:
+            check_launcher(options)
+        except LaunchError as exc:
+            raise ConfigError(str(exc)) from None
+    else:
+        try:
+            require_torch("--verify")
+            options.device = select(options.device).name
+        except DeviceError as exc:
+            raise ConfigError(str(exc)) from None
     from mllint.verify.runner import verify
 
     return verify(results, options)

@@ -10,10 +10,13 @@ call sites where the eval-mode witnesses run), ``steps``, ``device``, ``mode`` (
 ``worker``) and ``out`` (where the JSON result goes, evidence mode).
 
 Instrumentation (none of it edits the user's logic):
-- step cap: every pass over a ``DataLoader`` yields at most ``steps`` batches; with
-  ``stop_after_steps`` (set when every finding verified in the file is ML001, whose evidence is
-  complete after a few steps) the run ends after that many optimizer steps, which also caps loops
-  that do not use a DataLoader;
+- step cap: every pass over a ``DataLoader`` yields at most ``steps`` batches, and the loops the
+  parent capped in the sandbox copy (``caps.py``: ``__mllint_loop__``, ``__mllint_while__``, installed
+  here as builtins) run at most ``steps`` iterations;
+- clocks (``clocks``: one per finding the variant serves, counted the same way in the original and
+  the fixed variant): optimizer steps, forward calls at the finding's lines, or executions of its
+  line; once every clock has reached its count the witness is decided and the run ends (``StopRun``),
+  in evidence and timing runs alike, so both variants do the same work;
 - optimizers: a global step pre-hook records, per optimizer, the norm of the gradient it is about to
   apply, of the gradient the backward passes since its previous step produced (parameter hooks),
   and of their difference (stale gradient that was never cleared);
@@ -33,8 +36,10 @@ forward timing at the site lines: it is the timed side of the A/B comparison.
 
 from __future__ import annotations
 
+import builtins
 import copy
 import importlib
+import itertools
 import json
 import os
 import random
@@ -72,6 +77,21 @@ def _short_error(exc: BaseException) -> str:
     if len(text) > 300:
         text = text[:297] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _user_frame(exc: BaseException) -> Optional[Dict[str, Any]]:
+    """Where the user's code failed: the innermost traceback frame in a file of the sandbox copy (the
+    working directory), as {"file": path relative to the copy, "line": number, "text": source}."""
+    root = os.path.realpath(os.getcwd())
+    found = None
+    places = [(frame.filename, frame.lineno, frame.line) for frame in traceback.extract_tb(exc.__traceback__)]
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        places.append((exc.filename, exc.lineno, exc.text))
+    for filename, lineno, text in places:
+        path = os.path.realpath(filename)
+        if path.startswith(root + os.sep):
+            found = {"file": os.path.relpath(path, root), "line": lineno, "text": (text or "").strip()}
+    return found
 
 
 class _Site:
@@ -128,6 +148,12 @@ class Instrument:
         self._param_storages: set = set()
         self._handles: list = []
         self.paused = False
+        self.clocks: List[dict] = [dict(clock) for clock in spec.get("clocks") or ()]
+        self.clock_lines = {line for clock in self.clocks if clock["kind"] == "line" for line in clock["lines"]}
+        self._while_counts: Dict[tuple, int] = {}
+        self._last_offset: Dict[tuple, int] = {}
+        self.loop_cap = self.steps
+        self.decided = False
 
     # --- frames ----------------------------------------------------------------------------
 
@@ -153,7 +179,8 @@ class Instrument:
         torch = self.torch
         self._watch_name = self.watch
         self._cap_loaders()
-        self.stop_after_steps = self.spec.get("stop_after_steps")
+        builtins.__mllint_loop__ = self._loop
+        builtins.__mllint_while__ = self._while
         self.optimizer_steps = 0
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -164,6 +191,8 @@ class Instrument:
                                                                  always_call=True)
         )
         if not self.evidence:
+            if self.clock_lines and self.watch:
+                sys.settrace(self._trace)
             return
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
@@ -174,14 +203,14 @@ class Instrument:
 
         self.tracker = AttributingTracker(self)
         self.tracker.__enter__()
-        if self.site_lines and self.watch:
+        if (self.site_lines or self.clock_lines) and self.watch:
             sys.settrace(self._trace)
         self.device.reset_peak()
 
     def uninstall(self) -> None:
+        sys.settrace(None)
         if not self.evidence:
             return
-        sys.settrace(None)
         if self.tracker is not None:
             self.tracker.__exit__(None, None, None)
         self._saved_hooks.__exit__(None, None, None)
@@ -207,7 +236,40 @@ class Instrument:
 
         DataLoader.__iter__ = capped
 
-    # --- line executions (evidence) ---------------------------------------------------------
+    # --- capped loops ------------------------------------------------------------------------
+
+    def _loop(self, iterable):
+        """A capped `for`: at most `steps` iterations per entry into the loop."""
+        return itertools.islice(iterable, self.loop_cap)
+
+    def _while(self, line: int) -> bool:
+        """A capped `while`: at most `steps` iterations. Counted per frame and loop; a frame whose
+        memory a later call of the same function reuses continues the count (it cannot tell a
+        re-entry from a continuation), so such a loop may run fewer iterations, never more."""
+        key = (id(sys._getframe(1)), line)
+        count = self._while_counts.get(key, 0)
+        if count >= self.loop_cap:
+            return False
+        self._while_counts[key] = count + 1
+        return True
+
+    # --- clocks: when the witness is decided ---------------------------------------------------
+
+    def _tick(self, kind: str, line: Optional[int] = None) -> None:
+        """Count one event; end the run once every clock has reached its count."""
+        if not self.clocks:
+            return
+        for clock in self.clocks:
+            if clock["kind"] == kind and (line is None or line in clock["lines"]):
+                clock["seen"] = clock.get("seen", 0) + 1
+        if self._all_decided():
+            self.decided = True
+            raise StopRun()
+
+    def _all_decided(self) -> bool:
+        return all(clock.get("seen", 0) >= clock["count"] for clock in self.clocks)
+
+    # --- line executions ----------------------------------------------------------------------
 
     def _trace(self, frame, event, arg):
         if frame.f_code.co_filename != self._watch_name:
@@ -215,8 +277,28 @@ class Instrument:
         return self._trace_lines
 
     def _trace_lines(self, frame, event, arg):
-        if event == "line" and frame.f_lineno in self.site_lines:
-            self.line_counts[frame.f_lineno] = self.line_counts.get(frame.f_lineno, 0) + 1
+        if event != "line":
+            return self._trace_lines
+        line = frame.f_lineno
+        if line not in self.site_lines and line not in self.clock_lines:
+            return self._trace_lines
+        # A statement spread over lines comes back to its first line (a call's arguments on the
+        # next lines, then the call): only an event at or before the offset of the previous one
+        # on this line, in this frame, starts a new execution.
+        key = (id(frame), line)
+        previous = self._last_offset.get(key)
+        self._last_offset[key] = frame.f_lasti
+        if previous is not None and frame.f_lasti > previous:
+            return self._trace_lines
+        if line in self.clock_lines and self._all_decided():
+            self.decided = True  # the next execution would start: the counted ones are complete
+            raise StopRun()
+        if self.evidence and line in self.site_lines:
+            self.line_counts[line] = self.line_counts.get(line, 0) + 1
+        if line in self.clock_lines:
+            for clock in self.clocks:
+                if clock["kind"] == "line" and line in clock["lines"]:
+                    clock["seen"] = clock.get("seen", 0) + 1
         return self._trace_lines
 
     # --- optimizer steps (evidence) ---------------------------------------------------------
@@ -227,11 +309,15 @@ class Instrument:
         self.optimizer_steps = 0
         self.depth = 0
         self._call_stack.clear()
+        self._while_counts.clear()
+        self._last_offset.clear()
+        self.decided = False
+        for clock in self.clocks:
+            clock["seen"] = 0
 
     def _after_step(self, optimizer, args, kwargs) -> None:
         self.optimizer_steps += 1
-        if self.stop_after_steps and self.optimizer_steps >= self.stop_after_steps:
-            raise StopRun()
+        self._tick("steps")
 
     def _hook_params(self, optimizer) -> None:
         for group in optimizer.param_groups:
@@ -337,8 +423,12 @@ class Instrument:
             site = self.sites[line] = _Site()
         site.calls += 1
         site.forward_seconds += (time.perf_counter_ns() - started) / 1e9
-        if not self.evidence:
-            return None
+        if self.evidence:
+            self._record_call(site, line, module, args, kwargs, output, snapshot)
+        self._tick("calls", line)
+        return None
+
+    def _record_call(self, site, line, module, args, kwargs, output, snapshot) -> None:
         torch = self.torch
         site.grad_enabled += int(torch.is_grad_enabled())
         site.requires_grad += int(any(t.requires_grad for t in tensors_in(output)))
@@ -358,7 +448,6 @@ class Instrument:
                 site.probes += 1
                 if self._outputs_differ(module, args, kwargs):
                     site.outputs_differ += 1
-        return None
 
     def _storages_of(self, module) -> set:
         found = set()
@@ -444,6 +533,8 @@ class Instrument:
         out: Dict[str, Any] = {
             "sites": {str(line): site.to_dict() for line, site in self.sites.items()},
             "batches": self.batches,
+            "optimizer_steps": self.optimizer_steps,
+            "decided": self.decided,
         }
         if self.evidence:
             out["optimizers"] = self.optimizers
@@ -516,7 +607,8 @@ def evidence_main(spec: Dict[str, Any]) -> int:
     except StopRun:
         pass
     except BaseException as exc:  # the user's code failed: report why, never crash
-        result = {"ok": False, "error": _short_error(exc), "traceback": traceback.format_exc(limit=-3)}
+        result = {"ok": False, "error": _short_error(exc), "where": _user_frame(exc),
+                  "traceback": traceback.format_exc(limit=-3)}
     finally:
         instrument.uninstall()
     result["seconds"] = time.perf_counter() - started
@@ -548,7 +640,7 @@ def worker_main(spec: Dict[str, Any]) -> int:
         except StopRun:
             pass
         except BaseException as exc:
-            reply = {"ok": False, "error": _short_error(exc)}
+            reply = {"ok": False, "error": _short_error(exc), "where": _user_frame(exc)}
         if reply["ok"]:
             reply["seconds"] = timing.seconds
             reply["sites"] = {str(k): v.forward_seconds for k, v in instrument.sites.items()}

@@ -134,7 +134,7 @@ def judge_ml002(finding: Finding, original: dict, fixed: dict, orig_lines, fixed
     a, b = _sites(original, orig_lines), _sites(fixed, fixed_lines)
     calls = int(a.get("calls", 0))
     if not calls:
-        j.reason = f"the forward call at line {finding.line} did not run"
+        j.reason = f"the forward call at line {finding.line} did not run{_within(original)}"
         return
     req, fixed_req = int(a.get("requires_grad", 0)), int(b.get("requires_grad", 0))
     fixed_calls = int(b.get("calls", 0))
@@ -160,12 +160,17 @@ def judge_ml002(finding: Finding, original: dict, fixed: dict, orig_lines, fixed
         j.reason = "the fixed version's outputs still require grad"
 
 
-def judge_ml004(finding: Finding, original: dict, fixed: dict, orig_lines, fixed_lines, j: _Judgement) -> None:
-    # Iterations: how often the flagged line ran in the original (the fixed variant runs the same
-    # loop the same number of times: same seeds, same --steps); allocations: those made on every
-    # line holding the flagged expression, wherever the fix moved it.
-    counts = original.get("line_counts") or {}
-    runs = max([counts.get(str(line), 0) for line in site_lines(finding)] or [0])
+def _executions(evidence: dict, lines: Sequence[int]) -> int:
+    counts = evidence.get("line_counts") or {}
+    return max([counts.get(str(line), 0) for line in lines] or [0])
+
+
+def judge_ml004(finding: Finding, original: dict, fixed: dict, orig_lines, fixed_lines, j: _Judgement,
+                fixed_own: Sequence[int] = ()) -> None:
+    # Iterations: how often the flagged line ran in each variant (the fixed one where the fix left
+    # it; the original's count when the fix removed the line); allocations: those made on every line
+    # holding the flagged expression, wherever the fix moved it.
+    runs = _executions(original, site_lines(finding))
 
     def allocated(evidence, lines):
         allocs = evidence.get("line_allocs") or {}
@@ -175,18 +180,19 @@ def judge_ml004(finding: Finding, original: dict, fixed: dict, orig_lines, fixed
     number, size = allocated(original, orig_lines)
     fixed_number, fixed_size = allocated(fixed, fixed_lines)
     if runs < 2:
-        j.reason = f"line {finding.line} ran {runs} time{'s' if runs != 1 else ''} (a loop must iterate to show it)"
+        j.reason = (f"line {finding.line} ran {runs} time{'s' if runs != 1 else ''}{_within(original)}"
+                    " (a loop must iterate to show it)")
         return
+    fixed_runs = _executions(fixed, fixed_own) or runs
     per, per_bytes = number / runs, size / runs
-    fixed_per, fixed_per_bytes = fixed_number / runs, fixed_size / runs
-    fixed_runs = runs
+    fixed_per, fixed_per_bytes = fixed_number / fixed_runs, fixed_size / fixed_runs
     j.evidence.append(_entry(f"tensor allocations per iteration at line {finding.line}", round(per, 3),
                              round(fixed_per, 3)))
     j.evidence.append(_entry("bytes allocated per iteration", int(per_bytes), int(fixed_per_bytes)))
     j.witness = fixed_runs > 0 and per >= fixed_per + 0.5
     if j.witness:
         j.headline.append(f"{per:.3g} allocation{'s' if per != 1 else ''} ({format_bytes(per_bytes)}) per iteration,"
-                          f" fixed {fixed_per:.3g} ({runs} iterations)")
+                          f" fixed {fixed_per:.3g} ({runs} iterations{'' if fixed_runs == runs else f', fixed {fixed_runs}'})")
     else:
         j.reason = "the fixed version allocates as often per iteration"
 
@@ -218,14 +224,19 @@ def _judge_training_mode(original: dict, fixed: dict, j: _Judgement) -> None:
                     else "the fixed version still trains in eval mode")
 
 
+def trains_back(finding: Finding) -> bool:
+    """An ML005 whose fix switches the model back to training mode (eval() never undone)."""
+    return any(".train(" in edit.content for edit in (finding.fix.edits if finding.fix else ()))
+
+
 def judge_ml005(finding: Finding, original: dict, fixed: dict, orig_lines, fixed_lines, j: _Judgement) -> None:
-    if any(".train(" in edit.content for edit in (finding.fix.edits if finding.fix else ())):
+    if trains_back(finding):
         _judge_training_mode(original, fixed, j)  # the fix switches the model back to training mode
         return
     a, b = _sites(original, orig_lines), _sites(fixed, fixed_lines)
     calls, fixed_calls = int(a.get("calls", 0)), int(b.get("calls", 0))
     if not calls:
-        j.reason = f"the forward call at line {finding.line} did not run"
+        j.reason = f"the forward call at line {finding.line} did not run{_within(original)}"
         return
     j.evidence.append(_entry("calls in training mode", f"{int(a.get('training', 0))}/{calls}",
                              f"{int(b.get('training', 0))}/{fixed_calls}"))
@@ -250,6 +261,11 @@ def judge_ml005(finding: Finding, original: dict, fixed: dict, orig_lines, fixed
         j.reason = "the fixed version still changes its outputs or batch-norm statistics"
 
 
+def _within(evidence: dict) -> str:
+    """Why code may not have been reached: the run ended at the caps."""
+    return "" if evidence.get("decided") else " within the capped run (a higher --steps runs more of it)"
+
+
 def site_lines(finding: Finding) -> List[int]:
     return list(range(finding.line, max(finding.line, finding.end_line) + 1))
 
@@ -269,7 +285,7 @@ def judge(finding: Finding, original, fixed, timing: Optional[dict]) -> Verifica
     elif finding.code == "ML002":
         judge_ml002(finding, a, b, lines, fixed_lines, j)
     elif finding.code == "ML004":
-        judge_ml004(finding, a, b, lines, fixed_lines, j)
+        judge_ml004(finding, a, b, lines, fixed_lines, j, fixed.own_lines.get(key, ()))
     elif finding.code == "ML005":
         judge_ml005(finding, a, b, lines, fixed_lines, j)
 
@@ -287,7 +303,9 @@ def judge(finding: Finding, original, fixed, timing: Optional[dict]) -> Verifica
     time_confirmed = False
     time_text = None
     if timing:
-        if timing.get("error"):
+        if timing.get("skipped"):
+            j.details.append(timing["skipped"])
+        elif timing.get("error"):
             time_text = f"time not measured: {timing['error']}"
         else:
             verdict = judge_timing(timing.get("ab"), timing.get("aa"))

@@ -2,15 +2,20 @@
 original and the fixed variant (each in its own process, from a temporary copy, with a timeout),
 then judge the finding from what the runs measured.
 
-Order of work per file: build the variants (the original; one fixed variant per finding, with only
-that finding's fix applied); one evidence run per variant (``harness.py`` in evidence mode:
-deterministic witnesses and a tensor-level memory tracker, a fresh process each); then timing:
-persistent worker processes (the original twice, for the A/A control, and each fixed variant)
-re-run the script on command, in a random order each round. The user's tree is only read.
+Per file: ``prepare`` builds the variants (the original; one fixed variant per finding, with only
+that finding's fix applied; in each, the loops that drive flagged code capped, ``caps.py``) and the
+clocks that say when each finding's witness is decided; ``run_job`` runs one evidence run per
+variant (``harness.py`` in evidence mode, a fresh process each, ended once its clocks are reached),
+then, when asked or when a short calibration says this host's timing noise can show the effect,
+timing: persistent worker processes (the original twice, for the A/A control, and each fixed
+variant) re-run the script on command, in a random order each round; ``judge_job`` turns the runs
+into verdicts. ``run_job`` runs here or, through ``launch.py``, as a job on a cluster. The user's
+tree is only read.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 import os
@@ -21,12 +26,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from mllint.findings import Finding, apply_edits, split_lines
 from mllint.verify import judge
+from mllint.verify.caps import cap_loops
 from mllint.verify.judge import Verification
 from mllint.verify.stats import paired_ratio
 
@@ -38,6 +44,11 @@ MAX_TREE_BYTES = 512 * 1024 * 1024
 MAX_TREE_FILES = 20_000
 _MAIN_GUARD = re.compile(r"^if\s+(\(\s*)?__name__\s*==\s*['\"]__main__['\"]", re.MULTILINE)
 
+# The time effect a fix is expected to show, as a fraction (ML002: no autograd graph; ML005: no
+# dropout masks or batch statistics). Timing runs without --timing only when the host's calibrated
+# noise is below half of it. ML001 and ML004 fixes are not expected to change time measurably.
+EXPECTED_TIME_EFFECT = {"ML002": 0.10, "ML005": 0.10}
+
 
 @dataclass
 class VerifyOptions:
@@ -46,15 +57,21 @@ class VerifyOptions:
     timeout: float = 120.0
     entry: Optional[str] = None
     rounds: int = 20
+    timing: Optional[bool] = None  # True: --timing; None: when the host's timing noise allows it
     threads: int = 1
     timing_budget: float = 60.0
+    launcher: Optional[str] = None  # None: run here; "local" or "submitit": as jobs (launch.py)
+    partition: Optional[str] = None  # Slurm, --launcher submitit
+    gpus: Optional[int] = None
+    time_limit: Optional[int] = None  # minutes a job may take
 
 
 # --- progress ------------------------------------------------------------------------------
 
 
 class Progress:
-    """One line per step on stderr; on a terminal the line is rewritten in place."""
+    """Progress on a terminal (stderr): one line per phase, rewritten in place, and a line per
+    verdict. Nothing when stderr is not a terminal (piped, CI), so logs hold only the report."""
 
     def __init__(self, stream=None) -> None:
         self.stream = stream if stream is not None else sys.stderr
@@ -62,21 +79,18 @@ class Progress:
         self._width = 0
 
     def __call__(self, message: str, final: bool = False, transient: bool = False) -> None:
-        """`transient` messages (round counters) are shown only on a terminal."""
-        if transient and not self.tty:
+        """`final` lines stay; the others are replaced by the next message."""
+        if not self.tty:
             return
         text = f"mllint: verify: {message}"
-        if self.tty:
-            pad = max(0, self._width - len(text))
-            self.stream.write("\r" + text + " " * pad + ("\n" if final else ""))
-            self._width = 0 if final else len(text)
-        else:
-            self.stream.write(text + "\n")
+        pad = max(0, self._width - len(text))
+        self.stream.write("\r" + text + " " * pad + ("\n" if final else ""))
+        self._width = 0 if final else len(text)
         self.stream.flush()
 
     def done(self) -> None:
         if self.tty and self._width:
-            self.stream.write("\n")
+            self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()
             self._width = 0
 
@@ -130,7 +144,24 @@ def lines_for(finding: Finding, original: str, variant: Optional[str] = None) ->
 
 
 def is_runnable(source: str) -> bool:
-    return bool(_MAIN_GUARD.search(source))
+    """Does running the file as a script run anything? A main guard, or any top-level statement
+    other than imports, definitions, a docstring and assignments that call nothing (a tutorial's
+    top-level training loop counts; a module of functions does not)."""
+    if _MAIN_GUARD.search(source):
+        return True
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return True  # let the run report it
+    quiet = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    for statement in tree.body:
+        if isinstance(statement, quiet):
+            continue
+        if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)):
+            if not any(isinstance(node, (ast.Call, ast.Await)) for node in ast.walk(statement)):
+                continue  # a constant, a docstring
+        return True
+    return False
 
 
 @dataclass
@@ -141,6 +172,95 @@ class Target:
     source: str
     findings: List[Finding]
     fixed: Dict[Tuple, str] = field(default_factory=dict)  # finding key -> fixed source
+
+
+# --- --entry ------------------------------------------------------------------------------------
+
+
+class EntryError(Exception):
+    """--entry names nothing that can be called (one line for the user)."""
+
+
+def _defines(source: str, name: str) -> bool:
+    """Is `name` bound at the top level of `source` (def, class, assignment or import)?"""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.name == name:
+            return True
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            if any((alias.asname or alias.name.split(".")[0]) == name for alias in statement.names):
+                return True
+        targets = (statement.targets if isinstance(statement, ast.Assign)
+                   else [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        if any(isinstance(node, ast.Name) and node.id == name for target in targets for node in ast.walk(target)):
+            return True
+    return False
+
+
+def _module_file(module: str, roots: Sequence[str]) -> Optional[str]:
+    """The source file of `module` (dotted) under one of `roots`, else where Python would import it
+    from; found without running it."""
+    relative = module.replace(".", os.sep)
+    for root in roots:
+        for candidate in (relative + ".py", os.path.join(relative, "__init__.py")):
+            path = os.path.join(root, candidate)
+            if os.path.isfile(path):
+                return path
+    import importlib.util
+
+    top, _, rest = module.partition(".")
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level name: nothing is executed
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if not rest:
+        return spec.origin if spec.origin and spec.origin.endswith(".py") else spec.origin
+    for location in spec.submodule_search_locations or ():
+        found = _module_file(rest, [location])
+        if found:
+            return found
+    return None
+
+
+def resolve_entry(entry: str, paths: Sequence[str]) -> str:
+    """Check --entry before anything runs: the module or file exists and defines the function.
+    Returns the entry with a file path made absolute. Raises EntryError."""
+    target, _, function = entry.rpartition(":")
+    if not target or not function or not function.isidentifier():
+        raise EntryError(f"--entry: `{entry}` is not MODULE:FUNCTION (e.g. train:main or scripts/train.py:main)")
+    if target.endswith(".py"):
+        path = os.path.abspath(target)
+        if not os.path.isfile(path):
+            raise EntryError(f"--entry: no file `{target}`")
+        shown = target
+    else:
+        if not all(part.isidentifier() for part in target.split(".")):
+            raise EntryError(f"--entry: `{target}` is not a module name or a path ending in .py")
+        roots = []
+        for given in paths:
+            directory = given if os.path.isdir(given) else os.path.dirname(given) or "."
+            roots.append(os.path.abspath(directory))
+        roots.append(os.getcwd())
+        path = _module_file(target, roots)
+        if path is None:
+            raise EntryError(f"--entry: no module `{target}` next to the files checked, in the working"
+                             " directory or installed")
+        shown = f"module `{target}` ({os.path.relpath(path)})" if os.path.isabs(path) else f"module `{target}`"
+        if not path.endswith(".py"):
+            return entry  # a compiled module: its functions cannot be read without importing it
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EntryError(f"--entry: cannot read {shown}: {exc}") from None
+    if not _defines(source, function):
+        raise EntryError(f"--entry: `{function}` is not defined at the top level of {shown}")
+    return f"{path}:{function}" if target.endswith(".py") else entry
 
 
 # --- sandbox -------------------------------------------------------------------------------
@@ -227,29 +347,48 @@ def _child_env() -> Dict[str, str]:
 
 @dataclass
 class Variant:
-    name: str  # "original" or a finding key rendered
+    name: str  # "original" or "fixed<N>"
+    label: str  # for messages: "the original" / "the fixed version (ML002, line 23)"
     root: str  # the sandbox copy
     script: str  # the flagged file inside the copy: run as __main__ (or imported by --entry), and watched
+    relpath: str  # the flagged file, relative to the copy (and to the copied directory of the user's tree)
     site_lines: List[int]  # every line the harness watches
     probe_lines: List[int]
     finding_lines: Dict[Tuple, List[int]] = field(default_factory=dict)  # per finding, its lines here
-    stop_after_steps: Optional[int] = None  # end the run after this many optimizer steps
+    own_lines: Dict[Tuple, List[int]] = field(default_factory=dict)  # per finding, its own lines here
+    clocks: List[dict] = field(default_factory=list)  # when its witnesses are decided (harness.py)
+    back: Dict[int, int] = field(default_factory=dict)  # a line of this variant -> the user's line
+    entry: Optional[str] = None  # --entry, as the copy sees it
     evidence: Optional[dict] = None
     error: Optional[str] = None
+    seconds: float = 0.0
+
+
+def clocks_for(finding: Finding, lines: List[int], own: List[int], steps: int) -> List[dict]:
+    """When `finding`'s witness is decided, as events the original and the fixed variant count alike:
+    optimizer steps (ML001; ML005 when the fix switches the model back to training mode), forward
+    calls at its lines (ML002, ML005), executions of its line (ML004)."""
+    if finding.code == "ML001" or (finding.code == "ML005" and judge.trains_back(finding)):
+        return [{"kind": "steps", "lines": [], "count": 2 * steps + 2}]
+    if finding.code in ("ML002", "ML005") and lines:
+        return [{"kind": "calls", "lines": lines, "count": steps}]
+    if finding.code == "ML004" and own:
+        return [{"kind": "line", "lines": own[:1], "count": max(2, steps)}]
+    return []
 
 
 def _spec(variant: Variant, options: VerifyOptions, mode: str, out: str, log: str) -> str:
     spec = {
         "mode": mode,
         "script": variant.script,
-        "entry": options.entry,
+        "entry": variant.entry,
         "watch": variant.script,
         "site_lines": variant.site_lines,
         "probe_lines": variant.probe_lines,
+        "clocks": variant.clocks,
         "steps": options.steps,
         "device": options.device,
         "threads": options.threads,
-        "stop_after_steps": variant.stop_after_steps,
         "out": out,
         "log": log,
     }
@@ -259,10 +398,30 @@ def _spec(variant: Variant, options: VerifyOptions, mode: str, out: str, log: st
     return path
 
 
+def _failure(variant: Variant, error: str, where: Optional[dict]) -> str:
+    """`error` with the user's line it happened at: the flagged file's lines of a fixed variant are
+    mapped back to the user's file."""
+    text = error
+    if where:
+        line = where.get("line")
+        if where.get("file") == variant.relpath and variant.back:
+            if line in variant.back:
+                text += f" at {variant.relpath}:{variant.back[line]}"
+            else:
+                text += f" at line {line} of the fixed {variant.relpath} (a line the fix added)"
+        else:
+            text += f" at {where.get('file')}:{line}"
+        if where.get("text"):
+            code = where["text"] if len(where["text"]) <= 80 else where["text"][:77] + "..."
+            text += f" (`{code}`)"
+    return text
+
+
 def run_evidence(variant: Variant, options: VerifyOptions, scratch: str) -> None:
     out = os.path.join(scratch, f"{variant.name}.evidence.json")
     log = os.path.join(scratch, f"{variant.name}.log")
     spec = _spec(variant, options, "evidence", out, log)
+    started = time.monotonic()
     with open(log, "w", encoding="utf-8") as log_handle:
         try:
             completed = subprocess.run(
@@ -271,15 +430,19 @@ def run_evidence(variant: Variant, options: VerifyOptions, scratch: str) -> None
                 stdout=log_handle, stderr=subprocess.STDOUT, timeout=options.timeout,
             )
         except subprocess.TimeoutExpired:
-            variant.error = f"timed out after {options.timeout:g} s (raise --timeout or lower --steps)"
+            variant.seconds = time.monotonic() - started
+            variant.error = (f"{variant.label} timed out after {options.timeout:g} s in its evidence run"
+                             " (raise --timeout or lower --steps)")
             return
+    variant.seconds = time.monotonic() - started
     if not os.path.exists(out):
-        variant.error = f"the harness failed (exit {completed.returncode}): {_last_line(log)}"
+        variant.error = f"{variant.label} failed: the harness exited {completed.returncode}: {_last_line(log)}"
         return
     with open(out, encoding="utf-8") as handle:
         variant.evidence = json.load(handle)
     if not variant.evidence.get("ok"):
-        variant.error = variant.evidence.get("error") or "failed"
+        variant.error = f"{variant.label} failed: " + _failure(
+            variant, variant.evidence.get("error") or "failed", variant.evidence.get("where"))
 
 
 def _last_line(path: str) -> str:
@@ -294,8 +457,10 @@ def _last_line(path: str) -> str:
 class Worker:
     """A persistent process that re-runs one variant on each `run` command."""
 
-    def __init__(self, variant: Variant, options: VerifyOptions, scratch: str, label: str) -> None:
-        out = os.path.join(scratch, f"{label}.worker")
+    def __init__(self, variant: Variant, options: VerifyOptions, scratch: str, name: str, label: str) -> None:
+        out = os.path.join(scratch, f"{name}.worker")
+        self.variant = variant
+        self.label = label
         self.log = out + ".log"
         spec = _spec(variant, options, "worker", out, self.log)
         self.timeout = options.timeout
@@ -319,21 +484,26 @@ class Worker:
         line = self.process.stdout.readline()
         return json.loads(line) if line.strip() else None
 
-    def run(self) -> dict:
+    def run(self, phase: str) -> dict:
+        """One run of the variant; `phase` names it in a timeout message."""
         try:
             if not self.ready:
                 hello = self._read()
                 if not hello or not hello.get("ready"):
-                    return {"ok": False, "error": f"worker did not start: {_last_line(self.log + '.err')}"}
+                    return {"ok": False, "error": f"{self.label} did not start its timing runs:"
+                                                  f" {_last_line(self.log + '.err')}"}
                 self.ready = True
             self.process.stdin.write("run\n")
             self.process.stdin.flush()
             reply = self._read()
         except (OSError, ValueError) as exc:
-            return {"ok": False, "error": f"worker failed: {exc}"}
+            return {"ok": False, "error": f"{self.label} failed in {phase}: {exc}"}
         if reply is None:
             self.close()
-            return {"ok": False, "error": f"timed out after {self.timeout:g} s"}
+            return {"ok": False, "error": f"{self.label} timed out after {self.timeout:g} s in {phase}"}
+        if not reply.get("ok"):
+            reply["error"] = f"{self.label} failed in {phase}: " + _failure(
+                self.variant, reply.get("error") or "failed", reply.get("where"))
         return reply
 
     def close(self) -> None:
@@ -343,6 +513,7 @@ class Worker:
             self.process.wait(timeout=5)
         except Exception:
             self.process.kill()
+            self.process.wait()
 
 
 def timing_metric(reply: dict, lines: Sequence[int]) -> Optional[float]:
@@ -352,20 +523,61 @@ def timing_metric(reply: dict, lines: Sequence[int]) -> Optional[float]:
     return total if total > 0 else None
 
 
+def host_noise(samples: int = 20) -> float:
+    """This host's timing noise, as the A/A spread (stats.Ratio.spread) of a fixed pure-Python
+    workload timed in interleaved pairs: a quick calibration (about 0.15 s) that says whether
+    timing rounds could confirm an effect of a given size here."""
+    def work() -> float:
+        started = time.perf_counter()
+        total = 0
+        for number in range(40_000):
+            total += number * number
+        return time.perf_counter() - started
+
+    work()
+    first: List[float] = []
+    second: List[float] = []
+    rng = random.Random(0)
+    for _ in range(samples):
+        pair = [first, second]
+        rng.shuffle(pair)
+        for series in pair:
+            series.append(work())
+    ratio = paired_ratio(first, second)
+    return ratio.spread() if ratio is not None else 1.0
+
+
+def timing_plan(findings: Sequence[Finding], options: VerifyOptions) -> Tuple[bool, Optional[str]]:
+    """Whether to time, and if not, why (a detail of the report; None when nothing needs saying)."""
+    if options.rounds <= 0:
+        return False, None
+    if options.timing:
+        return True, None
+    effects = [EXPECTED_TIME_EFFECT[f.code] for f in findings if f.code in EXPECTED_TIME_EFFECT]
+    if not effects:
+        return False, None
+    noise = host_noise()
+    effect = max(effects)
+    if noise < effect / 2:
+        return True, None
+    return False, (f"time not measured: this host's timing noise (±{noise * 100:.0f}% in a calibration) is too"
+                   f" high to confirm the ~{effect * 100:.0f}% effect expected; --timing measures it anyway")
+
+
 def run_timing(original: Variant, fixed: Dict[Tuple, Variant], findings: Dict[Tuple, Finding],
-               options: VerifyOptions, scratch: str, progress: Callable[[str], None]) -> Dict[Tuple, dict]:
+               options: VerifyOptions, scratch: str, progress: Callable[..., None]) -> Dict[Tuple, dict]:
     """Interleaved rounds over the original (twice: A and the A/A control) and every fixed variant.
     Returns, per finding key, {"ab": Ratio|None, "aa": Ratio|None, "metric": str, "error": str|None}."""
-    workers = {"A": Worker(original, options, scratch, "timing-A"),
-               "A2": Worker(original, options, scratch, "timing-A2")}
+    workers = {"A": Worker(original, options, scratch, "timing-A", original.label),
+               "A2": Worker(original, options, scratch, "timing-A2", f"{original.label} (A/A control)")}
     for index, key in enumerate(fixed):
-        workers[key] = Worker(fixed[key], options, scratch, f"timing-B{index}")
+        workers[key] = Worker(fixed[key], options, scratch, f"timing-B{index}", fixed[key].label)
     replies: Dict[object, List[dict]] = {name: [] for name in workers}
     failed: Dict[object, str] = {}
     started = time.monotonic()
     try:
         for name, worker in workers.items():  # warm-up run each, discarded
-            reply = worker.run()
+            reply = worker.run("the warm-up run")
             if not reply.get("ok"):
                 failed[name] = reply.get("error", "failed")
         rounds = 0
@@ -374,13 +586,13 @@ def run_timing(original: Variant, fixed: Dict[Tuple, Variant], findings: Dict[Tu
             order = [name for name in workers if name not in failed]
             rng.shuffle(order)
             for name in order:
-                reply = workers[name].run()
+                reply = workers[name].run(f"timing round {rounds + 1}")
                 if not reply.get("ok"):
                     failed[name] = reply.get("error", "failed")
                 else:
                     replies[name].append(reply)
             rounds += 1
-            progress(f"timing round {rounds}/{options.rounds}", transient=True)
+            progress(f"timing round {rounds}/{options.rounds}")
             if rounds >= min(8, options.rounds) and time.monotonic() - started > options.timing_budget:
                 break
     finally:
@@ -449,8 +661,8 @@ def plan(results, options: VerifyOptions) -> Tuple[List[Target], Dict[Tuple, Ver
             elif not runnable:
                 verdicts[key] = Verification(
                     "could-not-run",
-                    "could not run: not a runnable script (no `if __name__ == \"__main__\":` block);"
-                    " name a function to call with --entry module:function")
+                    "could not run: running the file runs nothing (it only defines functions, classes and"
+                    " constants); name the function to call with --entry module:function")
             else:
                 fixed = apply_edits(source, finding.fix.edits)
                 target.findings.append(finding)
@@ -460,68 +672,164 @@ def plan(results, options: VerifyOptions) -> Tuple[List[Target], Dict[Tuple, Ver
     return targets, verdicts
 
 
+@dataclass
+class Job:
+    """Everything one file's verification runs (picklable: it may run as a cluster job)."""
+
+    path: str  # as the user named it
+    options: VerifyOptions
+    scratch: str
+    findings: Dict[Tuple, Finding]
+    original: Variant
+    variants: Dict[Tuple, Variant]  # finding key -> its fixed variant
+    timing: Dict[Tuple, dict] = field(default_factory=dict)
+    timing_note: Optional[str] = None
+    error: Optional[str] = None  # the job itself could not run (device, launcher)
+
+
+def _label(finding: Finding) -> str:
+    return f"the fixed version ({finding.code}, line {finding.line})"
+
+
+def prepare(target: Target, options: VerifyOptions, scratch: str) -> Job:
+    """Copy the tree once per variant into `scratch` and describe the runs. Every variant watches
+    every finding's lines (mapped through its fix) and counts every finding's clock, so that the
+    original and each fixed variant stop at the same point and do the same work: the whole-run
+    memory and the timing compare like with like."""
+    root = _copy_root(target.path)
+    relpath = os.path.relpath(os.path.abspath(target.path), root)
+    findings = {f.sort_key(): f for f in target.findings}
+    entry = _entry_in_copy(options.entry, root)
+
+    def variant(name: str, label: str, source: Optional[str], probed: Sequence[Tuple]) -> Variant:
+        mapping = line_map(target.source, source) if source is not None else None
+        lines = {key: lines_for(f, target.source, source) for key, f in findings.items()}
+        own = {key: [line if mapping is None else mapping[line] for line in judge.site_lines(f)
+                     if mapping is None or line in mapping] for key, f in findings.items()}
+        watched = sorted({line for found in lines.values() for line in found})
+        capped, _ = cap_loops(target.source if source is None else source, watched)
+        directory = os.path.join(scratch, name)
+        clocks = [clock for key, f in findings.items() for clock in clocks_for(f, lines[key], own[key], options.steps)]
+        return Variant(name, label, directory, make_copy(root, directory, relpath, capped), relpath, watched,
+                       sorted({line for key in probed for line in lines[key]}), lines, own, clocks,
+                       {} if mapping is None else {new: old for old, new in mapping.items()}, entry)
+
+    ml005 = [key for key, f in findings.items() if f.code == "ML005"]
+    original = variant("original", "the original", None, ml005)
+    variants = {key: variant(f"fixed{index}", _label(finding), target.fixed[key], [key] if key in ml005 else [])
+                for index, (key, finding) in enumerate(findings.items())}
+    return Job(target.path, options, scratch, findings, original, variants)
+
+
+def _entry_in_copy(entry: Optional[str], root: str) -> Optional[str]:
+    """--entry as the sandbox sees it: a file path relative to the copied directory."""
+    if not entry:
+        return entry
+    target, _, function = entry.rpartition(":")
+    if not target.endswith(".py"):
+        return entry
+    relative = os.path.relpath(os.path.abspath(target), root)
+    if relative.startswith(os.pardir):
+        return entry  # outside the copy: the harness reports the missing file
+    return f"{relative}:{function}"
+
+
+def _parallel() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def run_job(job: Job, progress: Optional[Callable[..., None]] = None) -> Job:
+    """Evidence runs, then timing when planned; fills `job` and returns it (also as a cluster job)."""
+    say = progress or (lambda *args, **kwargs: None)
+    options = job.options
+    if options.device == "auto" or options.launcher:
+        from mllint.runtime.device import DeviceError, select
+
+        try:
+            options.device = select(options.device).name
+        except DeviceError as exc:
+            job.error = str(exc)
+            return job
+    everything = [job.original, *job.variants.values()]
+    finished: List[str] = []
+    started = time.monotonic()
+    say(f"{len(everything)} runs (the original and {len(job.variants)} fixed), 0 done")
+    with ThreadPoolExecutor(max_workers=min(len(everything), _parallel())) as pool:
+        futures = {pool.submit(run_evidence, variant, options, job.scratch): variant for variant in everything}
+        for future in as_completed(futures):
+            future.result()
+            variant = futures[future]
+            finished.append(f"{variant.name} {variant.seconds:.1f} s" + (" failed" if variant.error else ""))
+            say(f"{len(everything)} runs, {len(finished)} done ({', '.join(finished)}),"
+                f" {time.monotonic() - started:.0f} s")
+    if job.original.error:
+        return job
+    runnable = {key: v for key, v in job.variants.items() if not v.error}
+    timed, job.timing_note = timing_plan([job.findings[key] for key in runnable], options) if runnable else (False, None)
+    if timed:
+        say("timing: interleaved rounds of the original, its A/A control and the fixed versions")
+        job.timing = run_timing(job.original, runnable, job.findings, options, job.scratch, say)
+    return job
+
+
+def judge_job(job: Job) -> Dict[Tuple, Verification]:
+    verdicts: Dict[Tuple, Verification] = {}
+    if job.error:
+        for key in job.variants:
+            verdicts[key] = Verification("could-not-run", f"could not run: {job.error}")
+        return verdicts
+    if job.original.error:
+        for key in job.variants:
+            verdicts[key] = Verification("could-not-run", f"could not run: {job.original.error}")
+        return verdicts
+    for key, variant in job.variants.items():
+        if variant.error:
+            verdicts[key] = Verification("could-not-run", f"could not run: {variant.error}")
+            continue
+        timing = job.timing.get(key)
+        if timing is None and job.timing_note and job.findings[key].code in EXPECTED_TIME_EFFECT:
+            timing = {"skipped": job.timing_note}
+        verdicts[key] = judge.judge(job.findings[key], job.original, variant, timing)
+    return verdicts
+
+
 def verify(results, options: VerifyOptions, progress: Optional[Progress] = None) -> Dict[Tuple, Verification]:
     progress = progress or Progress()
     targets, verdicts = plan(results, options)
     total = sum(len(t.findings) for t in targets)
-    if total:
-        progress(f"{total} finding{'s' if total != 1 else ''} to verify in {len(targets)} file"
-                 f"{'s' if len(targets) != 1 else ''} on {options.device}, --steps {options.steps}")
+    if not total:
+        return verdicts
+    where = f"as {options.launcher} jobs" if options.launcher else f"on {options.device}"
+    progress(f"{total} finding{'s' if total != 1 else ''} to verify in {len(targets)} file"
+             f"{'s' if len(targets) != 1 else ''} {where}, --steps {options.steps}", final=True)
+    if options.launcher:
+        from mllint.verify.launch import run_jobs
+
+        verdicts.update(run_jobs(targets, options, progress))
+        progress.done()
+        return verdicts
     for number, target in enumerate(targets, 1):
         scratch = tempfile.mkdtemp(prefix="mllint-verify-")
+        counter = f"[{number}/{len(targets)}] {target.path}"
+        started = time.monotonic()
         try:
-            verdicts.update(_verify_target(target, options, scratch, progress, f"[{number}/{len(targets)}]"))
+            job = prepare(target, options, scratch)
+            run_job(job, lambda message, **kw: progress(f"{counter}: {message}", **kw))
+            found = judge_job(job)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        report_verdicts(progress, counter, job, found, time.monotonic() - started)
+        verdicts.update(found)
     progress.done()
     return verdicts
 
 
-def _verify_target(target: Target, options: VerifyOptions, scratch: str, progress: Progress,
-                   counter: str) -> Dict[Tuple, Verification]:
-    root = _copy_root(target.path)
-    relpath = os.path.relpath(os.path.abspath(target.path), root)
-    original_dir = os.path.join(scratch, "original")
-    watch = make_copy(root, original_dir, relpath, target.source)
-    findings = {f.sort_key(): f for f in target.findings}
-    original_lines = {key: lines_for(f, target.source) for key, f in findings.items()}
-    original = Variant("original", original_dir, watch,
-                       sorted({line for lines in original_lines.values() for line in lines}),
-                       sorted({line for key, lines in original_lines.items() if findings[key].code == "ML005"
-                               for line in lines}),
-                       original_lines)
-    variants: Dict[Tuple, Variant] = {}
-    for index, (key, finding) in enumerate(findings.items()):
-        source = target.fixed[key]
-        directory = os.path.join(scratch, f"fixed{index}")
-        path = make_copy(root, directory, relpath, source)
-        lines = lines_for(finding, target.source, source)
-        variant = Variant(f"fixed{index}", directory, path, lines,
-                          lines if finding.code == "ML005" else [], {key: lines})
-        variants[key] = variant
-    if all(f.code == "ML001" for f in target.findings):  # its evidence is complete after a few steps
-        for variant in [original, *variants.values()]:
-            variant.stop_after_steps = 4 * options.steps + 2
-    progress(f"{counter} {target.path}: running the original and {len(variants)} fixed variant"
-             f"{'s' if len(variants) != 1 else ''} (evidence)")
-    everything = [original] + list(variants.values())
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(lambda v: run_evidence(v, options, scratch), everything))
-
-    verdicts: Dict[Tuple, Verification] = {}
-    if original.error:
-        for key in variants:
-            verdicts[key] = Verification("could-not-run", f"could not run: {original.error}")
-        return verdicts
-    runnable = {key: v for key, v in variants.items() if not v.error}
-    for key, variant in variants.items():
-        if variant.error:
-            verdicts[key] = Verification("could-not-run", f"could not run the fixed version: {variant.error}")
-    timing: Dict[Tuple, dict] = {}
-    if runnable and options.rounds > 0:
-        progress(f"{counter} {target.path}: timing, interleaved A/B/A rounds")
-        timing = run_timing(original, runnable, findings, options, scratch,
-                            lambda message, **kw: progress(f"{counter} {target.path}: {message}", **kw))
-    for key, variant in runnable.items():
-        verdicts[key] = judge.judge(findings[key], original, variant, timing.get(key))
-    return verdicts
+def report_verdicts(progress: Callable[..., None], counter: str, job: Job, found: Dict[Tuple, Verification],
+                    seconds: float) -> None:
+    """One progress line per finding, with its verdict."""
+    for key, verification in found.items():
+        finding = job.findings[key]
+        progress(f"{counter}:{finding.line}: {finding.code} {verification.verdict} ({seconds:.0f} s)", final=True)
