@@ -123,9 +123,10 @@ def _debug(enabled: bool, message: str) -> None:
 @click.option("--device", type=click.Choice(("auto", "cpu", "cuda"), case_sensitive=False), default=None,
               help="--verify: where to run (default auto: cuda when present).")
 @click.option("--steps", type=click.IntRange(1, 10_000), default=None,
-              help="--verify: batches per pass over a DataLoader (caps training). [default: 5]")
+              help="--verify: batches per pass over a DataLoader, and iterations of the loops that drive"
+                   " flagged code (caps training). [default: 5]")
 @click.option("--timeout", type=click.FloatRange(1, None), default=None,
-              help="--verify: seconds one run of a variant may take. [default: 120]")
+              help="--verify: seconds one run of the original or of a fixed version may take. [default: 120]")
 @click.option("--entry", metavar="MODULE:FUNCTION", default=None,
               help="--verify: call this function (module or path.py) instead of running files as __main__.")
 @click.option("--rounds", type=click.IntRange(0, 1000), default=None,

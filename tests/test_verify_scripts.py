@@ -196,6 +196,17 @@ def test_a_crash_names_the_variant_the_exception_and_the_users_line(tmp_path):
             " (`raise ValueError('bad epoch')`)") in proc.stdout, proc.stdout
 
 
+def test_a_required_argument_is_reported_with_argparses_message(tmp_path):
+    pytest.importorskip("torch")
+    script = FOREVER.replace("import torch\n", "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+                             "parser.add_argument('--data', required=True)\nargs = parser.parse_args()\n", 1)
+    (tmp_path / "cli.py").write_text(script, encoding="utf-8")
+    proc = run(["--verify", "--rounds", "0", "cli.py"], tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert ("the original failed: RuntimeError: the script exited with status 2 (cli.py: error: the following"
+            " arguments are required: --data) at cli.py:6 (`args = parser.parse_args()`)") in proc.stdout, proc.stdout
+
+
 def test_a_fixed_variants_failure_is_mapped_to_the_users_lines():
     from mllint.verify.runner import Variant, _failure
 

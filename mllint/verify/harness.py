@@ -83,15 +83,20 @@ def _user_frame(exc: BaseException) -> Optional[Dict[str, Any]]:
     """Where the user's code failed: the innermost traceback frame in a file of the sandbox copy (the
     working directory), as {"file": path relative to the copy, "line": number, "text": source}."""
     root = os.path.realpath(os.getcwd())
-    found = None
-    places = [(frame.filename, frame.lineno, frame.line) for frame in traceback.extract_tb(exc.__traceback__)]
-    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
-        places.append((exc.filename, exc.lineno, exc.text))
-    for filename, lineno, text in places:
-        path = os.path.realpath(filename)
-        if path.startswith(root + os.sep):
-            found = {"file": os.path.relpath(path, root), "line": lineno, "text": (text or "").strip()}
-    return found
+    for error in (exc, exc.__cause__ or exc.__context__):  # a SystemExit re-raised by run_target
+        if error is None:
+            continue
+        found = None
+        places = [(frame.filename, frame.lineno, frame.line) for frame in traceback.extract_tb(error.__traceback__)]
+        if isinstance(error, SyntaxError) and error.filename and error.lineno:
+            places.append((error.filename, error.lineno, error.text))
+        for filename, lineno, text in places:
+            path = os.path.realpath(filename)
+            if path.startswith(root + os.sep):
+                found = {"file": os.path.relpath(path, root), "line": lineno, "text": (text or "").strip()}
+        if found:
+            return found
+    return None
 
 
 class _Site:

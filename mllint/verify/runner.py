@@ -441,8 +441,10 @@ def run_evidence(variant: Variant, options: VerifyOptions, scratch: str) -> None
     with open(out, encoding="utf-8") as handle:
         variant.evidence = json.load(handle)
     if not variant.evidence.get("ok"):
-        variant.error = f"{variant.label} failed: " + _failure(
-            variant, variant.evidence.get("error") or "failed", variant.evidence.get("where"))
+        error = variant.evidence.get("error") or "failed"
+        if "the script exited with status" in error:  # argparse and the like say why on stderr
+            error += f" ({_last_line(log)})"
+        variant.error = f"{variant.label} failed: " + _failure(variant, error, variant.evidence.get("where"))
 
 
 def _last_line(path: str) -> str:
