@@ -131,6 +131,27 @@ def test_caps_wrap_only_the_loops_that_drive_flagged_code_on_the_same_lines():
     assert "async for item in stream:" in capped
 
 
+def test_caps_also_cover_the_training_loop_before_a_flagged_evaluation():
+    source = textwrap.dedent(
+        """\
+        def train_step(model, batch):
+            model(batch).sum().backward()
+
+        for step in range(100_000):
+            train_step(model, data)
+        for block in range(24):
+            blocks.append(block)
+        while step < 10**9:
+            loss = model(data).sum()
+            loss.backward()
+            step += 1
+        print(model(test))
+        """)
+    capped, lines = cap_loops(source, [12])
+    assert lines == [4, 8]  # the loops that train, not the one that builds blocks
+    assert "for block in range(24):" in capped
+
+
 def test_caps_keep_a_bare_tuple_a_tuple_and_cap_while_loops():
     source = "for x in 1, 2:\n    f(x)\nwhile n > 0:\n    f(n)\n"
     capped, lines = cap_loops(source, [2, 4])

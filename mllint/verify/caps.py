@@ -4,8 +4,10 @@ drive its flagged code capped at ``--steps`` iterations, so that a tutorial's
 
 Capped: ``for`` and ``while`` statements (not comprehensions, not ``async for``) whose body holds a
 flagged line, or calls a function of the same file that holds one, directly or through other
-functions of the file (matched by name: ``train(...)``, ``self.train_epoch(...)``). Other loops
-(building layers, reading a config) run as written.
+functions of the file (matched by name: ``train(...)``, ``self.train_epoch(...)``), and training
+loops: loops whose body calls ``backward`` or a function of the file that does (a training loop
+that runs before a flagged evaluation would otherwise run all its steps). Other loops (building
+layers, reading a config) run as written.
 
 Each capped ``for`` iterates ``__mllint_loop__(<iterable>)`` and each capped ``while`` tests
 ``(<condition>) and __mllint_while__(<line>)``; the harness installs both names as builtins. The
@@ -53,9 +55,14 @@ class _Scan(cst.CSTVisitor):
         self.functions.append((node.name.value, span.start.line, span.end.line, _called_names(node.body)))
 
 
+TRAINING_CALLS = frozenset({"backward"})
+
+
 def _driving_names(functions, lines: Set[int]) -> Set[str]:
-    """Names of the functions that hold a flagged line, and of those that call them, transitively."""
-    reach = {name for name, start, end, _ in functions if any(start <= line <= end for line in lines)}
+    """Names of the functions that hold a flagged line or train (call `backward`), and of those that
+    call them, transitively; with `backward` itself."""
+    reach = set(TRAINING_CALLS)
+    reach |= {name for name, start, end, _ in functions if any(start <= line <= end for line in lines)}
     changed = True
     while changed:
         changed = False
