@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -107,6 +108,20 @@ def run(
     return subprocess.run(
         command, cwd=str(cwd), env=clean_env(env), capture_output=True, text=True, timeout=120
     )
+
+
+def run_verify(args: Sequence[str], cwd: Path, env: Optional[Dict[str, str]] = None,
+               timeout: float = 600) -> subprocess.CompletedProcess:
+    """`python -m mllint --no-cache ARGS` in `cwd`, for the --verify tests (which run torch code)."""
+    return subprocess.run([sys.executable, "-m", "mllint", "--no-cache", *args], cwd=str(cwd),
+                          env=env or clean_env(), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def snapshot(directory: Path) -> dict:
+    """Every file under `directory`: its hash and modification time (to show nothing was written)."""
+    return {str(p.relative_to(directory)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
 def assert_user_error(proc: subprocess.CompletedProcess, *needles: str) -> str:

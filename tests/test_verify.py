@@ -7,16 +7,13 @@ statistics (an A/A comparison never confirms, a clear effect does).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from cli_helpers import assert_user_error, clean_env
+from cli_helpers import assert_user_error, run_verify, snapshot
 from mllint.findings import Applicability, Edit, Finding, Fix
 from mllint.verify import judge
 from mllint.verify.runner import is_runnable, line_map, lines_for
@@ -70,22 +67,6 @@ ALL_BUGS = textwrap.dedent(
         main()
     """
 )
-
-
-def run_verify(args, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "mllint", "--no-cache", *args],
-        cwd=str(cwd), env=clean_env(), capture_output=True, text=True, timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def snapshot(directory: Path) -> dict:
-    return {
-        str(p.relative_to(directory)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-        for p in sorted(directory.rglob("*"))
-        if p.is_file()
-    }
 
 
 # --- statistics --------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ point); the loop caps and the timing gate are also checked as functions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import assert_user_error, clean_env, read_terminal
+from cli_helpers import assert_user_error, clean_env, read_terminal, run_verify as run, snapshot as tree
 from mllint.verify.caps import cap_loops
 
 # A tutorial: no main guard, no function, 300 epochs; gradients never cleared (ML001) and an
@@ -77,17 +76,6 @@ FOREVER = textwrap.dedent(
         step += 1
     """
 )
-
-
-def run(args, cwd: Path, env=None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mllint", "--no-cache", *args], cwd=str(cwd),
-                          env=env or clean_env(), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-
-
-def tree(directory: Path) -> dict:
-    return {str(p.relative_to(directory)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
 def verdicts(proc: subprocess.CompletedProcess) -> dict:
