@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -765,12 +765,15 @@ def run_job(job: Job, progress: Optional[Callable[..., None]] = None) -> Job:
     say(f"{len(everything)} runs (the original and {len(job.variants)} fixed), 0 done")
     with ThreadPoolExecutor(max_workers=min(len(everything), _parallel())) as pool:
         futures = {pool.submit(run_evidence, variant, options, job.scratch): variant for variant in everything}
-        for future in as_completed(futures):
-            future.result()
-            variant = futures[future]
-            finished.append(f"{variant.name} {variant.seconds:.1f} s" + (" failed" if variant.error else ""))
-            say(f"{len(everything)} runs, {len(finished)} done ({', '.join(finished)}),"
-                f" {time.monotonic() - started:.0f} s")
+        pending = set(futures)
+        while pending:  # a line a second on a terminal, so a long run shows it is alive
+            done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+            for future in done:
+                future.result()
+                variant = futures[future]
+                finished.append(f"{variant.name} {variant.seconds:.1f} s" + (" failed" if variant.error else ""))
+            say(f"{len(everything)} runs, {len(finished)} done" + (f" ({', '.join(finished)})" if finished else "")
+                + f", {time.monotonic() - started:.0f} s")
     if job.original.error:
         return job
     runnable = {key: v for key, v in job.variants.items() if not v.error}
