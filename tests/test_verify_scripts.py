@@ -115,7 +115,7 @@ def test_caps_wrap_only_the_loops_that_drive_flagged_code_on_the_same_lines():
     assert len(capped.splitlines()) == len(source.splitlines())
     compile(capped, "capped.py", "exec")
     assert "for _ in range(12):" in capped and "while True:" in capped  # they do not drive line 9
-    assert "for epoch in __mllint_loop__(range(100)):" in capped
+    assert "for epoch in __mllint_loop__(range(100), 1):" in capped  # 1: it drives flagged code
     assert "async for item in stream:" in capped
 
 
@@ -138,13 +138,16 @@ def test_caps_also_cover_the_training_loop_before_a_flagged_evaluation():
     capped, lines = cap_loops(source, [12])
     assert lines == [4, 8]  # the loops that train, not the one that builds blocks
     assert "for block in range(24):" in capped
+    # 0: they only train, so they are capped from their first iteration (nothing to wait for)
+    assert "for step in __mllint_loop__(range(100_000), 0):" in capped
+    assert "while (step < 10**9) and __mllint_while__(8, 0):" in capped
 
 
 def test_caps_keep_a_bare_tuple_a_tuple_and_cap_while_loops():
     source = "for x in 1, 2:\n    f(x)\nwhile n > 0:\n    f(n)\n"
     capped, lines = cap_loops(source, [2, 4])
-    assert "for x in __mllint_loop__((1, 2)):" in capped
-    assert "while (n > 0) and __mllint_while__(3):" in capped
+    assert "for x in __mllint_loop__((1, 2), 1):" in capped
+    assert "while (n > 0) and __mllint_while__(3, 1):" in capped
     assert lines == [1, 3]
 
 
@@ -180,6 +183,46 @@ def test_a_loop_that_never_ends_is_capped_and_decided(tmp_path):
     assert proc.returncode == 1, proc.stderr
     [(key, verification)] = verdicts(proc).items()
     assert key == ("ML001", 11) and verification["verdict"] == "confirmed", verification
+
+
+# An evaluation every 150 steps of a step loop that would run 100,000 steps; eval() is never undone.
+LATE_EVAL = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.3), nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    data = torch.randn(64, 8)
+    step = 0
+    while step < 100_000:
+        loss = model(data).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        step += 1
+        if step % 150 == 0:
+            model.eval()
+            with torch.no_grad():
+                print(step, model(data).mean().item())
+    """
+)
+
+
+def test_a_loop_runs_on_until_the_flagged_line_runs_then_stops(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "late.py").write_text(LATE_EVAL, encoding="utf-8")
+    (tmp_path / "never.py").write_text(LATE_EVAL.replace("step % 150", "step % 5000"), encoding="utf-8")
+    proc = run(["--verify", "--rounds", "0", "--format", "json", "late.py"], tmp_path)
+    [(key, verification)] = verdicts(proc).items()
+    assert key == ("ML005", 16) and verification["verdict"] == "confirmed", verification
+    # the first eval() at step 150, then --steps 5 more steps, in the original and the fixed run alike
+    assert "5/155 training forwards ran in eval mode" in verification["summary"], verification
+    proc = run(["--verify", "--rounds", "0", "--format", "json", "never.py"], tmp_path)
+    [(key, verification)] = verdicts(proc).items()
+    assert verification["verdict"] == "not-confirmed", verification
+    assert "line 16 did not run within the loop iterations allowed" in verification["summary"], verification
 
 
 # --- errors, early and precise ---------------------------------------------------------------------

@@ -9,15 +9,18 @@ loops: loops whose body calls ``backward`` or a function of the file that does (
 that runs before a flagged evaluation would otherwise run all its steps). Other loops (building
 layers, reading a config) run as written.
 
-Each capped ``for`` iterates ``__mllint_loop__(<iterable>)`` and each capped ``while`` tests
-``(<condition>) and __mllint_while__(<line>)``; the harness installs both names as builtins. The
-rewrite is inline, so every line keeps its number: the line maps between the original and a fixed
-variant, the watched lines and the user's tracebacks stay true.
+Each capped ``for`` iterates ``__mllint_loop__(<iterable>, <drives>)`` and each capped ``while``
+tests ``(<condition>) and __mllint_while__(<line>, <drives>)``; the harness installs both names as
+builtins. ``drives`` is 1 for a loop that holds or calls flagged code (the harness lets it run on
+until the flagged line has run: an evaluation every 200 steps), 0 for a training loop that does
+not (capped from its first iteration). The rewrite is inline, so every line keeps its number: the
+line maps between the original and a fixed variant, the watched lines and the user's tracebacks
+stay true.
 """
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -58,11 +61,9 @@ class _Scan(cst.CSTVisitor):
 TRAINING_CALLS = frozenset({"backward"})
 
 
-def _driving_names(functions, lines: Set[int]) -> Set[str]:
-    """Names of the functions that hold a flagged line or train (call `backward`), and of those that
-    call them, transitively; with `backward` itself."""
-    reach = set(TRAINING_CALLS)
-    reach |= {name for name, start, end, _ in functions if any(start <= line <= end for line in lines)}
+def _callers(functions, reach: Set[str]) -> Set[str]:
+    """`reach` with the names of the functions that call one of them, transitively."""
+    reach = set(reach)
     changed = True
     while changed:
         changed = False
@@ -73,6 +74,11 @@ def _driving_names(functions, lines: Set[int]) -> Set[str]:
     return reach
 
 
+def _flagged_names(functions, lines: Set[int]) -> Set[str]:
+    """Names of the functions that hold a flagged line, and of those that call them."""
+    return _callers(functions, {name for name, start, end, _ in functions if any(start <= line <= end for line in lines)})
+
+
 def _parenthesized(expression: cst.BaseExpression) -> cst.BaseExpression:
     return expression.with_changes(lpar=[cst.LeftParen(), *expression.lpar],
                                    rpar=[*expression.rpar, cst.RightParen()])
@@ -81,17 +87,23 @@ def _parenthesized(expression: cst.BaseExpression) -> cst.BaseExpression:
 class _Cap(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, lines: Set[int], driving: Set[str]) -> None:
+    def __init__(self, lines: Set[int], flagged: Set[str], training: Set[str]) -> None:
         super().__init__()
         self.lines = lines
-        self.driving = driving
+        self.flagged = flagged
+        self.training = training
         self.capped: List[int] = []
-        self._drives: Dict[cst.CSTNode, Tuple[bool, int]] = {}
+        self._drives: Dict[cst.CSTNode, Tuple[Optional[bool], int]] = {}
 
     def _note(self, node) -> None:
+        """Whether the loop drives flagged code (True), only trains (False), or neither (None)."""
         span = self.get_metadata(PositionProvider, node)
-        drives = (any(span.start.line <= line <= span.end.line for line in self.lines)
-                  or bool(_called_names(node.body) & self.driving))
+        calls = _called_names(node.body)
+        drives: Optional[bool] = None
+        if any(span.start.line <= line <= span.end.line for line in self.lines) or calls & self.flagged:
+            drives = True
+        elif calls & self.training:
+            drives = False
         self._drives[node] = (drives, span.start.line)
 
     def visit_For(self, node: cst.For) -> None:
@@ -102,22 +114,24 @@ class _Cap(cst.CSTTransformer):
 
     def leave_For(self, original: cst.For, updated: cst.For) -> cst.For:
         drives, line = self._drives.pop(original)
-        if not drives or original.asynchronous is not None:
+        if drives is None or original.asynchronous is not None:
             return updated
         iterable = updated.iter
         if isinstance(iterable, cst.Tuple) and not iterable.lpar:
             iterable = _parenthesized(iterable)  # `for x in a, b:` iterates a tuple
         self.capped.append(line)
-        return updated.with_changes(iter=cst.Call(func=cst.Name(LOOP), args=[cst.Arg(iterable)]))
+        return updated.with_changes(iter=cst.Call(func=cst.Name(LOOP), args=[
+            cst.Arg(iterable), cst.Arg(cst.Integer(str(int(drives))))]))
 
     def leave_While(self, original: cst.While, updated: cst.While) -> cst.While:
         drives, line = self._drives.pop(original)
-        if not drives:
+        if drives is None:
             return updated
         self.capped.append(line)
         test = cst.BooleanOperation(
             left=_parenthesized(updated.test), operator=cst.And(),
-            right=cst.Call(func=cst.Name(WHILE), args=[cst.Arg(cst.Integer(str(line)))]))
+            right=cst.Call(func=cst.Name(WHILE), args=[cst.Arg(cst.Integer(str(line))),
+                                                       cst.Arg(cst.Integer(str(int(drives))))]))
         return updated.with_changes(test=test)
 
 
@@ -132,6 +146,7 @@ def cap_loops(source: str, lines: Iterable[int]) -> Tuple[str, List[int]]:
     wrapper = MetadataWrapper(module)
     scan = _Scan()
     wrapper.visit(scan)
-    transformer = _Cap(wanted, _driving_names(scan.functions, wanted))
+    transformer = _Cap(wanted, _flagged_names(scan.functions, wanted),
+                       _callers(scan.functions, set(TRAINING_CALLS)))
     capped = wrapper.visit(transformer).code
     return capped, sorted(transformer.capped)

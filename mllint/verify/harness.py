@@ -12,11 +12,15 @@ call sites where the eval-mode witnesses run), ``steps``, ``device``, ``mode`` (
 Instrumentation (none of it edits the user's logic):
 - step cap: every pass over a ``DataLoader`` yields at most ``steps`` batches, and the loops the
   parent capped in the sandbox copy (``caps.py``: ``__mllint_loop__``, ``__mllint_while__``, installed
-  here as builtins) run at most ``steps`` iterations;
-- clocks (``clocks``: one per finding the variant serves, counted the same way in the original and
-  the fixed variant): optimizer steps, forward calls at the finding's lines, or executions of its
-  line; once every clock has reached its count the witness is decided and the run ends (``StopRun``),
-  in evidence and timing runs alike, so both variants do the same work;
+  here as builtins) run at most ``steps`` iterations once every finding's own line has run; until
+  then they run on (an evaluation every 200 steps must be reached to be measured), for at most
+  ``REACH_ITERATIONS_PER_STEP × steps`` iterations of capped loops in all, after which the caps
+  apply anyway;
+- clocks (``clocks``: one per finding, the same in the original and every fixed variant): optimizer
+  steps, forward calls at the finding's lines, or executions of its line, counted from the first
+  execution of the finding's own line (``after``); once every clock has reached its count the
+  witnesses are decided and the run ends (``StopRun``), in evidence and timing runs alike, so all
+  variants do the same work;
 - optimizers: a global step pre-hook records, per optimizer, the norm of the gradient it is about to
   apply, of the gradient the backward passes since its previous step produced (parameter hooks),
   and of their difference (stale gradient that was never cleared);
@@ -39,7 +43,6 @@ from __future__ import annotations
 import builtins
 import copy
 import importlib
-import itertools
 import json
 import os
 import random
@@ -53,6 +56,9 @@ from mllint.runtime.tracker import tensors_in  # the harness runs only in a chil
 
 
 _MODE_METHODS = ("__torch_dispatch__", "__torch_function__", "__enter__", "__exit__")
+
+
+REACH_ITERATIONS_PER_STEP = 200  # capped-loop iterations allowed, per --steps, before every finding's line ran
 
 
 class StopRun(BaseException):
@@ -153,9 +159,14 @@ class Instrument:
         self._param_storages: set = set()
         self._handles: list = []
         self.paused = False
-        self.clocks: List[dict] = [dict(clock) for clock in spec.get("clocks") or ()]
+        self.clocks: List[dict] = [dict(clock, armed=not clock.get("after")) for clock in spec.get("clocks") or ()]
         self.clock_lines = {line for clock in self.clocks if clock["kind"] == "line" for line in clock["lines"]}
-        self._while_counts: Dict[tuple, int] = {}
+        self.reach_lines = {line for clock in self.clocks for line in clock.get("after") or ()}
+        self.unreached = set(self.reach_lines)
+        self.reach_budget = REACH_ITERATIONS_PER_STEP * self.steps
+        self.pre_reach_iterations = 0
+        self.given_up_on: List[int] = []  # lines not reached within the budget
+        self._while_counts: Dict[tuple, list] = {}
         self._last_offset: Dict[tuple, int] = {}
         self.loop_cap = self.steps
         self.decided = False
@@ -196,7 +207,7 @@ class Instrument:
                                                                  always_call=True)
         )
         if not self.evidence:
-            if self.clock_lines and self.watch:
+            if (self.clock_lines or self.reach_lines) and self.watch:
                 sys.settrace(self._trace)
             return
         from torch.optim.optimizer import register_optimizer_step_pre_hook
@@ -208,7 +219,7 @@ class Instrument:
 
         self.tracker = AttributingTracker(self)
         self.tracker.__enter__()
-        if (self.site_lines or self.clock_lines) and self.watch:
+        if (self.site_lines or self.clock_lines or self.reach_lines) and self.watch:
             sys.settrace(self._trace)
         self.device.reset_peak()
 
@@ -243,19 +254,39 @@ class Instrument:
 
     # --- capped loops ------------------------------------------------------------------------
 
-    def _loop(self, iterable):
-        """A capped `for`: at most `steps` iterations per entry into the loop."""
-        return itertools.islice(iterable, self.loop_cap)
+    def _loop(self, iterable, drives: int = 1):
+        """A capped `for` (see `_iterate`)."""
+        state = [0, None if drives else self.loop_cap]
+        for item in iterable:
+            if not self._iterate(state):
+                return
+            yield item
 
-    def _while(self, line: int) -> bool:
-        """A capped `while`: at most `steps` iterations. Counted per frame and loop; a frame whose
-        memory a later call of the same function reuses continues the count (it cannot tell a
-        re-entry from a continuation), so such a loop may run fewer iterations, never more."""
+    def _while(self, line: int, drives: int = 1) -> bool:
+        """A capped `while` (see `_iterate`). Counted per frame and loop; a frame whose memory a later
+        call of the same function reuses continues the count (it cannot tell a re-entry from a
+        continuation), so such a loop may run fewer iterations, never more."""
         key = (id(sys._getframe(1)), line)
-        count = self._while_counts.get(key, 0)
-        if count >= self.loop_cap:
+        return self._iterate(self._while_counts.setdefault(key, [0, None if drives else self.loop_cap]))
+
+    def _iterate(self, state: list) -> bool:
+        """May a capped loop (`state`: [iterations so far, limit or None]) iterate again? A training
+        loop that runs no flagged code has its limit, `steps`, from the start. A loop that drives
+        flagged code: until every finding's line has run, yes, within the budget of such
+        iterations; from then on, `steps` more iterations (a loop entered later: `steps` in all).
+        When the budget runs out first, the caps apply as if from the start."""
+        if self.unreached and state[1] is None:
+            self.pre_reach_iterations += 1
+            if self.pre_reach_iterations <= self.reach_budget:
+                state[0] += 1
+                return True
+            self.given_up_on = sorted(self.unreached)
+            self.unreached.clear()
+        if state[1] is None:
+            state[1] = self.loop_cap if self.given_up_on else state[0] + self.loop_cap
+        if state[0] >= state[1]:
             return False
-        self._while_counts[key] = count + 1
+        state[0] += 1
         return True
 
     # --- clocks: when the witness is decided ---------------------------------------------------
@@ -265,7 +296,7 @@ class Instrument:
         if not self.clocks:
             return
         for clock in self.clocks:
-            if clock["kind"] == kind and (line is None or line in clock["lines"]):
+            if clock["kind"] == kind and clock.get("armed", True) and (line is None or line in clock["lines"]):
                 clock["seen"] = clock.get("seen", 0) + 1
         if self._all_decided():
             self.decided = True
@@ -285,7 +316,7 @@ class Instrument:
         if event != "line":
             return self._trace_lines
         line = frame.f_lineno
-        if line not in self.site_lines and line not in self.clock_lines:
+        if line not in self.site_lines and line not in self.clock_lines and line not in self.reach_lines:
             return self._trace_lines
         # A statement spread over lines comes back to its first line (a call's arguments on the
         # next lines, then the call): only an event at or before the offset of the previous one
@@ -298,11 +329,16 @@ class Instrument:
         if line in self.clock_lines and self._all_decided():
             self.decided = True  # the next execution would start: the counted ones are complete
             raise StopRun()
+        if line in self.reach_lines:
+            self.unreached.discard(line)
+            for clock in self.clocks:
+                if line in (clock.get("after") or ()):
+                    clock["armed"] = True
         if self.evidence and line in self.site_lines:
             self.line_counts[line] = self.line_counts.get(line, 0) + 1
         if line in self.clock_lines:
             for clock in self.clocks:
-                if clock["kind"] == "line" and line in clock["lines"]:
+                if clock["kind"] == "line" and line in clock["lines"] and clock.get("armed", True):
                     clock["seen"] = clock.get("seen", 0) + 1
         return self._trace_lines
 
@@ -317,8 +353,13 @@ class Instrument:
         self._while_counts.clear()
         self._last_offset.clear()
         self.decided = False
+        self.unreached = set(self.reach_lines)
+        self.pre_reach_iterations = 0
+        self.given_up_on = []
         for clock in self.clocks:
             clock["seen"] = 0
+            if clock.get("after"):
+                clock["armed"] = False
 
     def _after_step(self, optimizer, args, kwargs) -> None:
         self.optimizer_steps += 1
@@ -540,6 +581,7 @@ class Instrument:
             "batches": self.batches,
             "optimizer_steps": self.optimizer_steps,
             "decided": self.decided,
+            "unreached": self.given_up_on,
         }
         if self.evidence:
             out["optimizers"] = self.optimizers

@@ -220,7 +220,7 @@ def _judge_training_mode(original: dict, fixed: dict, j: _Judgement) -> None:
         j.headline.append(f"{in_eval}/{calls} training forwards ran in eval mode, dropout and batch norm off"
                           f" (fixed: 0/{fixed_calls})")
     else:
-        j.reason = ("every training forward ran in training mode" if not in_eval
+        j.reason = (f"every training forward ran in training mode{_within(original)}" if not in_eval
                     else "the fixed version still trains in eval mode")
 
 
@@ -263,7 +263,14 @@ def judge_ml005(finding: Finding, original: dict, fixed: dict, orig_lines, fixed
 
 def _within(evidence: dict) -> str:
     """Why code may not have been reached: the run ended at the caps."""
-    return "" if evidence.get("decided") else " within the capped run (a higher --steps runs more of it)"
+    if evidence.get("decided"):
+        return ""
+    unreached = evidence.get("unreached") or []
+    if unreached:
+        lines = ", ".join(str(line) for line in unreached)
+        return (f" (line{'s' if len(unreached) > 1 else ''} {lines} did not run within the loop iterations allowed"
+                " before the caps apply; a higher --steps allows more)")
+    return " within the capped run (a higher --steps runs more of it)"
 
 
 def site_lines(finding: Finding) -> List[int]:

@@ -366,15 +366,20 @@ class Variant:
 
 
 def clocks_for(finding: Finding, lines: List[int], own: List[int], steps: int) -> List[dict]:
-    """When `finding`'s witness is decided, as events the original and the fixed variant count alike:
-    optimizer steps (ML001; ML005 when the fix switches the model back to training mode), forward
-    calls at its lines (ML002, ML005), executions of its line (ML004)."""
+    """When `finding`'s witness is decided, as events the original and the fixed variant count alike,
+    from the first time the finding's own line runs: optimizer steps (ML001; ML005 when the fix
+    switches the model back to training mode: the steps after its `eval()`), forward calls at its
+    lines (ML002, ML005), executions of its line (ML004). Until every finding's line has run, the
+    capped loops run on (harness.py)."""
+    if not own:
+        return []
+    after = own[:1]  # counted from the first execution of the finding's own line
     if finding.code == "ML001" or (finding.code == "ML005" and judge.trains_back(finding)):
-        return [{"kind": "steps", "lines": [], "count": 2 * steps + 2}]
+        return [{"kind": "steps", "lines": [], "count": 2 * steps + 2, "after": after}]
     if finding.code in ("ML002", "ML005") and lines:
-        return [{"kind": "calls", "lines": lines, "count": steps}]
-    if finding.code == "ML004" and own:
-        return [{"kind": "line", "lines": own[:1], "count": max(2, steps)}]
+        return [{"kind": "calls", "lines": lines, "count": steps, "after": after}]
+    if finding.code == "ML004":
+        return [{"kind": "line", "lines": after, "count": max(2, steps), "after": after}]
     return []
 
 
