@@ -138,7 +138,7 @@ def bench_one(name: str, entry: dict, args, extra: list[str], env: dict[str, str
         problems.append(f"killed after {args.timeout:.0f} s (--timeout)")
     elif status not in (0, 1):
         problems.append(f"mllint exited with status {status}")
-    if status is not None:
+    if status in (0, 1):
         try:
             raw = json.loads(out) if out.strip() else []
         except json.JSONDecodeError as exc:
