@@ -283,6 +283,9 @@ def test_launcher_options_are_checked_first(tmp_path, monkeypatch):
     proc = subprocess.run([sys.executable, "-m", "mllint", "--no-cache", "--verify", "--launcher", "submitit",
                            "train.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert_user_error(proc, "sbatch")
+    env = clean_env({"MLLINT_JOB_DIR": str(tmp_path / "train.py" / "jobs")})  # under a file: cannot be made
+    assert_user_error(run(["--verify", "--launcher", "local", "train.py"], tmp_path, env=env, timeout=60),
+                      "job folder", "MLLINT_JOB_DIR")
 
 
 # --- timing only when it can tell ---------------------------------------------------------------

@@ -39,12 +39,21 @@ def job_root() -> str:
 
 
 def check_launcher(options: VerifyOptions) -> None:
-    """Before anything runs: submitit is installed, and for Slurm `sbatch` is on PATH."""
+    """Before anything runs: submitit is installed, the job folder can be written, and for Slurm
+    `sbatch` is on PATH."""
     try:
         import submitit  # noqa: F401
     except ImportError:
         raise LaunchError(f"--launcher {options.launcher} needs the submitit library: pip install submitit"
                           " (or pip install 'mllint[cluster]')") from None
+    root = job_root()
+    try:
+        os.makedirs(root, exist_ok=True)
+        probe = tempfile.mkdtemp(prefix="check-", dir=root)
+        os.rmdir(probe)
+    except OSError as exc:
+        raise LaunchError(f"--launcher: cannot use the job folder {root} ({exc.strerror or exc}); point"
+                          " $MLLINT_JOB_DIR at a writable folder the nodes can see") from None
     if options.launcher == "submitit" and shutil.which("sbatch") is None:
         raise LaunchError("--launcher submitit submits to Slurm, but `sbatch` is not on PATH here (run mllint on"
                           " the cluster's login node, or use --launcher local)")
