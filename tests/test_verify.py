@@ -318,8 +318,9 @@ def test_a_script_against_itself_is_never_confirmed(tmp_path, monkeypatch):
     results = [FileResult("train.py", findings, ALL_BUGS)]
     import io
 
-    verdicts = verify(results, VerifyOptions(device="cpu", steps=2, rounds=8, timing_budget=120),
+    verdicts = verify(results, VerifyOptions(device="cpu", steps=2, rounds=8, timing=True, timing_budget=120),
                       Progress(io.StringIO()))
     assert len(verdicts) == 4
     for key, verification in verdicts.items():
         assert verification.verdict == "not-confirmed", (key, verification.to_dict())
+        assert any(e["metric"].startswith("A/A control") for e in verification.evidence), verification.to_dict()
