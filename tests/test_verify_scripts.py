@@ -115,7 +115,7 @@ def test_caps_wrap_only_the_loops_that_drive_flagged_code_on_the_same_lines():
     assert len(capped.splitlines()) == len(source.splitlines())
     compile(capped, "capped.py", "exec")
     assert "for _ in range(12):" in capped and "while True:" in capped  # they do not drive line 9
-    assert "for epoch in __mllint_loop__(range(100), 1):" in capped  # 1: it drives flagged code
+    assert "for epoch in __mllint_loop__(range(100), (9,)):" in capped  # it runs line 9, through evaluate()
     assert "async for item in stream:" in capped
 
 
@@ -138,16 +138,16 @@ def test_caps_also_cover_the_training_loop_before_a_flagged_evaluation():
     capped, lines = cap_loops(source, [12])
     assert lines == [4, 8]  # the loops that train, not the one that builds blocks
     assert "for block in range(24):" in capped
-    # 0: they only train, so they are capped from their first iteration (nothing to wait for)
-    assert "for step in __mllint_loop__(range(100_000), 0):" in capped
-    assert "while (step < 10**9) and __mllint_while__(8, 0):" in capped
+    # (): they run no flagged line, only train, so they are capped from their first iteration
+    assert "for step in __mllint_loop__(range(100_000), ()):" in capped
+    assert "while (step < 10**9) and __mllint_while__(8, ()):" in capped
 
 
 def test_caps_keep_a_bare_tuple_a_tuple_and_cap_while_loops():
     source = "for x in 1, 2:\n    f(x)\nwhile n > 0:\n    f(n)\n"
     capped, lines = cap_loops(source, [2, 4])
-    assert "for x in __mllint_loop__((1, 2), 1):" in capped
-    assert "while (n > 0) and __mllint_while__(3, 1):" in capped
+    assert "for x in __mllint_loop__((1, 2), (2,)):" in capped
+    assert "while (n > 0) and __mllint_while__(3, (4,)):" in capped
     assert lines == [1, 3]
 
 

@@ -9,11 +9,11 @@ loops: loops whose body calls ``backward`` or a function of the file that does (
 that runs before a flagged evaluation would otherwise run all its steps). Other loops (building
 layers, reading a config) run as written.
 
-Each capped ``for`` iterates ``__mllint_loop__(<iterable>, <drives>)`` and each capped ``while``
-tests ``(<condition>) and __mllint_while__(<line>, <drives>)``; the harness installs both names as
-builtins. ``drives`` is 1 for a loop that holds or calls flagged code (the harness lets it run on
-until the flagged line has run: an evaluation every 200 steps), 0 for a training loop that does
-not (capped from its first iteration). The rewrite is inline, so every line keeps its number: the
+Each capped ``for`` iterates ``__mllint_loop__(<iterable>, <lines>)`` and each capped ``while``
+tests ``(<condition>) and __mllint_while__(<line>, <lines>)``; the harness installs both names as
+builtins. ``lines`` are the flagged lines the loop runs, in its body or through the functions it
+calls: the harness lets the loop run on until they have run (an evaluation every 200 steps), and
+caps a training loop that runs none (``()``) from its first iteration. The rewrite is inline, so every line keeps its number: the
 line maps between the original and a fixed variant, the watched lines and the user's tracebacks
 stay true.
 """
@@ -74,9 +74,21 @@ def _callers(functions, reach: Set[str]) -> Set[str]:
     return reach
 
 
-def _flagged_names(functions, lines: Set[int]) -> Set[str]:
-    """Names of the functions that hold a flagged line, and of those that call them."""
-    return _callers(functions, {name for name, start, end, _ in functions if any(start <= line <= end for line in lines)})
+def _held_lines(functions, lines: Set[int]) -> Dict[str, Set[int]]:
+    """Per function name, the flagged lines it runs: those inside it, and those of the functions it
+    calls, transitively."""
+    held: Dict[str, Set[int]] = {}
+    for name, start, end, _ in functions:
+        held.setdefault(name, set()).update(line for line in lines if start <= line <= end)
+    changed = True
+    while changed:
+        changed = False
+        for name, _, _, calls in functions:
+            for callee in calls & held.keys():
+                if not held[callee] <= held[name]:
+                    held[name] |= held[callee]
+                    changed = True
+    return held
 
 
 def _parenthesized(expression: cst.BaseExpression) -> cst.BaseExpression:
@@ -87,24 +99,28 @@ def _parenthesized(expression: cst.BaseExpression) -> cst.BaseExpression:
 class _Cap(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, lines: Set[int], flagged: Set[str], training: Set[str]) -> None:
+    def __init__(self, lines: Set[int], held: Dict[str, Set[int]], training: Set[str]) -> None:
         super().__init__()
         self.lines = lines
-        self.flagged = flagged
+        self.held = held
         self.training = training
         self.capped: List[int] = []
-        self._drives: Dict[cst.CSTNode, Tuple[Optional[bool], int]] = {}
+        self._drives: Dict[cst.CSTNode, Tuple[Optional[Set[int]], int]] = {}
 
     def _note(self, node) -> None:
-        """Whether the loop drives flagged code (True), only trains (False), or neither (None)."""
+        """The flagged lines the loop runs (a set, empty for a training loop that runs none), or
+        None for a loop that neither runs flagged code nor trains."""
         span = self.get_metadata(PositionProvider, node)
         calls = _called_names(node.body)
-        drives: Optional[bool] = None
-        if any(span.start.line <= line <= span.end.line for line in self.lines) or calls & self.flagged:
-            drives = True
-        elif calls & self.training:
-            drives = False
+        driven = {line for line in self.lines if span.start.line <= line <= span.end.line}
+        for name in calls & self.held.keys():
+            driven |= self.held[name]
+        drives: Optional[Set[int]] = driven if driven or calls & self.training else None
         self._drives[node] = (drives, span.start.line)
+
+    @staticmethod
+    def _lines(drives: Set[int]) -> cst.Tuple:
+        return cst.Tuple([cst.Element(cst.Integer(str(line))) for line in sorted(drives)])
 
     def visit_For(self, node: cst.For) -> None:
         self._note(node)
@@ -121,7 +137,7 @@ class _Cap(cst.CSTTransformer):
             iterable = _parenthesized(iterable)  # `for x in a, b:` iterates a tuple
         self.capped.append(line)
         return updated.with_changes(iter=cst.Call(func=cst.Name(LOOP), args=[
-            cst.Arg(iterable), cst.Arg(cst.Integer(str(int(drives))))]))
+            cst.Arg(iterable), cst.Arg(self._lines(drives))]))
 
     def leave_While(self, original: cst.While, updated: cst.While) -> cst.While:
         drives, line = self._drives.pop(original)
@@ -130,8 +146,7 @@ class _Cap(cst.CSTTransformer):
         self.capped.append(line)
         test = cst.BooleanOperation(
             left=_parenthesized(updated.test), operator=cst.And(),
-            right=cst.Call(func=cst.Name(WHILE), args=[cst.Arg(cst.Integer(str(line))),
-                                                       cst.Arg(cst.Integer(str(int(drives))))]))
+            right=cst.Call(func=cst.Name(WHILE), args=[cst.Arg(cst.Integer(str(line))), cst.Arg(self._lines(drives))]))
         return updated.with_changes(test=test)
 
 
@@ -146,7 +161,6 @@ def cap_loops(source: str, lines: Iterable[int]) -> Tuple[str, List[int]]:
     wrapper = MetadataWrapper(module)
     scan = _Scan()
     wrapper.visit(scan)
-    transformer = _Cap(wanted, _flagged_names(scan.functions, wanted),
-                       _callers(scan.functions, set(TRAINING_CALLS)))
+    transformer = _Cap(wanted, _held_lines(scan.functions, wanted), _callers(scan.functions, set(TRAINING_CALLS)))
     capped = wrapper.visit(transformer).code
     return capped, sorted(transformer.capped)

@@ -12,10 +12,10 @@ call sites where the eval-mode witnesses run), ``steps``, ``device``, ``mode`` (
 Instrumentation (none of it edits the user's logic):
 - step cap: every pass over a ``DataLoader`` yields at most ``steps`` batches, and the loops the
   parent capped in the sandbox copy (``caps.py``: ``__mllint_loop__``, ``__mllint_while__``, installed
-  here as builtins) run at most ``steps`` iterations once every finding's own line has run; until
-  then they run on (an evaluation every 200 steps must be reached to be measured), for at most
-  ``REACH_ITERATIONS_PER_STEP × steps`` iterations of capped loops in all, after which the caps
-  apply anyway;
+  here as builtins) run at most ``steps`` iterations once the flagged lines they run have run;
+  until then they run on (an evaluation every 200 steps must be reached to be measured), for at
+  most ``REACH_ITERATIONS_PER_STEP × steps`` such iterations in all, after which the caps apply
+  anyway;
 - clocks (``clocks``: one per finding, the same in the original and every fixed variant): optimizer
   steps, forward calls at the finding's lines, or executions of its line, counted from the first
   execution of the finding's own line (``after``); once every clock has reached its count the
@@ -254,28 +254,28 @@ class Instrument:
 
     # --- capped loops ------------------------------------------------------------------------
 
-    def _loop(self, iterable, drives: int = 1):
+    def _loop(self, iterable, lines: tuple = ()):
         """A capped `for` (see `_iterate`)."""
-        state = [0, None if drives else self.loop_cap]
+        state = [0, None if lines else self.loop_cap]
         for item in iterable:
-            if not self._iterate(state):
+            if not self._iterate(state, lines):
                 return
             yield item
 
-    def _while(self, line: int, drives: int = 1) -> bool:
+    def _while(self, line: int, lines: tuple = ()) -> bool:
         """A capped `while` (see `_iterate`). Counted per frame and loop; a frame whose memory a later
         call of the same function reuses continues the count (it cannot tell a re-entry from a
         continuation), so such a loop may run fewer iterations, never more."""
         key = (id(sys._getframe(1)), line)
-        return self._iterate(self._while_counts.setdefault(key, [0, None if drives else self.loop_cap]))
+        return self._iterate(self._while_counts.setdefault(key, [0, None if lines else self.loop_cap]), lines)
 
-    def _iterate(self, state: list) -> bool:
+    def _iterate(self, state: list, lines: tuple) -> bool:
         """May a capped loop (`state`: [iterations so far, limit or None]) iterate again? A training
-        loop that runs no flagged code has its limit, `steps`, from the start. A loop that drives
-        flagged code: until every finding's line has run, yes, within the budget of such
+        loop that runs no flagged code (`lines` empty) has its limit, `steps`, from the start. A
+        loop that runs flagged `lines`: until they have all run, yes, within the budget of such
         iterations; from then on, `steps` more iterations (a loop entered later: `steps` in all).
         When the budget runs out first, the caps apply as if from the start."""
-        if self.unreached and state[1] is None:
+        if state[1] is None and not self.unreached.isdisjoint(lines):
             self.pre_reach_iterations += 1
             if self.pre_reach_iterations <= self.reach_budget:
                 state[0] += 1

@@ -715,7 +715,7 @@ def prepare(target: Target, options: VerifyOptions, scratch: str) -> Job:
         own = {key: [line if mapping is None else mapping[line] for line in judge.site_lines(f)
                      if mapping is None or line in mapping] for key, f in findings.items()}
         watched = sorted({line for found in lines.values() for line in found})
-        capped, _ = cap_loops(target.source if source is None else source, watched)
+        capped, _ = cap_loops(target.source if source is None else source, [found[0] for found in own.values() if found])
         directory = os.path.join(scratch, name)
         clocks = [clock for key, f in findings.items() for clock in clocks_for(f, lines[key], own[key], options.steps)]
         return Variant(name, label, directory, make_copy(root, directory, relpath, capped), relpath, watched,

@@ -11,7 +11,7 @@ around it (blobs the mirror does not hold are skipped and counted), into a tempo
 runs with the checkout root as working directory and MPLBACKEND=Agg. Per file: wall time, exit code,
 and per finding its code, line, verdict and summary. Not a test: nothing asserts a time or a verdict.
 
-    python tests/benchmarks/bench_verify_realworld.py --out /tmp/verify_realworld.result.json
+    python tests/benchmarks/bench_verify_realworld.py --out /tmp/results/verify-realworld-before-caps.json
     python tests/benchmarks/bench_verify_realworld.py --only TextCNN --extra --steps 3
 """
 
