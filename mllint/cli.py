@@ -340,7 +340,7 @@ def _verify_options(verify, fix, diff, device, steps, timeout, entry, rounds, ti
         try:
             entry = resolve_entry(entry, paths)
         except EntryError as exc:
-            raise click.BadParameter(str(exc).split(": ", 1)[1], param_hint="--entry") from None
+            raise click.BadParameter(str(exc), param_hint="--entry") from None
     defaults = VerifyOptions()
     return VerifyOptions(
         device=(device or "auto").lower(),

@@ -159,17 +159,14 @@ class Instrument:
         self._param_storages: set = set()
         self._handles: list = []
         self.paused = False
-        self.clocks: List[dict] = [dict(clock, armed=not clock.get("after")) for clock in spec.get("clocks") or ()]
+        self.clocks: List[dict] = [dict(clock) for clock in spec.get("clocks") or ()]
         self.clock_lines = {line for clock in self.clocks if clock["kind"] == "line" for line in clock["lines"]}
         self.reach_lines = {line for clock in self.clocks for line in clock.get("after") or ()}
-        self.unreached = set(self.reach_lines)
         self.reach_budget = REACH_ITERATIONS_PER_STEP * self.steps
-        self.pre_reach_iterations = 0
-        self.given_up_on: List[int] = []  # lines not reached within the budget
         self._while_counts: Dict[tuple, list] = {}
         self._last_offset: Dict[tuple, int] = {}
         self.loop_cap = self.steps
-        self.decided = False
+        self.new_run()  # the per-run state: clocks, reached lines, loop counts
 
     # --- frames ----------------------------------------------------------------------------
 
@@ -197,7 +194,6 @@ class Instrument:
         self._cap_loaders()
         builtins.__mllint_loop__ = self._loop
         builtins.__mllint_while__ = self._while
-        self.optimizer_steps = 0
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
         self._handles.append(register_optimizer_step_post_hook(self._after_step))
@@ -291,19 +287,26 @@ class Instrument:
 
     # --- clocks: when the witness is decided ---------------------------------------------------
 
+    def _count(self, kind: str, line: Optional[int] = None) -> None:
+        """One event for the armed clocks of `kind` (at `line`, for calls and lines)."""
+        for clock in self.clocks:
+            if clock["kind"] == kind and clock["armed"] and (line is None or line in clock["lines"]):
+                clock["seen"] += 1
+
     def _tick(self, kind: str, line: Optional[int] = None) -> None:
         """Count one event; end the run once every clock has reached its count."""
         if not self.clocks:
             return
-        for clock in self.clocks:
-            if clock["kind"] == kind and clock.get("armed", True) and (line is None or line in clock["lines"]):
-                clock["seen"] = clock.get("seen", 0) + 1
+        self._count(kind, line)
         if self._all_decided():
-            self.decided = True
-            raise StopRun()
+            self._stop()
 
     def _all_decided(self) -> bool:
-        return all(clock.get("seen", 0) >= clock["count"] for clock in self.clocks)
+        return all(clock["seen"] >= clock["count"] for clock in self.clocks)
+
+    def _stop(self) -> None:
+        self.decided = True
+        raise StopRun()
 
     # --- line executions ----------------------------------------------------------------------
 
@@ -327,8 +330,7 @@ class Instrument:
         if previous is not None and frame.f_lasti > previous:
             return self._trace_lines
         if line in self.clock_lines and self._all_decided():
-            self.decided = True  # the next execution would start: the counted ones are complete
-            raise StopRun()
+            self._stop()  # the next execution would start: the counted ones are complete
         if line in self.reach_lines:
             self.unreached.discard(line)
             for clock in self.clocks:
@@ -337,9 +339,7 @@ class Instrument:
         if self.evidence and line in self.site_lines:
             self.line_counts[line] = self.line_counts.get(line, 0) + 1
         if line in self.clock_lines:
-            for clock in self.clocks:
-                if clock["kind"] == "line" and line in clock["lines"] and clock.get("armed", True):
-                    clock["seen"] = clock.get("seen", 0) + 1
+            self._count("line", line)
         return self._trace_lines
 
     # --- optimizer steps (evidence) ---------------------------------------------------------
@@ -355,11 +355,10 @@ class Instrument:
         self.decided = False
         self.unreached = set(self.reach_lines)
         self.pre_reach_iterations = 0
-        self.given_up_on = []
+        self.given_up_on: List[int] = []  # lines not reached within the budget
         for clock in self.clocks:
             clock["seen"] = 0
-            if clock.get("after"):
-                clock["armed"] = False
+            clock["armed"] = not clock.get("after")  # a clock counts from its `after` line's first run
 
     def _after_step(self, optimizer, args, kwargs) -> None:
         self.optimizer_steps += 1

@@ -78,7 +78,7 @@ class Progress:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._width = 0
 
-    def __call__(self, message: str, final: bool = False, transient: bool = False) -> None:
+    def __call__(self, message: str, final: bool = False) -> None:
         """`final` lines stay; the others are replaced by the next message."""
         if not self.tty:
             return
@@ -178,7 +178,7 @@ class Target:
 
 
 class EntryError(Exception):
-    """--entry names nothing that can be called (one line for the user)."""
+    """--entry names nothing that can be called (one line for the user, about the --entry value)."""
 
 
 def _defines(source: str, name: str) -> bool:
@@ -219,7 +219,7 @@ def _module_file(module: str, roots: Sequence[str]) -> Optional[str]:
     if spec is None:
         return None
     if not rest:
-        return spec.origin if spec.origin and spec.origin.endswith(".py") else spec.origin
+        return spec.origin
     for location in spec.submodule_search_locations or ():
         found = _module_file(rest, [location])
         if found:
@@ -232,15 +232,15 @@ def resolve_entry(entry: str, paths: Sequence[str]) -> str:
     Returns the entry with a file path made absolute. Raises EntryError."""
     target, _, function = entry.rpartition(":")
     if not target or not function or not function.isidentifier():
-        raise EntryError(f"--entry: `{entry}` is not MODULE:FUNCTION (e.g. train:main or scripts/train.py:main)")
+        raise EntryError(f"`{entry}` is not MODULE:FUNCTION (e.g. train:main or scripts/train.py:main)")
     if target.endswith(".py"):
         path = os.path.abspath(target)
         if not os.path.isfile(path):
-            raise EntryError(f"--entry: no file `{target}`")
+            raise EntryError(f"no file `{target}`")
         shown = target
     else:
         if not all(part.isidentifier() for part in target.split(".")):
-            raise EntryError(f"--entry: `{target}` is not a module name or a path ending in .py")
+            raise EntryError(f"`{target}` is not a module name or a path ending in .py")
         roots = []
         for given in paths:
             directory = given if os.path.isdir(given) else os.path.dirname(given) or "."
@@ -248,7 +248,7 @@ def resolve_entry(entry: str, paths: Sequence[str]) -> str:
         roots.append(os.getcwd())
         path = _module_file(target, roots)
         if path is None:
-            raise EntryError(f"--entry: no module `{target}` next to the files checked, in the working"
+            raise EntryError(f"no module `{target}` next to the files checked, in the working"
                              " directory or installed")
         shown = f"module `{target}` ({os.path.relpath(path)})" if os.path.isabs(path) else f"module `{target}`"
         if not path.endswith(".py"):
@@ -257,9 +257,9 @@ def resolve_entry(entry: str, paths: Sequence[str]) -> str:
         with open(path, encoding="utf-8") as handle:
             source = handle.read()
     except (OSError, UnicodeDecodeError) as exc:
-        raise EntryError(f"--entry: cannot read {shown}: {exc}") from None
+        raise EntryError(f"cannot read {shown}: {exc}") from None
     if not _defines(source, function):
-        raise EntryError(f"--entry: `{function}` is not defined at the top level of {shown}")
+        raise EntryError(f"`{function}` is not defined at the top level of {shown}")
     return f"{path}:{function}" if target.endswith(".py") else entry
 
 
@@ -369,8 +369,8 @@ def clocks_for(finding: Finding, lines: List[int], own: List[int], steps: int) -
     """When `finding`'s witness is decided, as events the original and the fixed variant count alike,
     from the first time the finding's own line runs: optimizer steps (ML001; ML005 when the fix
     switches the model back to training mode: the steps after its `eval()`), forward calls at its
-    lines (ML002, ML005), executions of its line (ML004). Until every finding's line has run, the
-    capped loops run on (harness.py)."""
+    lines (ML002, ML005), executions of its line (ML004). A capped loop runs on until the flagged lines
+    it runs have run (harness.py)."""
     if not own:
         return []
     after = own[:1]  # counted from the first execution of the finding's own line
@@ -791,14 +791,9 @@ def run_job(job: Job, progress: Optional[Callable[..., None]] = None) -> Job:
 
 def judge_job(job: Job) -> Dict[Tuple, Verification]:
     verdicts: Dict[Tuple, Verification] = {}
-    if job.error:
-        for key in job.variants:
-            verdicts[key] = Verification("could-not-run", f"could not run: {job.error}")
-        return verdicts
-    if job.original.error:
-        for key in job.variants:
-            verdicts[key] = Verification("could-not-run", f"could not run: {job.original.error}")
-        return verdicts
+    error = job.error or job.original.error  # the job, or the original, could not run: nothing to compare
+    if error:
+        return {key: Verification("could-not-run", f"could not run: {error}") for key in job.variants}
     for key, variant in job.variants.items():
         if variant.error:
             verdicts[key] = Verification("could-not-run", f"could not run: {variant.error}")

@@ -219,7 +219,7 @@ def print_table(results: list[dict], tot: dict, limit: float) -> None:
           f"/{tot['correct_script_findings']} (must be 0)")
     print(f"linter misses:                     {len(tot['linter_misses'])}"
           + (f" ({', '.join(tot['linter_misses'])})" if tot["linter_misses"] else ""))
-    print(f"verdicts:                          "
+    print("verdicts:                          "
           + (", ".join(f"{k} {v}" for k, v in sorted(tot["verdicts"].items())) or "-"))
     print(f"scripts over {limit:.0f} s:                 {len(tot['scripts_over_limit'])}"
           + (f" ({', '.join(tot['scripts_over_limit'])})" if tot["scripts_over_limit"] else ""))

@@ -18,7 +18,6 @@ and per finding its code, line, verdict and summary. Not a test: nothing asserts
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
