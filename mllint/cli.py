@@ -419,7 +419,7 @@ def _run_fixes(results, settings, unsafe: bool, write: bool):
             continue
         from mllint.semantics.options import ModelOptions
 
-        options = ModelOptions.from_settings(settings.settings_for(result.path))
+        options = ModelOptions.for_file(settings.settings_for(result.path), result.path, settings)
         outcome = fix_file(result.path, rules_for(settings.codes_for(result.path)), unsafe=unsafe, write=write,
                            options=options)
         for finding, reason in outcome.outcome.rejected:

@@ -160,7 +160,9 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         suppressions = noqa.scan(source)
         if suppressions is not None and suppressions.skip_file:
             return []
-    active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source)]
+    view = _project_view(options)
+    implied = frozenset({"torch"}) if view is not None and view.torch_through_imports else frozenset()
+    active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source, implied)]
     try:  # CPython's parser: the syntax check of every file, and the screen's facts
         tree = _screen.parse(source, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -171,7 +173,9 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     if screen is None:
         screen = getattr(options, "screen", True)
     if tree is not None and active and screen:
-        active = _screen.screened(_screen.facts_of(tree), active)
+        facts = _screen.facts_of(tree)
+        facts.torch_project = bool(implied)
+        active = _screen.screened(facts, active)
     starts = _screen.statement_starts(tree) if tree is not None and active else None  # for the model's positions
     tree = None  # not kept alive through the LibCST parse
     if not active:
@@ -207,6 +211,15 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         # positions past an expanded tab are not the file's: report, never rewrite
         findings = [dataclasses.replace(f, fix=None) for f in findings]
     return _suppress(findings, source, path, rules, suppressions)
+
+
+def _project_view(options):
+    key = getattr(options, "project", None)
+    if key is None:
+        return None
+    from mllint.project import view_from_key
+
+    return view_from_key(key)
 
 
 def _expand_indent_tabs(source: str) -> str:
@@ -457,7 +470,7 @@ def lint_paths(
     for index, path in enumerate(files):
         own = settings.settings_for(path)
         codes = tuple(sorted(own.codes_for(path)))
-        options = dataclasses.replace(ModelOptions.from_settings(own), fixes=fixes, screen=screen)
+        options = dataclasses.replace(ModelOptions.for_file(own, path, settings, use_cache), fixes=fixes, screen=screen)
         if not is_notebook(path):  # over the limit: said here, without loading any rule
             try:
                 skipped = too_large(os.path.getsize(path), own.max_file_size)
@@ -472,6 +485,7 @@ def lint_paths(
             read = _read_for_cache(path, own.max_file_size)
             if read is not None:
                 data, digest = read
+                digest = _with_project(digest, options.project)
                 findings = cache.get(os.path.abspath(path), digest, path, fixes=fixes)
                 if findings is not None:
                     results[index] = _cached_result(path, data, findings)
@@ -513,6 +527,18 @@ def lint_paths(
     return results  # type: ignore[return-value]
 
 
+def _with_project(digest: str, key) -> str:
+    """A file's cache digest with what its findings may depend on in its project (the files it
+    imports and the files that import it, see ``ProjectView.digest``)."""
+    if key is None:
+        return digest
+    from mllint.project import view_from_key
+
+    view = view_from_key(key)
+    extra = view.digest() if view is not None else ""
+    return f"{digest}+{extra}" if extra else digest
+
+
 def _cached_result(path: str, data: bytes, findings: List[Finding]) -> FileResult:
     try:
         decoded = decode_file(path, data)
@@ -534,11 +560,24 @@ def _lint_in_pool(items, workers: int, counted=lambda results: results):
     try:
         import gc
 
-        # the workers collect as this process does (cli._tune_gc), however they are started
-        with ProcessPoolExecutor(max_workers=workers, initializer=gc.set_threshold, initargs=gc.get_threshold()) as pool:
+        from mllint import project
+
+        # the workers collect as this process does (cli._tune_gc), and know the projects built here
+        projects = project.built()
+        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
+                                 initargs=(gc.get_threshold(), projects)) as pool:
             return list(counted(pool.map(_lint_one, items, chunksize=chunksize)))
     except (BrokenProcessPool, OSError, NotImplementedError, PermissionError):
         return None
 
 
 CHUNK_MAX = 8
+
+
+def _init_worker(thresholds, projects) -> None:
+    import gc
+
+    from mllint import project
+
+    gc.set_threshold(*thresholds)
+    project.install(projects)

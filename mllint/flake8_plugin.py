@@ -62,6 +62,6 @@ class MLLintChecker:
         rules = rules_for(settings.codes_for(path))
         from mllint.semantics.options import ModelOptions
 
-        options = dataclasses.replace(ModelOptions.from_settings(settings.settings_for(path)), fixes=False)  # flake8 shows no fixes
+        options = dataclasses.replace(ModelOptions.for_file(settings.settings_for(path), path, settings), fixes=False)  # flake8 shows no fixes
         for finding in lint_source("".join(self.lines), self.filename, rules, options):
             yield finding.line, max(finding.column - 1, 0), f"{finding.code} {finding.message}", type(self)

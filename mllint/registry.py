@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
 from mllint.findings import Applicability
 
@@ -42,9 +42,13 @@ class Rule:
     # when the rule cannot report anything in the file, which is then not parsed for it.
     screen: Optional[Callable] = None
 
-    def triggered_by(self, source: str) -> bool:
+    def triggered_by(self, source: str, implied: FrozenSet[str] = frozenset()) -> bool:
+        """Whether the source holds a trigger word and every required word (or an alternative
+        of it); `implied` words count as present (``torch`` for a file of a torch project that
+        imports the project's torch modules without importing torch itself)."""
         return (not self.triggers or any(word in source for word in self.triggers)) and all(
-            any(word in source for word in alternatives.split("|")) for alternatives in self.requires
+            any(word in implied or word in source for word in alternatives.split("|"))
+            for alternatives in self.requires
         )
 
 

@@ -97,7 +97,7 @@ class Facts:
         "_script_call_dotted", "call_quals", "loop_call_quals", "loop_attr_calls",
         "identifiers", "imported_names", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class",
         "eval_switch", "tree", "_references", "_memo", "_call_dotted",
-        "_loop_call_dotted", "_call_names",
+        "_loop_call_dotted", "_call_names", "torch_project",
     )
 
     def __init__(self) -> None:
@@ -126,6 +126,8 @@ class Facts:
         self._call_dotted: Set[str] = set()
         self._loop_call_dotted: Set[str] = set()
         self._call_names: Optional[Set[str]] = None
+        # set by the engine: the file imports the project's own torch modules (mllint/project/)
+        self.torch_project = False
 
     # --- queries used by the rules' predicates -----------------------------------------------
     @property

@@ -207,8 +207,11 @@ def build_server():
         rules = rules_for(settings.codes_for(path))
         from mllint.semantics.options import ModelOptions
 
+        from mllint import project
+
+        project.forget()  # other files of the project may have changed since the last request
         return Document(doc.source, path, rules, doc.position_codec.client_num_units,
-                        ModelOptions.from_settings(settings))
+                        ModelOptions.for_file(settings.settings_for(path), path, settings))
 
     def lsp_range(start, end) -> "t.Range":
         return t.Range(start=t.Position(line=start[0], character=start[1]),

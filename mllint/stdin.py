@@ -112,7 +112,7 @@ def run(
     codes = settings.settings_for_dir(os.getcwd()).select if path == DASH else settings.codes_for(path)
     rules = rules_for(codes)
     own = settings.settings_for_dir(os.getcwd()) if path == DASH else settings.settings_for(path)
-    model_options = ModelOptions.from_settings(own)
+    model_options = ModelOptions.from_settings(own) if path == DASH else ModelOptions.for_file(own, path, settings)
     data, decoded, error = _read(path)
 
     fixed = 0

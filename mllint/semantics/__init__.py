@@ -22,11 +22,21 @@ def build_model(module, source: str, path: str, options=None) -> "FileModel":
     from mllint.semantics import builder, summaries
     from mllint.semantics.options import DEFAULT
 
-    model = builder.build(module, source, path)
-    model.options = options if options is not None else DEFAULT
+    options = options if options is not None else DEFAULT
+    model = builder.build(module, source, path, project_view(options.project))
+    model.options = options
     model.index_effects()
     model.summaries = summaries.compute(model)
     return model
 
 
-__all__ = ["FileModel", "build_model"]
+def project_view(key):
+    """The `ProjectView` for ``ModelOptions.project`` (root, cache dir, relative path), or None."""
+    if key is None:
+        return None
+    from mllint.project import view_from_key
+
+    return view_from_key(key)
+
+
+__all__ = ["FileModel", "build_model", "project_view"]

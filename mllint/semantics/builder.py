@@ -403,6 +403,10 @@ class _Builder(cst.CSTVisitor):
             if name is not None and name in self.m.classes:
                 cls = self.m.classes[name]
                 return (R.MODEL if self._is_module_class(cls) else R.OTHER), None
+            if qual and self.m.project is not None and name not in self.m.locals.get(self.scope, ()):
+                verdict = self.m.project.is_module(qual)  # a class of another file of the project
+                if verdict is not None:
+                    return (R.MODEL if verdict else R.OTHER), None
             role = R.role_of_constructor(qual)
             if role is not None:
                 if role == R.MODEL and qual and qual.endswith(_MODEL_WRAPPERS) and value.args:
@@ -422,6 +426,8 @@ class _Builder(cst.CSTVisitor):
             parent = self.m.classes.get(base)
             if parent is not None and self._is_module_class(parent, seen):
                 return True
+            if parent is None and self.m.project is not None and self.m.project.is_module(base):
+                return True  # a base class defined in another file of the project
         return False
 
     # --- calls -------------------------------------------------------------------------
@@ -917,8 +923,9 @@ def _iterated(self: _Builder, expr: cst.BaseExpression) -> Tuple[Optional[str], 
 _Builder._iterated = _iterated  # type: ignore[attr-defined]
 
 
-def build(module: cst.Module, source: str, path: str) -> FileModel:
+def build(module: cst.Module, source: str, path: str, project=None) -> FileModel:
     model = FileModel(module, source, path)
+    model.project = project
     builder = _Builder(model)
     builder.walk(module)
     for cls in model.classes.values():

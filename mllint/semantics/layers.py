@@ -141,7 +141,8 @@ def _class_layers(m: FileModel, name: str, found: Set[str], seen: Set[str]) -> N
         if last in m.classes:
             _class_layers(m, last, found, seen)
         elif base not in ("torch.nn.Module", "torch.nn.modules.module.Module", "object"):
-            raise _Unknown  # a base class from elsewhere may add layers
+            if not _project_layers(m, base, found):
+                raise _Unknown  # a base class from elsewhere may add layers
     for node in _walk(info.node.body):
         if isinstance(node, cst.Attribute) and node.attr.value == "training" and dotted(node.value) == "self":
             found.add(TRAINING_FLAG)
@@ -209,6 +210,19 @@ def _expression_layers(m: FileModel, call: cst.Call, found: Set[str], seen: Set[
     _stored(m, call, found, seen)
 
 
+def _project_layers(m: FileModel, qual: str, found: Set[str]) -> bool:
+    """A class of another file of the project (``from models import Net``): add its layers to
+    `found` and return True; raise _Unknown when the project cannot tell; False when `qual` is
+    no class of the project."""
+    if m.project is None or not qual or m.project.class_named(qual) is None:
+        return False
+    layers = m.project.mode_layers(qual)
+    if layers is None:
+        raise _Unknown
+    found.update(layers)
+    return True
+
+
 def _call_layers(m: FileModel, call: cst.Call, found: Set[str], seen: Set[str], *, assigned: bool) -> None:
     """Record what one call contributes. ``assigned``: its result is stored as a
     submodule, so an unknown callee makes the model unknown; other calls (``torch.cat``,
@@ -223,6 +237,8 @@ def _call_layers(m: FileModel, call: cst.Call, found: Set[str], seen: Set[str], 
         return
     if qual == last and last in m.classes:
         _class_layers(m, last, found, seen)
+        return
+    if _project_layers(m, qual, found):
         return
     if qual.startswith("torch.nn.") or qual.startswith("nn."):
         if last in _CONTAINERS and any(_opaque(a.value) for a in call.args):

@@ -233,6 +233,9 @@ class FileModel:
         from mllint.semantics.options import DEFAULT
 
         self.options = DEFAULT  # what the settings say about the environment (see options.py)
+        # The project as this file sees it (mllint/project/view.py): classes and callers in other
+        # files. None when the file is judged alone.
+        self.project = None
         self._positions = None
         self._parents = None
         self._lines: Optional[List[str]] = None

@@ -49,6 +49,8 @@ def is_module_class(model: FileModel, name: str, seen: Optional[set] = None) -> 
     for base in info.bases:
         if R.is_module_base(model.imports.qualify(base) or base) or is_module_class(model, base.rsplit(".", 1)[-1], seen):
             return True
+        if model.project is not None and base.rsplit(".", 1)[-1] not in model.classes and model.project.is_module(base):
+            return True  # a base class defined in another file of the project
     return False
 
 

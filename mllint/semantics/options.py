@@ -8,6 +8,7 @@ rules as ``model.options``; it is part of the cache key through ``Settings.finge
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -22,10 +23,28 @@ class ModelOptions:
     # Not a model fact: whether the engine screens rules before parsing (mllint/screen.py;
     # ``--no-screen`` turns it off), carried here to the worker processes with the options.
     screen: bool = True
+    # The project the file belongs to, as (root, cache dir, path relative to the root): the
+    # per-file model asks it about names defined in other files (mllint/project/). None: the
+    # file is judged alone (stdin, a file outside any project).
+    project: Optional[Tuple[str, Optional[str], str]] = None
 
     @classmethod
     def from_settings(cls, settings) -> "ModelOptions":
         return cls(torch_version=getattr(settings, "torch_version", None))
+
+    @classmethod
+    def for_file(cls, settings, path: Optional[str], discovery=None, use_cache: bool = True) -> "ModelOptions":
+        """The options of file `path` under its own `settings`, with its project (read with
+        `discovery`, a ``config.Resolver``, or `settings`; facts cached in the settings' cache
+        directory when `use_cache`). A path that is not an existing file has no project."""
+        key = None
+        if path and os.path.isfile(path):
+            from mllint.project import key_for
+
+            cache_dir = getattr(settings, "cache_dir", None) if use_cache else None
+            key = key_for(path, discovery if discovery is not None else settings,
+                          str(cache_dir) if cache_dir is not None else None)
+        return cls(torch_version=getattr(settings, "torch_version", None), project=key)
 
     def torch_at_least(self, version: str) -> bool:
         """True when the configured ``torch-version`` is set and is `version` or newer."""

@@ -36,6 +36,8 @@ class FileFacts:
             return True
         if any(imports.imports_module(p) for p in ("tensorflow", "keras", "jax", "flax", "paddle", "mxnet", "mindspore", "oneflow")):
             return False
+        if self.m.project is not None and self.m.project.torch_through_imports:
+            return True  # imports the project's own torch modules (a trainer importing ``models``)
         return any(c.is_module for c in self.m.classes.values())
 
     def torch_name(self) -> Optional[str]:

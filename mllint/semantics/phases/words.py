@@ -207,7 +207,7 @@ def _eval_data_word(identifier: str) -> bool:
 def torch_file_possible(facts) -> bool:
     """Over-approximates ``Phases.torch_file`` from the screen's facts: a torch-family import
     or a class (a class may be an nn.Module subclass)."""
-    return facts.has_class or any(facts.imports_module(p) for p in _TORCH_FAMILY)
+    return facts.has_class or facts.torch_project or any(facts.imports_module(p) for p in _TORCH_FAMILY)
 
 
 def evaluation_possible(facts) -> bool:

@@ -1,0 +1,116 @@
+"""The project model: the layer between the files and the per-file semantic model.
+
+    files -> facts (cached) -> project model -> per-file model -> rules -> findings
+
+``find_root(path)`` is the nearest folder above a file holding ``pyproject.toml``,
+``setup.cfg``, ``setup.py`` or ``.git``. ``project_for(root, settings)`` reads every Python
+file and notebook of that project that the settings do not exclude (``.gitignore`` honoured,
+as discovery does), with facts cached by content hash (store.py), and returns a ``Project``
+(index.py); ``view_for(path, ...)`` the ``ProjectView`` one file asks (view.py). A file with
+no project root (one file in a temporary folder, stdin) gets no view: every rule then judges
+the file alone, as before.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Optional, Tuple
+
+from mllint.project.index import Project
+from mllint.project.view import ProjectView
+
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+MAX_PROJECT_FILES = 20000  # a "project" larger than this (a home folder with a .git) is not read
+
+_PROJECTS: Dict[Tuple[str, Optional[str]], Optional[Project]] = {}
+
+
+def find_root(path: str) -> Optional[str]:
+    """The nearest folder above `path` (a file or folder) with a project marker, or None."""
+    current = os.path.abspath(path)
+    if not os.path.isdir(current):
+        current = os.path.dirname(current)
+    while True:
+        for marker in ROOT_MARKERS:
+            if os.path.exists(os.path.join(current, marker)):
+                return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _project_files(root: str, settings) -> Optional[list]:
+    from mllint.files import DiscoveryError, discover
+
+    try:
+        found = discover([root], settings)
+    except (DiscoveryError, OSError, RecursionError):
+        return None
+    if len(found) > MAX_PROJECT_FILES:
+        return None
+    out = []
+    for path in found:
+        rel = os.path.relpath(os.path.abspath(path), root)
+        if not rel.startswith(".."):
+            out.append(rel.replace(os.sep, "/"))
+    return out
+
+
+def project_for(root: str, settings, cache_dir: Optional[str]) -> Optional[Project]:
+    """The project at `root` (built once per process and cache directory)."""
+    key = (root, cache_dir)
+    if key not in _PROJECTS:
+        from mllint.project.store import load_facts
+
+        rels = _project_files(root, settings)
+        if rels is None:
+            _PROJECTS[key] = None
+        else:
+            facts, hashes = load_facts(root, rels, cache_dir)
+            _PROJECTS[key] = Project(root, facts, hashes)
+    return _PROJECTS[key]
+
+
+def install(projects: Dict[Tuple[str, Optional[str]], Optional[Project]]) -> None:
+    """Make projects built in another process known here (worker processes of the pool)."""
+    _PROJECTS.update(projects)
+
+
+def built() -> Dict[Tuple[str, Optional[str]], Optional[Project]]:
+    return dict(_PROJECTS)
+
+
+def forget() -> None:
+    """Drop the projects built so far (a long-lived process: the language server, tests)."""
+    _PROJECTS.clear()
+
+
+def view_for(path: str, settings, cache_dir: Optional[str]) -> Optional[ProjectView]:
+    """The view of the project that file `path` belongs to, or None without a project."""
+    root = find_root(path)
+    if root is None:
+        return None
+    project = project_for(root, settings, cache_dir)
+    if project is None:
+        return None
+    rel = os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
+    return ProjectView(project, rel)
+
+
+def key_for(path: str, settings, cache_dir: Optional[str]) -> Optional[Tuple[str, Optional[str], str]]:
+    """(root, cache dir, relative path) of file `path`'s project, building the project (once per
+    process); None without a project. The key travels to worker processes (``ModelOptions.project``);
+    ``view_from_key`` turns it back into a view where the project was built or installed."""
+    root = find_root(path)
+    if root is None or project_for(root, settings, cache_dir) is None:
+        return None
+    return root, cache_dir, os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
+
+
+def view_from_key(key: Tuple[str, Optional[str], str]) -> Optional[ProjectView]:
+    project = _PROJECTS.get((key[0], key[1]))
+    return ProjectView(project, key[2]) if project is not None else None
+
+
+__all__ = ["Project", "ProjectView", "find_root", "project_for", "view_for", "install", "built", "forget", "key_for", "view_from_key"]

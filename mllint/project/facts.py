@@ -1,0 +1,471 @@
+"""Cheap facts about one file of a project, read with CPython's ``ast`` (no LibCST, no torch).
+
+What the rules of another file may need to know about this one, and nothing more:
+
+- ``imports``: local name -> qualified name as written (``from .models import Net`` ->
+  ``.models.Net``; relative names keep their dots and are resolved by the project index);
+- ``classes``: each class's bases (dotted, as written), methods, the mode-dependent layers it
+  builds or calls (dropout, batch norm, ``self.training``), the classes it builds as
+  submodules, and what its ``forward`` returns when every return is one kind of probability;
+- ``functions``: each function's parameters and what calling it does to them (switches mode,
+  clears gradients, steps, runs backward, runs a forward, autograd off by decorator);
+- ``calls``: every call of a name this file imports or defines, with where it sits (under
+  ``no_grad``, in a loop, in a loop that trains, after an ``eval()`` in the same scope) and
+  its arguments (dotted references and constants);
+- ``frameworks``: which deep-learning frameworks the file imports.
+
+Facts are plain tuples, dicts and frozensets so that they pickle small and fast (the project
+store caches them by content hash, see store.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional, Tuple
+
+# Layer kinds (the words semantics/layers.py uses)
+DROPOUT = "dropout"
+BATCH_NORM = "batch norm"
+TRAINING_FLAG = "layers that read `self.training`"
+
+TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "torchtext", "lightning", "pytorch_lightning", "timm",
+                "transformers", "accelerate", "ignite", "deepspeed", "torch_geometric", "fairseq", "detectron2")
+OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "paddle", "mxnet", "mindspore", "oneflow", "haiku")
+
+_DROPOUT_CLASSES = {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"}
+_NORM_CLASSES = {"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
+                 "LazyBatchNorm2d", "LazyBatchNorm3d"}
+_TRANSFORMER_CLASSES = {"Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+                        "TransformerDecoderLayer"}
+_DROPOUT_ARGUMENT = {"RNN", "LSTM", "GRU", "MultiheadAttention"}
+_FUNCTIONAL_DROPOUT = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"}
+_GRAD_OFF = {"no_grad", "inference_mode"}
+_PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
+                "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
+
+FACTS_VERSION = 1
+
+
+def is_module_base(qualname: Optional[str]) -> bool:
+    """Whether a qualified base-class name is torch's ``nn.Module`` or a well-known subclass of it."""
+    if not qualname:
+        return False
+    return bool(
+        qualname in ("torch.nn.Module", "nn.Module", "Module")
+        or qualname.endswith(".nn.Module")
+        or qualname.endswith("LightningModule")
+        or qualname.endswith("PreTrainedModel")
+        or re.match(r"^torch\.nn\.(Sequential|ModuleList|ModuleDict|Linear|Conv\dd|Transformer\w*)$", qualname)
+        or (qualname.startswith("torchvision.models.") and qualname[-1:].isupper() is False)
+    )
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    name: str
+    line: int
+    bases: Tuple[str, ...]  # dotted as written (qualify with the file's imports)
+    methods: FrozenSet[str]
+    layers: FrozenSet[str]  # mode-dependent layer kinds built or called in the class body
+    submodules: Tuple[str, ...]  # dotted callees assigned to ``self.<attr>`` (may be classes of the project)
+    opaque: bool  # a submodule handed in from outside (``self.backbone = backbone``) or built by a factory
+    forward_returns: Optional[str]  # "log_softmax" / "softmax" / "sigmoid" when every return of forward is one
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    key: str  # "f" or "Cls.method"
+    line: int
+    params: Tuple[str, ...]
+    grad_off: bool  # @torch.no_grad() / @torch.inference_mode()
+    evals: FrozenSet[str]  # references it switches to eval mode (``model``, ``self.net``)
+    trains: FrozenSet[str]  # ... to train mode
+    clears: FrozenSet[str]  # ... whose gradients it clears (``opt.zero_grad()``, ``model.zero_grad()``)
+    steps: FrozenSet[str]  # optimizers it steps
+    backward: bool  # calls backward
+    forwards: FrozenSet[str]  # references it calls like a model (``model(x)``)
+
+
+@dataclass(frozen=True)
+class CallFacts:
+    callee: str  # dotted as written (``evaluate``, ``utils.evaluate``, ``trainer.step``)
+    caller: str  # function key or "<module>"
+    line: int
+    grad_off: bool  # under no_grad/inference_mode/set_grad_enabled(False), or in a function decorated so
+    in_loop: bool
+    train_loop: bool  # some enclosing loop (of the same function) runs backward or an optimizer step
+    loop_trains: bool  # ... and that loop's body calls ``.train()`` somewhere
+    evals_before: FrozenSet[str]  # references switched to eval mode earlier in the same scope
+    args: Tuple[str, ...]  # positional arguments: dotted reference, repr of a constant, or "?"
+    kwargs: Tuple[Tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    version: int
+    imports: Tuple[Tuple[str, str], ...]  # (local, qualified as written)
+    classes: Tuple[ClassFacts, ...]
+    functions: Tuple[FunctionFacts, ...]
+    calls: Tuple[CallFacts, ...]
+    frameworks: FrozenSet[str]  # "torch" and/or the other frameworks' top-level names
+    instances: Tuple[Tuple[str, str, str], ...]  # (scope, name, dotted class called) for ``name = Cls(...)``
+    parsed: bool = True  # False: the file did not parse (no facts)
+
+    def import_table(self) -> Dict[str, str]:
+        return dict(self.imports)
+
+
+EMPTY = FileFacts(FACTS_VERSION, (), (), (), (), frozenset(), (), parsed=False)
+
+
+def dotted(node) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _ref(node) -> Optional[str]:
+    """A reference a call acts on: a dotted name, seen through ``.to(...)``/``.cuda()``/``.module``."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda", "cpu"):
+        node = node.func.value
+    return dotted(node)
+
+
+def _argument(node) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, str, type(None))):
+        return repr(node.value)
+    return _ref(node) or "?"
+
+
+def _last(name: Optional[str]) -> str:
+    return (name or "").rsplit(".", 1)[-1]
+
+
+def facts_of_source(source: str, path: str = "<unknown>") -> FileFacts:
+    try:
+        tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return EMPTY
+    try:
+        return facts_of_tree(tree)
+    except RecursionError:
+        return EMPTY
+
+
+def facts_of_tree(tree: ast.Module) -> FileFacts:
+    walker = _Walker()
+    walker.module(tree)
+    frameworks = set()
+    for _, full in walker.imports.items():
+        top = full.lstrip(".").split(".", 1)[0]
+        if top in TORCH_FAMILY:
+            frameworks.add("torch")
+        elif top in OTHER_FRAMEWORKS:
+            frameworks.add(top)
+    return FileFacts(
+        FACTS_VERSION,
+        tuple(walker.imports.items()),
+        tuple(walker.classes),
+        tuple(walker.functions),
+        tuple(walker.calls),
+        frozenset(frameworks),
+        tuple(walker.instances),
+    )
+
+
+class _Scope:
+    __slots__ = ("key", "cls", "params", "grad_off", "evals", "trains", "clears", "steps", "backward", "forwards",
+                 "evaluated", "line")
+
+    def __init__(self, key: str, cls: Optional[str], params: Tuple[str, ...], grad_off: bool, line: int) -> None:
+        self.key, self.cls, self.params, self.grad_off, self.line = key, cls, params, grad_off, line
+        self.evals, self.trains, self.clears, self.steps, self.forwards = set(), set(), set(), set(), set()
+        self.backward = False
+        self.evaluated: set = set()  # eval() seen so far in textual order (for CallFacts.evals_before)
+
+
+def _is_grad_off_cm(expr, imports: Dict[str, str]) -> bool:
+    if not isinstance(expr, ast.Call):
+        return False
+    name = _last(dotted(expr.func))
+    if name in _GRAD_OFF:
+        return not (name == "inference_mode" and expr.args and isinstance(expr.args[0], ast.Constant)
+                    and expr.args[0].value is False)
+    if name == "set_grad_enabled" and expr.args:
+        arg = expr.args[0]
+        return isinstance(arg, ast.Constant) and arg.value is False
+    return False
+
+
+def _loop_facts(loop) -> Tuple[bool, bool]:
+    """(trains, calls train()) for a loop body, nested definitions left out."""
+    trains = calls_train = False
+    stack = list(loop.body) + list(getattr(loop, "orelse", []))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            if attr in ("backward", "manual_backward") or (attr == "step" and not node.args):
+                trains = True
+            elif attr == "train" and not (node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False):
+                calls_train = True
+        stack.extend(ast.iter_child_nodes(node))
+    return trains, calls_train
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.imports: Dict[str, str] = {}
+        self.classes: List[ClassFacts] = []
+        self.functions: List[FunctionFacts] = []
+        self.calls: List[CallFacts] = []
+        self.instances: List[Tuple[str, str, str]] = []
+        self.scopes: List[_Scope] = []
+        self.loops: List[Tuple[bool, bool]] = []  # (trains, calls train) of the enclosing loops of the scope
+        self.grad_off = 0
+
+    # --- structure -------------------------------------------------------------------
+    def module(self, tree: ast.Module) -> None:
+        top = _Scope("<module>", None, (), False, 1)
+        self.scopes.append(top)
+        self.body(tree.body, None)
+
+    def body(self, statements, cls: Optional[str]) -> None:
+        for stmt in statements:
+            self.statement(stmt, cls)
+
+    def statement(self, node, cls: Optional[str]) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            self.import_(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.function(node, cls)
+        elif isinstance(node, ast.ClassDef):
+            self.class_(node)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            self.expressions(node.iter if not isinstance(node, ast.While) else node.test)
+            self.loops.append(_loop_facts(node))
+            self.body(node.body, cls)
+            self.loops.pop()
+            self.body(node.orelse, cls)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            off = any(_is_grad_off_cm(item.context_expr, self.imports) for item in node.items)
+            for item in node.items:
+                self.expressions(item.context_expr)
+            self.grad_off += off
+            self.body(node.body, cls)
+            self.grad_off -= off
+        elif isinstance(node, ast.If):
+            self.expressions(node.test)
+            self.body(node.body, cls)
+            self.body(node.orelse, cls)
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            self.body(node.body, cls)
+            for handler in node.handlers:
+                self.body(handler.body, cls)
+            self.body(node.orelse, cls)
+            self.body(node.finalbody, cls)
+        elif type(node).__name__ == "Match":
+            self.expressions(node.subject)
+            for case in node.cases:
+                self.body(case.body, cls)
+        else:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                value = node.value
+                if isinstance(value, ast.Call):
+                    callee = dotted(value.func)
+                    if callee:
+                        self.instances.append((self.scopes[-1].key, node.targets[0].id, callee))
+            self.expressions(node)
+
+    def import_(self, node) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.imports[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    self.imports[top] = top
+            return
+        base = "." * node.level + (node.module or "")
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            local = alias.asname or alias.name
+            self.imports[local] = f"{base}.{alias.name}" if base and not base.endswith(".") else base + alias.name
+
+    def function(self, node, cls: Optional[str]) -> None:
+        for dec in node.decorator_list:
+            self.expressions(dec)
+        outer = self.scopes[-1]
+        key = f"{cls}.{node.name}" if cls else (node.name if outer.key == "<module>" else f"{outer.key}.{node.name}")
+        args = node.args
+        params = tuple(a.arg for a in list(getattr(args, "posonlyargs", [])) + list(args.args) + list(args.kwonlyargs))
+        grad_off = any(_last(dotted(d.func if isinstance(d, ast.Call) else d)) in _GRAD_OFF for d in node.decorator_list)
+        scope = _Scope(key, cls, params, grad_off, node.lineno)
+        saved_loops, saved_grad = self.loops, self.grad_off
+        self.loops, self.grad_off = [], 0
+        self.scopes.append(scope)
+        self.body(node.body, None)
+        self.scopes.pop()
+        self.loops, self.grad_off = saved_loops, saved_grad
+        self.functions.append(FunctionFacts(
+            key, node.lineno, params, grad_off, frozenset(scope.evals), frozenset(scope.trains),
+            frozenset(scope.clears), frozenset(scope.steps), scope.backward, frozenset(scope.forwards),
+        ))
+
+    def class_(self, node: ast.ClassDef) -> None:
+        bases = []
+        for base in node.bases:
+            if isinstance(base, ast.Subscript):
+                base = base.value
+            name = dotted(base)
+            if name:
+                bases.append(name)
+        methods = frozenset(s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.function(stmt, node.name)
+        layers, submodules, opaque = _class_layers(node)
+        self.classes.append(ClassFacts(node.name, node.lineno, tuple(bases), methods, layers, submodules, opaque,
+                                       _forward_returns(node)))
+
+    # --- expressions -------------------------------------------------------------------
+    def expressions(self, node) -> None:
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.statement(current, None)
+                continue
+            if isinstance(current, ast.Lambda):
+                continue
+            if isinstance(current, ast.Call):
+                self.call(current)
+            stack.extend(reversed(list(ast.iter_child_nodes(current))))
+
+    def call(self, node: ast.Call) -> None:
+        scope = self.scopes[-1]
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            attr = func.attr
+            receiver = _ref(func.value)
+            if receiver is not None:
+                if attr == "eval" and not node.args:
+                    scope.evals.add(receiver)
+                    scope.evaluated.add(receiver)
+                elif attr == "train":
+                    off = node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False
+                    (scope.evals if off else scope.trains).add(receiver)
+                    if off:
+                        scope.evaluated.add(receiver)
+                    else:
+                        scope.evaluated.discard(receiver)
+                elif attr == "zero_grad":
+                    scope.clears.add(receiver)
+                elif attr == "step" and not node.args:
+                    scope.steps.add(receiver)
+                elif attr in ("backward", "manual_backward"):
+                    scope.backward = True
+                elif attr == "forward":
+                    scope.forwards.add(receiver)
+        elif isinstance(func, ast.Name) and func.id in scope.params and func.id not in ("self", "cls"):
+            scope.forwards.add(func.id)
+        callee = dotted(func)
+        if callee is None:
+            return
+        train_loop = any(trains for trains, _ in self.loops)
+        loop_trains = any(calls for trains, calls in self.loops if trains)
+        self.calls.append(CallFacts(
+            callee, scope.key, node.lineno, bool(self.grad_off) or scope.grad_off, bool(self.loops), train_loop,
+            loop_trains, frozenset(scope.evaluated), tuple(_argument(a) for a in node.args if not isinstance(a, ast.Starred)),
+            tuple((k.arg, _argument(k.value)) for k in node.keywords if k.arg),
+        ))
+
+
+def _class_layers(node: ast.ClassDef) -> Tuple[FrozenSet[str], Tuple[str, ...], bool]:
+    layers = set()
+    submodules: List[str] = []
+    opaque = False
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            name = _last(dotted(sub.func))
+            if name in _DROPOUT_CLASSES or name in _TRANSFORMER_CLASSES:
+                layers.add(DROPOUT)
+            elif name in _NORM_CLASSES:
+                layers.add(BATCH_NORM)
+            elif name in _DROPOUT_ARGUMENT:
+                for kw in sub.keywords:
+                    if kw.arg == "dropout" and not (isinstance(kw.value, ast.Constant) and not kw.value.value):
+                        layers.add(DROPOUT)
+            elif name in _FUNCTIONAL_DROPOUT and isinstance(sub.func, ast.Attribute):
+                layers.add(DROPOUT)
+        elif isinstance(sub, ast.Attribute) and sub.attr == "training" and dotted(sub.value) == "self" \
+                and isinstance(sub.ctx, ast.Load):
+            layers.add(TRAINING_FLAG)
+        elif isinstance(sub, ast.Assign):
+            for target in sub.targets:
+                if isinstance(target, ast.Attribute) and dotted(target.value) == "self":
+                    value = sub.value
+                    if isinstance(value, ast.Call):
+                        callee = dotted(value.func)
+                        if callee and not callee.startswith(("nn.", "torch.")):
+                            submodules.append(callee)
+                    elif isinstance(value, ast.Name):
+                        opaque = True  # a module handed in (``self.backbone = backbone``)
+    return frozenset(layers), tuple(dict.fromkeys(submodules)), opaque
+
+
+def _probability_of(expr, assigned: Dict[str, str], attrs: Dict[str, str]) -> Optional[str]:
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        name = _last(dotted(func))
+        if name in _PROBABILITY and (isinstance(func, ast.Attribute) or name[0].islower()):
+            if isinstance(func, ast.Attribute) and dotted(func.value) not in (None,) and name[0].isupper():
+                return None
+            return _PROBABILITY[name]
+        if isinstance(func, ast.Call) and _last(dotted(func.func)) in _PROBABILITY:
+            return _PROBABILITY[_last(dotted(func.func))]  # nn.LogSoftmax(dim=1)(x)
+        target = dotted(func)
+        if target in attrs:
+            return attrs[target]  # self.log_softmax(x) with self.log_softmax = nn.LogSoftmax(...)
+    if isinstance(expr, ast.Name):
+        return assigned.get(expr.id)
+    return None
+
+
+def _forward_returns(node: ast.ClassDef) -> Optional[str]:
+    attrs: Dict[str, str] = {}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call):
+            name = _last(dotted(sub.value.func))
+            if name in _PROBABILITY and name[0].isupper():
+                for target in sub.targets:
+                    ref = dotted(target)
+                    if ref and ref.startswith("self."):
+                        attrs[ref] = _PROBABILITY[name]
+    forward = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
+    if forward is None:
+        return None
+    assigned: Dict[str, str] = {}
+    kinds = set()
+    for stmt in ast.walk(forward):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            kind = _probability_of(stmt.value, assigned, attrs)
+            if kind:
+                assigned[stmt.targets[0].id] = kind
+            else:
+                assigned.pop(stmt.targets[0].id, None)
+        elif isinstance(stmt, ast.Return):
+            if stmt.value is None:
+                return None
+            kinds.add(_probability_of(stmt.value, assigned, attrs))
+    return kinds.pop() if len(kinds) == 1 else None

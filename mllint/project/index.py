@@ -1,0 +1,319 @@
+"""The project model: every file's facts, imports resolved to the project's own modules,
+classes and functions answered across files.
+
+A ``Project`` is built from ``{relpath: FileFacts}`` (store.py). It maps module names to
+files (``pkg/models.py`` is ``pkg.models``; a ``src/`` layout and a script's own directory,
+which Python puts first on ``sys.path``, are tried too), resolves a qualified name as a file
+writes it (``models.Net``, ``.utils.evaluate``, a name re-exported by a package's
+``__init__``) to the class or function that defines it, and answers:
+
+- ``is_module(cls)``: True / False / None (unknown) through bases anywhere in the project;
+- ``mode_layers(cls)``: the mode-dependent layers of a class with its bases and submodules
+  (a set, empty when known to have none, None when unknown);
+- ``forward_returns(cls)``: "log_softmax" / "softmax" / "sigmoid" / None;
+- ``callers(rel, key)``: the call sites of a file's function in OTHER files of the project.
+
+A ``ProjectView`` is the project as one file sees it (see view.py).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+
+from mllint.project.facts import BATCH_NORM, DROPOUT, TRAINING_FLAG, CallFacts, ClassFacts, FileFacts, FunctionFacts
+from mllint.project.facts import is_module_base
+
+_MAX_DEPTH = 12
+
+
+@dataclass(frozen=True)
+class Defined:
+    """A class or function of the project: where it is and its facts."""
+
+    rel: str
+    kind: str  # "class" or "function"
+    facts: object  # ClassFacts or FunctionFacts
+
+
+def module_names(rel: str) -> List[str]:
+    """The module names a file may be imported as (most specific first)."""
+    path = rel[:-3] if rel.endswith(".py") else rel
+    parts = path.replace(os.sep, "/").split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    names = []
+    for start in range(len(parts)):
+        if parts[start:]:
+            names.append(".".join(parts[start:]))
+    return names
+
+
+class Project:
+    def __init__(self, root: str, facts: Dict[str, FileFacts], hashes: Optional[Dict[str, str]] = None) -> None:
+        self.root = root
+        self.facts = facts
+        self.hashes = hashes or {}
+        # module name -> files that may be that module (from the root, src/, any parent folder)
+        self._modules: Dict[str, List[str]] = {}
+        for rel in facts:
+            if not rel.endswith(".py"):
+                continue
+            for name in module_names(rel):
+                self._modules.setdefault(name, []).append(rel)
+        self._classes: Dict[str, Dict[str, ClassFacts]] = {}
+        self._functions: Dict[str, Dict[str, FunctionFacts]] = {}
+        self._callers: Optional[Dict[Tuple[str, str], List[Tuple[str, CallFacts]]]] = None
+        self._importers: Optional[Dict[str, Set[str]]] = None
+        self.torch = any("torch" in f.frameworks for f in facts.values())
+
+    # --- files and modules ------------------------------------------------------------------
+    def classes_of(self, rel: str) -> Dict[str, ClassFacts]:
+        table = self._classes.get(rel)
+        if table is None:
+            table = self._classes[rel] = {c.name: c for c in self.facts[rel].classes}
+        return table
+
+    def functions_of(self, rel: str) -> Dict[str, FunctionFacts]:
+        table = self._functions.get(rel)
+        if table is None:
+            table = self._functions[rel] = {f.key: f for f in self.facts[rel].functions}
+        return table
+
+    def module_file(self, module: str, importer: Optional[str] = None) -> Optional[str]:
+        """The file of ``module`` as `importer` (a relpath) would import it; None when it is not
+        the project's, or ambiguous."""
+        if module.startswith("."):
+            if importer is None:
+                return None
+            level = len(module) - len(module.lstrip("."))
+            package = os.path.dirname(importer).replace(os.sep, "/")
+            for _ in range(level - 1):
+                package = os.path.dirname(package)
+            rest = module.lstrip(".").replace(".", "/")
+            base = f"{package}/{rest}" if package and rest else (package or rest)
+            for candidate in (base + ".py", base + "/__init__.py"):
+                if candidate in self.facts:
+                    return candidate
+            return None
+        if importer is not None:  # a script's own folder comes first on sys.path
+            folder = os.path.dirname(importer).replace(os.sep, "/")
+            rest = module.replace(".", "/")
+            for candidate in (f"{folder}/{rest}.py", f"{folder}/{rest}/__init__.py") if folder else (
+                    f"{rest}.py", f"{rest}/__init__.py"):
+                if candidate in self.facts:
+                    return candidate
+        found = self._modules.get(module)
+        if not found:
+            return None
+        if len(found) == 1:
+            return found[0]
+        exact = [rel for rel in found if module_names(rel)[0] == module]  # from the root itself
+        return exact[0] if len(exact) == 1 else None
+
+    def resolve(self, qualified: str, importer: Optional[str], depth: int = 0) -> Optional[Defined]:
+        """The class or function a qualified name (as `importer` writes it) stands for."""
+        if depth > _MAX_DEPTH or not qualified:
+            return None
+        leading = len(qualified) - len(qualified.lstrip("."))
+        parts = qualified[leading:].split(".")
+        for cut in range(len(parts) - 1, -1, -1):
+            module = "." * leading + ".".join(parts[:cut])
+            if not module.strip("."):
+                if not leading:
+                    continue
+            rel = self.module_file(module, importer) if module else None
+            if rel is None:
+                if not module and leading and importer is not None:
+                    rel = self.module_file("." * leading, importer)
+                if rel is None:
+                    continue
+            rest = parts[cut:]
+            if not rest:
+                return None  # a module, not a class or function
+            return self._lookup(rel, rest, depth)
+        return None
+
+    def _lookup(self, rel: str, rest: List[str], depth: int) -> Optional[Defined]:
+        name = rest[0]
+        if len(rest) == 1 and name in self.classes_of(rel):
+            return Defined(rel, "class", self.classes_of(rel)[name])
+        if len(rest) == 1 and name in self.functions_of(rel):
+            return Defined(rel, "function", self.functions_of(rel)[name])
+        if len(rest) == 2 and name in self.classes_of(rel):
+            key = f"{name}.{rest[1]}"
+            fn = self.functions_of(rel).get(key)
+            return Defined(rel, "function", fn) if fn is not None else None
+        imported = self.facts[rel].import_table().get(name)  # re-exported: ``from .models import Net``
+        if imported is not None:
+            return self.resolve(".".join([imported] + rest[1:]), rel, depth + 1)
+        return None
+
+    def qualify(self, rel: str, dotted_name: str) -> str:
+        """A dotted name as file `rel` writes it, with its first part qualified through the file's imports."""
+        head, _, tail = dotted_name.partition(".")
+        full = self.facts[rel].import_table().get(head)
+        if full is None:
+            return dotted_name
+        return f"{full}.{tail}" if tail else full
+
+    def class_in(self, rel: str, dotted_name: str) -> Optional[Tuple[str, ClassFacts]]:
+        """The project class a name written in file `rel` refers to (a class of the file itself,
+        or one it imports from the project)."""
+        if dotted_name in self.classes_of(rel):
+            return rel, self.classes_of(rel)[dotted_name]
+        found = self.resolve(self.qualify(rel, dotted_name), rel)
+        if found is not None and found.kind == "class":
+            return found.rel, found.facts  # type: ignore[return-value]
+        return None
+
+    # --- classes ------------------------------------------------------------------------------
+    def is_module(self, rel: str, cls: ClassFacts, seen: Optional[Set] = None) -> Optional[bool]:
+        """Whether a project class derives from nn.Module: True, False (every base is known and
+        none is), or None (some base is neither the project's nor known)."""
+        seen = seen if seen is not None else set()
+        if (rel, cls.name) in seen or len(seen) > _MAX_DEPTH:
+            return None
+        seen.add((rel, cls.name))
+        unknown = False
+        for base in cls.bases:
+            qualified = self.qualify(rel, base)
+            if is_module_base(qualified) or is_module_base(base):
+                return True
+            if base in ("object", "ABC", "abc.ABC") or qualified in ("abc.ABC", "typing.Generic", "Generic") \
+                    or base in ("Exception", "dict", "list", "tuple", "str", "int", "float", "type"):
+                continue
+            found = self.class_in(rel, base)
+            if found is None:
+                unknown = True
+                continue
+            verdict = self.is_module(found[0], found[1], seen)
+            if verdict:
+                return True
+            if verdict is None:
+                unknown = True
+        return None if unknown else False
+
+    def mode_layers(self, rel: str, cls: ClassFacts, seen: Optional[Set] = None) -> Optional[FrozenSet[str]]:
+        """The mode-dependent layer kinds of a class, its project bases and the project classes it
+        builds as submodules; an empty set when known to have none; None when unknown."""
+        seen = seen if seen is not None else set()
+        if (rel, cls.name) in seen:
+            return frozenset()
+        seen.add((rel, cls.name))
+        found = set(cls.layers)
+        unknown = cls.opaque
+        for base in cls.bases:
+            qualified = self.qualify(rel, base)
+            if is_module_base(qualified) or is_module_base(base) or base == "object":
+                continue
+            parent = self.class_in(rel, base)
+            if parent is None:
+                unknown = True
+                continue
+            sub = self.mode_layers(parent[0], parent[1], seen)
+            if sub is None:
+                unknown = True
+            else:
+                found |= sub
+        for callee in cls.submodules:
+            part = self.class_in(rel, callee)
+            if part is None:
+                if not self.qualify(rel, callee).startswith(("torch.", "nn.")) and _maybe_module(callee):
+                    unknown = True  # a model part from a library or a factory we cannot see
+                continue
+            sub = self.mode_layers(part[0], part[1], seen)
+            if sub is None:
+                unknown = True
+            else:
+                found |= sub
+        if found:
+            return frozenset(found)
+        return None if unknown else frozenset()
+
+    def forward_returns(self, rel: str, cls: ClassFacts, depth: int = 0) -> Optional[str]:
+        if cls.forward_returns or "forward" in cls.methods or depth > _MAX_DEPTH:
+            return cls.forward_returns
+        for base in cls.bases:  # forward inherited from a project base
+            parent = self.class_in(rel, base)
+            if parent is not None:
+                return self.forward_returns(parent[0], parent[1], depth + 1)
+        return None
+
+    # --- callers across files -------------------------------------------------------------------
+    def callers(self, rel: str, key: str) -> List[Tuple[str, CallFacts]]:
+        """Call sites, in other files, of function `key` ("f" or "Cls.method") of file `rel`."""
+        if self._callers is None:
+            self._callers = self._index_callers()
+        return self._callers.get((rel, key), [])
+
+    def _index_callers(self) -> Dict[Tuple[str, str], List[Tuple[str, CallFacts]]]:
+        table: Dict[Tuple[str, str], List[Tuple[str, CallFacts]]] = {}
+        for rel, facts in self.facts.items():
+            imports = facts.import_table()
+            if not imports:
+                continue
+            instances: Dict[Tuple[str, str], str] = {(scope, name): callee for scope, name, callee in facts.instances}
+            resolved: Dict[str, Optional[Defined]] = {}
+            for call in facts.calls:
+                head, _, tail = call.callee.partition(".")
+                target: Optional[Defined] = None
+                if head in imports:
+                    qualified = imports[head] + ("." + tail if tail else "")
+                    if qualified not in resolved:
+                        resolved[qualified] = self.resolve(qualified, rel)
+                    target = resolved[qualified]
+                elif tail and "." not in tail:
+                    cls_name = instances.get((call.caller, head)) or instances.get(("<module>", head))
+                    if cls_name is not None and cls_name.split(".", 1)[0] in imports:
+                        found = self.class_in(rel, cls_name)
+                        if found is not None:
+                            fn = self.functions_of(found[0]).get(f"{found[1].name}.{tail}")
+                            target = Defined(found[0], "function", fn) if fn is not None else None
+                if target is None or target.kind != "function" or target.rel == rel:
+                    continue
+                table.setdefault((target.rel, target.facts.key), []).append((rel, call))  # type: ignore[union-attr]
+        return table
+
+    def importers(self, rel: str) -> Set[str]:
+        """The files that import file `rel` (directly)."""
+        if self._importers is None:
+            table: Dict[str, Set[str]] = {}
+            for other, facts in self.facts.items():
+                for _, qualified in facts.imports:
+                    target = self._module_of(qualified, other)
+                    if target is not None and target != other:
+                        table.setdefault(target, set()).add(other)
+            self._importers = table
+        return self._importers.get(rel, set())
+
+    def _module_of(self, qualified: str, importer: str) -> Optional[str]:
+        leading = len(qualified) - len(qualified.lstrip("."))
+        parts = qualified[leading:].split(".")
+        for cut in range(len(parts), -1, -1):
+            module = "." * leading + ".".join(parts[:cut])
+            if not module:
+                continue
+            rel = self.module_file(module, importer)
+            if rel is not None:
+                return rel
+        return None
+
+    def imported_files(self, rel: str) -> Set[str]:
+        out = set()
+        for _, qualified in self.facts[rel].imports:
+            target = self._module_of(qualified, rel)
+            if target is not None and target != rel:
+                out.add(target)
+        return out
+
+
+def _maybe_module(callee: str) -> bool:
+    """A submodule built by a callee we cannot see: unknown only when it may be a model part
+    (a capitalised class or a factory), not for plain helpers."""
+    last = callee.rsplit(".", 1)[-1]
+    return last[:1].isupper() or last.startswith(("build", "make", "create", "get_"))
+
+
+__all__ = ["Project", "Defined", "module_names", "DROPOUT", "BATCH_NORM", "TRAINING_FLAG"]

@@ -1,0 +1,109 @@
+"""The project as one of its files sees it: what the per-file model asks about names defined
+elsewhere (classes it imports, callers of its own functions in other files)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import FrozenSet, List, Optional, Tuple
+
+from mllint.project.facts import CallFacts, ClassFacts
+from mllint.project.index import Project
+
+
+class ProjectView:
+    def __init__(self, project: Project, rel: str) -> None:
+        self.project = project
+        self.rel = rel  # this file's path relative to the project root
+
+    @property
+    def torch_project(self) -> bool:
+        """Whether some file of the project imports torch (or a library built on it)."""
+        return self.project.torch
+
+    @property
+    def imports_project(self) -> bool:
+        """Whether this file imports a module of the project."""
+        return self.rel in self.project.facts and bool(self.project.imported_files(self.rel))
+
+    @property
+    def torch_through_imports(self) -> bool:
+        """Whether this file imports (directly or through other project files) a module of the
+        project that imports torch: a trainer that imports only ``models`` and ``data`` is torch
+        code even without ``import torch`` of its own."""
+        cached = getattr(self, "_torch_imports", None)
+        if cached is None:
+            cached = False
+            facts = self.project.facts
+            if self.rel in facts:
+                seen = {self.rel}
+                todo = [self.rel]
+                while todo and not cached:
+                    for other in self.project.imported_files(todo.pop()):
+                        if other in seen:
+                            continue
+                        if "torch" in facts[other].frameworks:
+                            cached = True
+                            break
+                        seen.add(other)
+                        todo.append(other)
+            self._torch_imports = cached
+        return cached
+
+    # --- classes named in this file -----------------------------------------------------------
+    def class_named(self, qualified: str) -> Optional[Tuple[str, ClassFacts]]:
+        """The project class that a qualified name (as this file's imports spell it) stands for;
+        None for a class of this file itself (the per-file model knows those) or of no project file."""
+        found = self.project.resolve(qualified, self.rel)
+        if found is None or found.kind != "class" or found.rel == self.rel:
+            return None
+        return found.rel, found.facts  # type: ignore[return-value]
+
+    def is_module(self, qualified: str) -> Optional[bool]:
+        found = self.class_named(qualified)
+        return None if found is None else self.project.is_module(*found)
+
+    def mode_layers(self, qualified: str) -> Optional[FrozenSet[str]]:
+        found = self.class_named(qualified)
+        if found is None or self.project.is_module(*found) is False:
+            return None
+        return self.project.mode_layers(*found)
+
+    def forward_returns(self, qualified: str) -> Optional[str]:
+        found = self.class_named(qualified)
+        return None if found is None else self.project.forward_returns(*found)
+
+    def where(self, qualified: str) -> Optional[str]:
+        """``path:line`` of a project class or function named in this file."""
+        found = self.project.resolve(qualified, self.rel)
+        if found is None:
+            return None
+        return f"{found.rel}:{found.facts.line}"  # type: ignore[union-attr]
+
+    # --- this file's functions, called from elsewhere ----------------------------------------------
+    def callers(self, key: str) -> List[Tuple[str, CallFacts]]:
+        """Calls of this file's function `key` ("f", "Cls.method") from other files of the project."""
+        return self.project.callers(self.rel, key)
+
+    # --- caching ----------------------------------------------------------------------------------
+    def digest(self) -> str:
+        """What this file's findings may depend on in the project: the content of the files it
+        imports (transitively) and of the files that import it."""
+        if self.rel not in self.project.facts:
+            return ""
+        seen = {self.rel}
+        todo = [self.rel]
+        while todo:
+            for other in self.project.imported_files(todo.pop()):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+        importers = self.project.importers(self.rel)
+        for other in list(importers):  # through a package's ``__init__`` that re-exports it
+            if other.endswith("__init__.py"):
+                importers |= self.project.importers(other)
+        seen |= importers
+        seen.discard(self.rel)
+        h = hashlib.sha256(b"torch" if self.project.torch else b"-")
+        for rel in sorted(seen):
+            h.update(rel.encode() + b"\0" + self.project.hashes.get(rel, "").encode())
+        return h.hexdigest()
