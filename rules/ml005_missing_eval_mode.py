@@ -76,7 +76,7 @@ import libcst as cst
 from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.layers import BATCH_NORM, DROPOUT
-from mllint.semantics.names import after_docstring, shorten
+from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
 from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
 
@@ -140,6 +140,12 @@ def check(model: FileModel) -> Iterable[Finding]:
             callee = (item.event.via[0].callee or "").rsplit(".", 1)[-1]
             where = f"in `{callee}()`, called from the training loop"
             brief = f"in `{shorten(callee, 24)}()`"
+        elif _project_helper(model, item.event.node):
+            # a helper of another file of the project switches it (the event is the call)
+            callee = dotted(item.event.node.func).rsplit(".", 1)[-1]
+            defined = model.project.where(model.imports.qualname(item.event.node.func))
+            where = f"in `{callee}()` ({defined}), called from the training loop"
+            brief = f"in `{shorten(callee, 24)}()`"
         layers = model.mode_layers(item.ref, item.event.ctx.scope)
         message, consequence = _undone_message(shorten(item.ref), brief, layers)
         detail = (
@@ -147,6 +153,15 @@ def check(model: FileModel) -> Iterable[Finding]:
             f"step. {consequence} Call `{item.ref}.train()` at the start of the training step."
         )
         yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item), detail)
+
+
+def _project_helper(model: FileModel, node) -> bool:
+    """Whether `node` is a call of a function defined in another file of the project."""
+    if model.project is None or not isinstance(node, cst.Call) or isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value in ("eval", "train"):
+        return False
+    name = model.imports.qualname(node.func)
+    return bool(name) and model.project.function_named(name) is not None
 
 
 _STANDS = ("The finding stands: layers get added later, and evaluation code relies on eval mode.")
@@ -364,6 +379,13 @@ def _missing_fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evi
     if change is None:
         return None
     description = f"Insert `{text}` before the evaluation"
+    if scope != MODULE_SCOPE and phases.training_callers_elsewhere(scope):
+        # Callers in other files go on training after this returns: the inserted eval() would
+        # stay for their training steps (the other file is not changed by this fix).
+        where = ", ".join(phases.training_callers_elsewhere(scope)[:3])
+        return model.fix_replacing(*change, Applicability.UNSAFE,
+                                   f"{description} (unsafe: called from a training loop at {where} that never "
+                                   f"calls `.train()`; switch the model back there)")
     if not phases.file_trains():
         return model.fix_replacing(*change, Applicability.SAFE, description)
 

@@ -72,6 +72,13 @@ class ProjectView:
         found = self.class_named(qualified)
         return None if found is None else self.project.forward_returns(*found)
 
+    def function_named(self, qualified: str):
+        """The `FunctionFacts` of a project function (of another file) named in this file."""
+        found = self.project.resolve(qualified, self.rel)
+        if found is None or found.kind != "function" or found.rel == self.rel:
+            return None
+        return found.facts
+
     def where(self, qualified: str) -> Optional[str]:
         """``path:line`` of a project class or function named in this file."""
         found = self.project.resolve(qualified, self.rel)

@@ -149,8 +149,19 @@ class GradFacts:
                 if sites and all(self._site_grad_off(site, off) for site in sites):
                     off.add(key)
                     changed = True
+                elif not sites and self._external_callers_grad_off(key):
+                    off.add(key)
+                    changed = True
         self._grad_off_fns = off
         return off
+
+    def _external_callers_grad_off(self, key: str) -> bool:
+        """Nobody in this file calls function `key`, and every call of it from other files of
+        the project runs with autograd off (``with torch.no_grad(): predict_proba(model, x)``)."""
+        if self.m.project is None:
+            return False
+        callers = self.m.project.callers(key)
+        return bool(callers) and all(call.grad_off for _, call in callers)
 
     def _site_grad_off(self, effect: Effect, off_fns: Set[str]) -> bool:
         grad = effect.ctx.grad

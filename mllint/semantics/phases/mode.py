@@ -269,6 +269,9 @@ class ModeFacts:
         out: List[ModeEvent] = []
         if self._local_callable(func, ctx.scope) in self.m.functions:
             return out  # a local function: its effects arrive as a helper's
+        external = self._project_helper_events(call, ctx, order)
+        if external is not None:
+            return external
         local_class = name if name in self.m.classes else None
         tokens = set(name_tokens(name.rsplit(".", 1)[-1])) if name else set()
         if isinstance(func, cst.Attribute) and func.attr.value == "apply" and call.args:
@@ -292,6 +295,38 @@ class ModeFacts:
             ref = ref_of(arg.value)
             if ref and self.m.has_role(ref, R.MODEL, ctx.scope):
                 out.append(ModeEvent(order, "maybe", ref, call, ctx, (), True))
+        return out
+
+    def _project_helper_events(self, call: cst.Call, ctx: Context, order: int) -> Optional[List[ModeEvent]]:
+        """The mode switches of a function defined in another file of the project
+        (``from utils import evaluate``), read from its facts: ``evaluate(model, loader)``
+        whose body calls ``model.eval()`` and never ``model.train()`` leaves ``model`` in eval
+        mode here. None when the callee is no function of the project."""
+        project = self.m.project
+        name = self.m.imports.qualname(call.func)
+        if project is None or not name or name == dotted(call.func) and "." not in name:
+            return None
+        fn = project.function_named(name)
+        if fn is None:
+            return None
+        params = list(fn.params[1:] if "." in fn.key else fn.params)
+        out: List[ModeEvent] = []
+        for param in fn.evals | fn.trains:
+            head = _head(param)
+            if head not in params:
+                continue
+            index = params.index(head)
+            arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == head), None)
+            positional = [a for a in call.args if a.keyword is None]
+            if arg is None and index < len(positional) and not any(a.star for a in positional[: index + 1]):
+                arg = positional[index]
+            ref = ref_of(arg.value) if arg is not None else None
+            if not ref:
+                continue
+            ref = ref + param[len(head):]
+            both = param in fn.evals and param in fn.trains
+            kind = "maybe" if both else ("eval" if param in fn.evals else "train")
+            out.append(ModeEvent(order, kind, ref, call, ctx, (), both))
         return out
 
     def mode_at(self, effect: Effect, ref: str) -> Set[str]:
@@ -376,6 +411,8 @@ class ModeFacts:
                 # nor for a method that a base class we cannot see may call (a template method).
                 if fn.cls is not None and self._unseen_base(fn.cls):
                     return {"maybe"}
+                if self._callers_elsewhere_switch(fn, ref):
+                    return {"eval"}  # every caller in another file switches it to eval mode first
                 if self._unset_counts(scope, depth):
                     return {"none"}
                 # A function that trains this model (itself or through a helper) and evaluates
@@ -395,6 +432,34 @@ class ModeFacts:
                 continue
             out |= self._mode(site.ctx.scope, site.order, site.ctx, new_ref, depth + 1, seen | {site.node})
         return out or {"maybe"}
+
+    def _callers_elsewhere_switch(self, fn, ref: str) -> bool:
+        """Whether function `fn` is called from other files of the project, and every such call
+        passes, for parameter ``ref``, a model that the caller switched to eval mode before it."""
+        if self.m.project is None:
+            return False
+        callers = self.m.project.callers(fn.key)
+        if not callers:
+            return False
+        head = _head(ref)
+        params = list(fn.params[1:] if fn.cls is not None else fn.params)
+        if head not in params:
+            return False
+        index = params.index(head)
+        for _, call in callers:
+            arg = dict(call.kwargs).get(head) or (call.args[index] if index < len(call.args) else None)
+            if not arg or arg == "?" or arg not in call.evals_before:
+                return False
+        return True
+
+    def training_callers_elsewhere(self, key: str) -> List[str]:
+        """``path:line`` of the calls of function `key` from other files of the project that sit
+        in a training loop which never calls ``.train()``: a mode switched in `key` stays for
+        the training steps that follow."""
+        if self.m.project is None:
+            return []
+        return [f"{rel}:{call.line}" for rel, call in self.m.project.callers(key)
+                if call.train_loop and not call.loop_trains]
 
     def _trains_model_here(self, scope: str, ref: str) -> bool:
         """Whether ``scope`` runs a training step on ``ref``: a forward of it that feeds a

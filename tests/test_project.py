@@ -1,0 +1,280 @@
+"""The project model (mllint/project/): facts, imports across files, and what the rules see
+of the rest of a project when one file is linted (as pre-commit hands over one changed file)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import run
+from mllint.project import find_root, forget
+from mllint.project.facts import facts_of_source
+from mllint.project.index import Project, module_names
+from mllint.project.store import load_facts
+
+MODELS = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class LogProbs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return nn.functional.log_softmax(self.fc(x), dim=1)
+
+
+class Wrapper(object):
+    def __init__(self, fn):
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+class Deep(Net):
+    pass
+"""
+
+UTILS = """\
+import torch
+
+
+def evaluate(model, loader):
+    correct = 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum().item()
+    return correct
+
+
+def validate(model, loader):
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for x, y in loader:
+            total += model(x).sum().item()
+    return total
+
+
+def predict_scores(model, x):
+    return model(x).softmax(-1)
+"""
+
+TRAIN = """\
+import torch
+from .models import Net
+from .utils import evaluate, validate, predict_scores
+
+
+def main(train_loader, val_loader):
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.train()
+    for epoch in range(10):
+        for x, y in train_loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+        print(evaluate(model, val_loader))
+        print(validate(model, val_loader))
+    model.eval()
+    with torch.no_grad():
+        print(predict_scores(model, torch.ones(2, 3)))
+"""
+
+
+def make_project(root: Path, files: dict, marker: str = "pyproject.toml") -> Path:
+    (root / marker).write_text("")
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def lint_json(root: Path, *paths: str, extra=()) -> list:
+    proc = run(["--no-cache", "--format", "json", "--exit-zero", *extra, *paths], root)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def codes_at(findings: list, path_end: str) -> list:
+    return sorted((f["code"], f["line"]) for f in findings if f["path"].replace("\\", "/").endswith(path_end))
+
+
+# --- facts and index ---------------------------------------------------------------------------
+
+def test_facts_read_classes_functions_and_calls():
+    facts = facts_of_source(MODELS + "\n" + UTILS)
+    classes = {c.name: c for c in facts.classes}
+    assert classes["Net"].layers == {"dropout"} and classes["Plain"].layers == frozenset()
+    assert classes["LogProbs"].forward_returns == "log_softmax"
+    assert classes["Net"].forward_returns is None
+    functions = {f.key: f for f in facts.functions}
+    assert functions["validate"].evals == {"model"} and not functions["validate"].trains
+    assert functions["evaluate"].evals == frozenset()
+    assert "torch" in facts.frameworks
+
+
+def test_calls_know_grad_mode_loops_and_evals_before():
+    facts = facts_of_source(TRAIN)
+    calls = {c.callee: c for c in facts.calls}
+    assert calls["evaluate"].train_loop and not calls["evaluate"].loop_trains and not calls["evaluate"].grad_off
+    assert calls["predict_scores"].grad_off and "model" in calls["predict_scores"].evals_before
+    assert calls["evaluate"].args == ("model", "val_loader")
+
+
+def test_module_names_and_resolution(tmp_path):
+    make_project(tmp_path, {"pkg/__init__.py": "from .models import Net\n", "pkg/models.py": MODELS,
+                            "pkg/utils.py": UTILS, "pkg/train.py": TRAIN, "scripts/run.py": "from models import Net\n",
+                            "scripts/models.py": "class Net(object):\n    pass\n"})
+    rels = ["pkg/__init__.py", "pkg/models.py", "pkg/utils.py", "pkg/train.py", "scripts/run.py", "scripts/models.py"]
+    facts, _ = load_facts(str(tmp_path), rels, None)
+    project = Project(str(tmp_path), facts)
+    assert module_names("pkg/models.py") == ["pkg.models", "models"]
+    assert project.resolve(".models.Net", "pkg/train.py").rel == "pkg/models.py"
+    assert project.resolve("pkg.Net", "pkg/train.py").rel == "pkg/models.py"  # re-exported by __init__
+    # a script's own folder comes first: scripts/run.py's ``models`` is scripts/models.py
+    assert project.resolve("models.Net", "scripts/run.py").rel == "scripts/models.py"
+    net = project.classes_of("pkg/models.py")["Deep"]
+    assert project.is_module("pkg/models.py", net) is True
+    assert project.mode_layers("pkg/models.py", net) == {"dropout"}
+    assert project.is_module("pkg/models.py", project.classes_of("pkg/models.py")["Wrapper"]) is False
+    callers = project.callers("pkg/utils.py", "validate")
+    assert [(rel, call.line) for rel, call in callers] == [("pkg/train.py", 17)]
+
+
+def test_store_reuses_facts_until_the_content_changes(tmp_path):
+    make_project(tmp_path, {"a.py": "import torch\n"})
+    cache = tmp_path / "cache"
+    first, hashes = load_facts(str(tmp_path), ["a.py"], str(cache))
+    assert "torch" in first["a.py"].frameworks and list((cache / "project").iterdir())
+    again, _ = load_facts(str(tmp_path), ["a.py"], str(cache))
+    assert again["a.py"] == first["a.py"]
+    (tmp_path / "a.py").write_text("import tensorflow\n")
+    changed, new_hashes = load_facts(str(tmp_path), ["a.py"], str(cache))
+    assert changed["a.py"].frameworks == {"tensorflow"} and new_hashes["a.py"] != hashes["a.py"]
+
+
+def test_find_root(tmp_path):
+    make_project(tmp_path, {"src/pkg/a.py": "x = 1\n"}, marker="setup.cfg")
+    assert find_root(str(tmp_path / "src" / "pkg" / "a.py")) == str(tmp_path)
+
+
+# --- rules across files (the real command, one file named as pre-commit does) -------------------
+
+@pytest.fixture
+def project(tmp_path):
+    forget()
+    return make_project(tmp_path, {"pkg/__init__.py": "", "pkg/models.py": MODELS, "pkg/utils.py": UTILS,
+                                    "pkg/train.py": TRAIN})
+
+
+def test_helper_that_leaves_eval_mode_in_another_file(project):
+    found = lint_json(project, "pkg/train.py")
+    assert codes_at(found, "pkg/train.py") == [("ML005", 17)]
+    finding = found[0]
+    assert "validate()" in finding["message"] and finding["fix"]["applicability"] == "safe"
+
+
+def test_eval_helper_fix_is_unsafe_when_callers_go_on_training(project):
+    found = lint_json(project, "pkg/utils.py")
+    assert codes_at(found, "pkg/utils.py") == [("ML005", 8)]  # predict_scores: its caller protects it
+    assert found[0]["fix"]["applicability"] == "unsafe"
+    assert "pkg/train.py:16" in found[0]["fix"]["message"] or "pkg/train.py:16" in json.dumps(found[0])
+
+
+def test_alone_the_same_file_is_judged_as_before(tmp_path):
+    (tmp_path / "utils.py").write_text(UTILS)  # no project marker: the file alone
+    found = lint_json(tmp_path, "utils.py")
+    assert ("ML002", 22) in codes_at(found, "utils.py")
+    assert [f["fix"]["applicability"] for f in found if f["line"] == 8] == ["safe"]
+
+
+def test_class_from_another_file_that_is_no_module_gets_no_forward_finding(tmp_path):
+    forget()
+    make_project(tmp_path, {"models.py": MODELS, "run.py": """\
+        import torch
+        from models import Wrapper, Net
+
+        w = Wrapper(lambda x: x)
+        y = w.forward(torch.ones(3))
+        net = Net()
+        z = net.forward(torch.ones(3))
+        """})
+    found = lint_json(tmp_path, "run.py")
+    assert codes_at(found, "run.py") == [("ML011", 7)]
+    assert found[0]["fix"]["applicability"] == "safe"  # Net is a module: the project says so
+
+
+def test_trainer_without_torch_import_of_its_own(tmp_path):
+    forget()
+    make_project(tmp_path, {"models.py": MODELS, "loop.py": """\
+        from models import Net
+
+        def evaluate(net, loader):
+            total = 0
+            for x in loader:
+                total += net(x).sum()
+            return total
+
+        net = Net()
+        print(evaluate(net, test_loader))
+        """})
+    found = lint_json(tmp_path, "loop.py")
+    assert codes_at(found, "loop.py") == [("ML002", 6), ("ML005", 6)]
+    assert "dropout" in next(f for f in found if f["code"] == "ML005")["message"]  # Net's layers, from models.py
+
+
+def test_mode_layers_of_a_model_defined_elsewhere(tmp_path):
+    forget()
+    make_project(tmp_path, {"models.py": MODELS, "ev.py": """\
+        import torch
+        from models import Plain
+
+        model = Plain()
+        model.load_state_dict(torch.load("w.pt", weights_only=True))
+        with torch.no_grad():
+            for x in test_loader:
+                print(model(x))
+        """})
+    found = lint_json(tmp_path, "ev.py")
+    assert [f["message"] for f in found if f["code"] == "ML005"] and all(
+        "harmless today" in f["message"] for f in found if f["code"] == "ML005")
+
+
+def test_cache_sees_a_change_in_another_file(tmp_path):
+    forget()
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/models.py": MODELS, "pkg/utils.py": UTILS,
+                            "pkg/train.py": TRAIN})
+    first = run(["--format", "json", "--exit-zero", "pkg/train.py"], tmp_path)
+    assert ("ML005", 17) in codes_at(json.loads(first.stdout), "pkg/train.py")
+    # the helper now restores the mode: the cached result of train.py must not be reused
+    (tmp_path / "pkg/utils.py").write_text(UTILS.replace("    return total\n", "    model.train()\n    return total\n"))
+    second = run(["--format", "json", "--exit-zero", "pkg/train.py"], tmp_path)
+    assert codes_at(json.loads(second.stdout), "pkg/train.py") == []
