@@ -75,7 +75,7 @@ import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel
-from mllint.semantics.layers import BATCH_NORM, DROPOUT
+from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
 from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
@@ -124,7 +124,7 @@ def check(model: FileModel) -> Iterable[Finding]:
             f"`{ref}.train()` before it puts it there" if _explicit_train(phases, effect)
             else f"nothing calls `{ref}.eval()` on the way here"
         )
-        layers = model.mode_layers(ref, scope)
+        layers = mode_layers(model, ref, scope)
         message, consequence = _evaluated_message(shorten(ref), evidence.brief, layers)
         detail = f"`{ref}` is evaluated {evidence.text} in training mode: {why}. {consequence}"
         fix = _missing_fix(model, phases, effect, evidence)
@@ -146,7 +146,7 @@ def check(model: FileModel) -> Iterable[Finding]:
             defined = model.project.where(model.imports.qualname(item.event.node.func))
             where = f"in `{callee}()` ({defined}), called from the training loop"
             brief = f"in `{shorten(callee, 24)}()`"
-        layers = model.mode_layers(item.ref, item.event.ctx.scope)
+        layers = mode_layers(model, item.ref, item.event.ctx.scope)
         message, consequence = _undone_message(shorten(item.ref), brief, layers)
         detail = (
             f"`{item.ref}` is switched to eval mode {where} and nothing switches it back before the next training "
@@ -174,7 +174,7 @@ def _kinds(layers) -> str:
 
 def _evaluated_message(ref: str, where: str, layers) -> Tuple[str, str]:
     """The message for a model evaluated in training mode, true to what the model has:
-    ``layers`` from FileModel.mode_layers (a set of kinds, empty = none, None = unknown)."""
+    ``layers`` from semantics.layers.mode_layers (a set of kinds, empty = none, None = unknown)."""
     head = f"`{ref}` evaluated {where} in training mode"
     if layers is None:
         return (f"{head}: any dropout/batch norm acts as in training",

@@ -13,6 +13,7 @@ import pytest
 from mllint.engine import FileResult, lint_source
 from mllint.findings import Finding
 from mllint.registry import all_rules
+from mllint.semantics.layers import mode_layers
 from mllint.report import REPORTERS, ReportOptions
 from mllint.semantics import build_model
 
@@ -182,7 +183,7 @@ LAYERS = {
 def test_mode_layers(name):
     source, ref, scope, expected = LAYERS[name]
     model = build_model(cst.parse_module(source), source, "x.py")
-    got = model.mode_layers(ref, scope)
+    got = mode_layers(model, ref, scope)
     if name == "functional dropout":
         assert got is not None and "dropout" in got
     else:

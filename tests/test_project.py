@@ -154,7 +154,7 @@ def test_module_names_and_resolution(tmp_path):
                             "pkg/utils.py": UTILS, "pkg/train.py": TRAIN, "scripts/run.py": "from models import Net\n",
                             "scripts/models.py": "class Net(object):\n    pass\n"})
     rels = ["pkg/__init__.py", "pkg/models.py", "pkg/utils.py", "pkg/train.py", "scripts/run.py", "scripts/models.py"]
-    facts, _ = load_facts(str(tmp_path), rels, None)
+    facts, _, _ = load_facts(str(tmp_path), rels, None)
     project = Project(str(tmp_path), facts)
     assert module_names("pkg/models.py") == ["pkg.models", "models"]
     assert project.resolve(".models.Net", "pkg/train.py").rel == "pkg/models.py"
@@ -172,12 +172,12 @@ def test_module_names_and_resolution(tmp_path):
 def test_store_reuses_facts_until_the_content_changes(tmp_path):
     make_project(tmp_path, {"a.py": "import torch\n"})
     cache = tmp_path / "cache"
-    first, hashes = load_facts(str(tmp_path), ["a.py"], str(cache))
+    first, hashes, _ = load_facts(str(tmp_path), ["a.py"], str(cache))
     assert "torch" in first["a.py"].frameworks and list((cache / "project").iterdir())
-    again, _ = load_facts(str(tmp_path), ["a.py"], str(cache))
+    again, _, _ = load_facts(str(tmp_path), ["a.py"], str(cache))
     assert again["a.py"] == first["a.py"]
     (tmp_path / "a.py").write_text("import tensorflow\n")
-    changed, new_hashes = load_facts(str(tmp_path), ["a.py"], str(cache))
+    changed, new_hashes, _ = load_facts(str(tmp_path), ["a.py"], str(cache))
     assert changed["a.py"].frameworks == {"tensorflow"} and new_hashes["a.py"] != hashes["a.py"]
 
 

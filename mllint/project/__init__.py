@@ -61,15 +61,40 @@ def project_for(root: str, settings, cache_dir: Optional[str]) -> Optional[Proje
     """The project at `root` (built once per process and cache directory)."""
     key = (root, cache_dir)
     if key not in _PROJECTS:
-        from mllint.project.store import load_facts
+        from mllint.project.store import load_facts, save_graph
 
         rels = _project_files(root, settings)
         if rels is None:
             _PROJECTS[key] = None
         else:
-            facts, hashes = load_facts(root, rels, cache_dir)
-            _PROJECTS[key] = Project(root, facts, hashes)
+            facts, hashes, graph = load_facts(root, rels, cache_dir, _compute_in_pool if len(rels) > 64 else None)
+            project = Project(root, facts, hashes, graph)
+            if graph is None and cache_dir:
+                save_graph(root, cache_dir, project.graph())
+            _PROJECTS[key] = project
     return _PROJECTS[key]
+
+
+def _compute_in_pool(items):
+    """The facts of many files, in worker processes when there are enough of them to pay."""
+    from mllint.project.store import facts_of_file
+
+    workers = min(os.cpu_count() or 1, 8)
+    if workers < 2 or len(items) < 64:
+        return [facts_of_file(rel, data) for rel, data in items]
+    try:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(_facts_item, items, chunksize=max(1, len(items) // (workers * 8))))
+    except (OSError, NotImplementedError, PermissionError, RuntimeError):
+        return [facts_of_file(rel, data) for rel, data in items]
+
+
+def _facts_item(item):
+    from mllint.project.store import facts_of_file
+
+    return facts_of_file(*item)
 
 
 def install(projects: Dict[Tuple[str, Optional[str]], Optional[Project]]) -> None:

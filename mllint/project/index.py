@@ -51,22 +51,37 @@ def module_names(rel: str) -> List[str]:
 
 
 class Project:
-    def __init__(self, root: str, facts: Dict[str, FileFacts], hashes: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, root: str, facts, hashes: Optional[Dict[str, str]] = None, graph=None) -> None:
+        from mllint.project.store import LazyFacts, in_memory
+
         self.root = root
-        self.facts = facts
+        self.facts = facts if isinstance(facts, LazyFacts) else in_memory(facts)
         self.hashes = hashes or {}
         # module name -> files that may be that module (from the root, src/, any parent folder)
         self._modules: Dict[str, List[str]] = {}
-        for rel in facts:
+        for rel in self.facts:
             if not rel.endswith(".py"):
                 continue
             for name in module_names(rel):
                 self._modules.setdefault(name, []).append(rel)
         self._classes: Dict[str, Dict[str, ClassFacts]] = {}
         self._functions: Dict[str, Dict[str, FunctionFacts]] = {}
-        self._callers: Optional[Dict[Tuple[str, str], List[Tuple[str, CallFacts]]]] = None
+        self._imports: Dict[str, Dict[str, str]] = {}
+        self._module_files: Dict[Tuple[str, str], Optional[str]] = {}
+        self._imported: Dict[str, FrozenSet[str]] = dict(graph) if isinstance(graph, dict) else {}
         self._importers: Optional[Dict[str, Set[str]]] = None
-        self.torch = any("torch" in f.frameworks for f in facts.values())
+        self._callers: Dict[Tuple[str, str], List[Tuple[str, CallFacts]]] = {}
+        self._indexed: Set[str] = set()  # files whose calls are in _callers
+        self.torch = any("torch" in self.facts.header(rel)[1] for rel in self.facts)
+
+    def imports_of(self, rel: str) -> Dict[str, str]:
+        table = self._imports.get(rel)
+        if table is None:
+            table = self._imports[rel] = dict(self.facts.header(rel)[0])
+        return table
+
+    def frameworks_of(self, rel: str) -> FrozenSet[str]:
+        return self.facts.header(rel)[1]
 
     # --- files and modules ------------------------------------------------------------------
     def classes_of(self, rel: str) -> Dict[str, ClassFacts]:
@@ -84,6 +99,12 @@ class Project:
     def module_file(self, module: str, importer: Optional[str] = None) -> Optional[str]:
         """The file of ``module`` as `importer` (a relpath) would import it; None when it is not
         the project's, or ambiguous."""
+        key = (module, os.path.dirname(importer) if importer is not None else "\0")
+        if key not in self._module_files:
+            self._module_files[key] = self._module_file(module, importer)
+        return self._module_files[key]
+
+    def _module_file(self, module: str, importer: Optional[str]) -> Optional[str]:
         if module.startswith("."):
             if importer is None:
                 return None
@@ -145,7 +166,7 @@ class Project:
             key = f"{name}.{rest[1]}"
             fn = self.functions_of(rel).get(key)
             return Defined(rel, "function", fn) if fn is not None else None
-        imported = self.facts[rel].import_table().get(name)  # re-exported: ``from .models import Net``
+        imported = self.imports_of(rel).get(name)  # re-exported: ``from .models import Net``
         if imported is not None:
             return self.resolve(".".join([imported] + rest[1:]), rel, depth + 1)
         return None
@@ -153,7 +174,7 @@ class Project:
     def qualify(self, rel: str, dotted_name: str) -> str:
         """A dotted name as file `rel` writes it, with its first part qualified through the file's imports."""
         head, _, tail = dotted_name.partition(".")
-        full = self.facts[rel].import_table().get(head)
+        full = self.imports_of(rel).get(head)
         if full is None:
             return dotted_name
         return f"{full}.{tail}" if tail else full
@@ -243,48 +264,52 @@ class Project:
 
     # --- callers across files -------------------------------------------------------------------
     def callers(self, rel: str, key: str) -> List[Tuple[str, CallFacts]]:
-        """Call sites, in other files, of function `key` ("f" or "Cls.method") of file `rel`."""
-        if self._callers is None:
-            self._callers = self._index_callers()
+        """Call sites, in other files, of function `key` ("f" or "Cls.method") of file `rel`.
+
+        Only the files that import `rel` (directly, or through a package ``__init__`` that
+        re-exports it) can call it; their calls are resolved on first use."""
+        candidates = set(self.importers(rel))
+        for other in list(candidates):
+            if other.endswith("__init__.py"):
+                candidates |= self.importers(other)
+        for other in candidates - self._indexed:
+            self._index_calls(other)
         return self._callers.get((rel, key), [])
 
-    def _index_callers(self) -> Dict[Tuple[str, str], List[Tuple[str, CallFacts]]]:
-        table: Dict[Tuple[str, str], List[Tuple[str, CallFacts]]] = {}
-        for rel, facts in self.facts.items():
-            imports = facts.import_table()
-            if not imports:
+    def _index_calls(self, rel: str) -> None:
+        self._indexed.add(rel)
+        imports = self.imports_of(rel)
+        if not imports:
+            return
+        facts = self.facts[rel]
+        instances: Dict[Tuple[str, str], str] = {(scope, name): callee for scope, name, callee in facts.instances}
+        resolved: Dict[str, Optional[Defined]] = {}
+        for call in facts.calls:
+            head, _, tail = call.callee.partition(".")
+            target: Optional[Defined] = None
+            if head in imports:
+                qualified = imports[head] + ("." + tail if tail else "")
+                if qualified not in resolved:
+                    resolved[qualified] = self.resolve(qualified, rel)
+                target = resolved[qualified]
+            elif tail and "." not in tail:
+                cls_name = instances.get((call.caller, head)) or instances.get(("<module>", head))
+                if cls_name is not None and cls_name.split(".", 1)[0] in imports:
+                    found = self.class_in(rel, cls_name)
+                    if found is not None:
+                        fn = self.functions_of(found[0]).get(f"{found[1].name}.{tail}")
+                        target = Defined(found[0], "function", fn) if fn is not None else None
+            if target is None or target.kind != "function" or target.rel == rel:
                 continue
-            instances: Dict[Tuple[str, str], str] = {(scope, name): callee for scope, name, callee in facts.instances}
-            resolved: Dict[str, Optional[Defined]] = {}
-            for call in facts.calls:
-                head, _, tail = call.callee.partition(".")
-                target: Optional[Defined] = None
-                if head in imports:
-                    qualified = imports[head] + ("." + tail if tail else "")
-                    if qualified not in resolved:
-                        resolved[qualified] = self.resolve(qualified, rel)
-                    target = resolved[qualified]
-                elif tail and "." not in tail:
-                    cls_name = instances.get((call.caller, head)) or instances.get(("<module>", head))
-                    if cls_name is not None and cls_name.split(".", 1)[0] in imports:
-                        found = self.class_in(rel, cls_name)
-                        if found is not None:
-                            fn = self.functions_of(found[0]).get(f"{found[1].name}.{tail}")
-                            target = Defined(found[0], "function", fn) if fn is not None else None
-                if target is None or target.kind != "function" or target.rel == rel:
-                    continue
-                table.setdefault((target.rel, target.facts.key), []).append((rel, call))  # type: ignore[union-attr]
-        return table
+            self._callers.setdefault((target.rel, target.facts.key), []).append((rel, call))  # type: ignore[union-attr]
 
     def importers(self, rel: str) -> Set[str]:
         """The files that import file `rel` (directly)."""
         if self._importers is None:
             table: Dict[str, Set[str]] = {}
-            for other, facts in self.facts.items():
-                for _, qualified in facts.imports:
-                    target = self._module_of(qualified, other)
-                    if target is not None and target != other:
-                        table.setdefault(target, set()).add(other)
+            for other in self.facts:
+                for target in self.imported_files(other):
+                    table.setdefault(target, set()).add(other)
             self._importers = table
         return self._importers.get(rel, set())
 
@@ -300,13 +325,21 @@ class Project:
                 return rel
         return None
 
-    def imported_files(self, rel: str) -> Set[str]:
-        out = set()
-        for _, qualified in self.facts[rel].imports:
-            target = self._module_of(qualified, rel)
-            if target is not None and target != rel:
-                out.add(target)
-        return out
+    def imported_files(self, rel: str) -> FrozenSet[str]:
+        """The project files that file `rel` imports (directly)."""
+        found = self._imported.get(rel)
+        if found is None:
+            out = set()
+            for qualified in self.imports_of(rel).values():
+                target = self._module_of(qualified, rel)
+                if target is not None and target != rel:
+                    out.add(target)
+            found = self._imported[rel] = frozenset(out)
+        return found
+
+    def graph(self) -> Dict[str, FrozenSet[str]]:
+        """{file: the project files it imports}, for every file (stored with the facts)."""
+        return {rel: self.imported_files(rel) for rel in self.facts}
 
 
 def _maybe_module(callee: str) -> bool:

@@ -14,12 +14,51 @@ import hashlib
 import os
 import pickle
 import tempfile
-from typing import Dict, Iterable, Optional, Tuple
+from collections.abc import Mapping
+from typing import Dict, FrozenSet, Iterable, Iterator, Optional, Tuple
 
 from mllint.project.facts import EMPTY, FACTS_VERSION, FileFacts, facts_of_source
 
-# rel path -> (size, mtime_ns, sha256 hex, facts)
-Entry = Tuple[int, int, str, FileFacts]
+# rel path -> (size, mtime_ns, sha256 hex, header, pickled FileFacts). The header (the file's
+# imports and frameworks) is what every run needs of every file; the rest is unpickled only for
+# the files a lint asks about (see LazyFacts).
+Header = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str]]
+Entry = Tuple[int, int, str, Header, bytes]
+
+
+class LazyFacts(Mapping):
+    """{relative path: FileFacts}, each file's facts unpickled on first use; ``header(rel)``
+    without unpickling anything."""
+
+    def __init__(self, headers: Dict[str, Header], blobs: Dict[str, object]) -> None:
+        self._headers = headers
+        self._blobs = blobs  # bytes until first use, then FileFacts
+
+    def header(self, rel: str) -> Header:
+        return self._headers[rel]
+
+    def __getitem__(self, rel: str) -> FileFacts:
+        value = self._blobs[rel]
+        if isinstance(value, bytes):
+            value = self._blobs[rel] = pickle.loads(value)
+        return value  # type: ignore[return-value]
+
+    def __contains__(self, rel) -> bool:
+        return rel in self._headers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._headers)
+
+    def __len__(self) -> int:
+        return len(self._headers)
+
+
+def header_of(facts: FileFacts) -> Header:
+    return facts.imports, facts.frameworks
+
+
+def in_memory(facts: Dict[str, FileFacts]) -> LazyFacts:
+    return LazyFacts({rel: header_of(f) for rel, f in facts.items()}, dict(facts))
 
 MAX_FACTS_BYTES = 4 * 1024 * 1024  # a larger file (data tables, generated code) gives no facts
 
@@ -29,7 +68,7 @@ def _store_path(cache_dir: str, root: str) -> str:
     return os.path.join(cache_dir, "project", f"{digest}.pickle")
 
 
-def _read_store(path: Optional[str]) -> Dict[str, Entry]:
+def _read_store(path: Optional[str]) -> dict:
     if path is None:
         return {}
     try:
@@ -39,16 +78,17 @@ def _read_store(path: Optional[str]) -> Dict[str, Entry]:
         return {}
     if not isinstance(data, dict) or data.get("version") != FACTS_VERSION:
         return {}
-    return data.get("files", {})
+    return data
 
 
-def _write_store(path: str, files: Dict[str, Entry]) -> None:
+def _write_store(path: str, files: Dict[str, Entry], graph=None) -> None:
     directory = os.path.dirname(path)
     try:
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".pickle")
         with os.fdopen(fd, "wb") as handle:
-            pickle.dump({"version": FACTS_VERSION, "files": files}, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump({"version": FACTS_VERSION, "files": files, "graph": graph}, handle,
+                        protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except OSError:
         pass  # a cache that cannot be written is only slower
@@ -80,15 +120,19 @@ def facts_of_file(path: str, data: bytes) -> FileFacts:
 
 
 def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
-               known: Optional[Dict[str, Tuple[str, FileFacts]]] = None) -> Tuple[Dict[str, FileFacts], Dict[str, str]]:
-    """({relpath: facts}, {relpath: content hash}) of the files, reusing the cache where it is current.
+               compute=None) -> Tuple[LazyFacts, Dict[str, str], Optional[object]]:
+    """(facts, {relpath: content hash}, the import graph stored with them or None) of the files,
+    reusing the cache where it is current. The stored graph is returned only when no file was
+    added, removed or changed since it was stored.
 
-    `known` gives facts already computed in this process (relpath -> (hash, facts))."""
+    `compute`, when given, computes the facts of many files at once (``[(rel, data)] ->
+    [FileFacts]``, e.g. in worker processes); by default they are computed here."""
     store_path = _store_path(cache_dir, root) if cache_dir else None
-    cached = _read_store(store_path)
-    out: Dict[str, FileFacts] = {}
-    hashes: Dict[str, str] = {}
+    stored = _read_store(store_path)
+    cached: Dict[str, Entry] = stored.get("files", {})
     fresh: Dict[str, Entry] = {}
+    hashes: Dict[str, str] = {}
+    todo = []  # (rel, size, mtime, digest, data)
     changed = False
     for rel in relpaths:
         full = os.path.join(root, rel)
@@ -99,7 +143,7 @@ def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
         entry = cached.get(rel)
         if entry is not None and entry[0] == info.st_size and entry[1] == info.st_mtime_ns:
             fresh[rel] = entry
-            out[rel], hashes[rel] = entry[3], entry[2]
+            hashes[rel] = entry[2]
             continue
         try:
             with open(full, "rb") as handle:
@@ -107,15 +151,30 @@ def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
         except OSError:
             continue
         digest = hashlib.sha256(data).hexdigest()
-        if entry is not None and entry[2] == digest:
-            facts = entry[3]
-        elif known is not None and rel in known and known[rel][0] == digest:
-            facts = known[rel][1]
-        else:
-            facts = facts_of_file(rel, data)
         changed = True
-        fresh[rel] = (info.st_size, info.st_mtime_ns, digest, facts)
-        out[rel], hashes[rel] = facts, digest
-    if store_path is not None and (changed or len(fresh) != len(cached)):
+        hashes[rel] = digest
+        if entry is not None and entry[2] == digest:
+            fresh[rel] = (info.st_size, info.st_mtime_ns, digest, entry[3], entry[4])
+            continue
+        todo.append((rel, info.st_size, info.st_mtime_ns, digest, data))
+    if todo:
+        computed = compute([(rel, data) for rel, _, _, _, data in todo]) if compute is not None else \
+            [facts_of_file(rel, data) for rel, _, _, _, data in todo]
+        for (rel, size, mtime, digest, _), facts in zip(todo, computed):
+            fresh[rel] = (size, mtime, digest, header_of(facts), pickle.dumps(facts, pickle.HIGHEST_PROTOCOL))
+    changed = changed or len(fresh) != len(cached)
+    graph = None if changed else stored.get("graph")
+    if store_path is not None and changed:
         _write_store(store_path, fresh)
-    return out, hashes
+    lazy = LazyFacts({rel: e[3] for rel, e in fresh.items()}, {rel: e[4] for rel, e in fresh.items()})
+    return lazy, hashes, graph
+
+
+def save_graph(root: str, cache_dir: Optional[str], graph) -> None:
+    """Store the project's import graph beside the facts it was computed from."""
+    if not cache_dir:
+        return
+    path = _store_path(cache_dir, root)
+    stored = _read_store(path)
+    if stored.get("files"):
+        _write_store(path, stored["files"], graph)

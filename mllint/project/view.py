@@ -33,15 +33,14 @@ class ProjectView:
         cached = getattr(self, "_torch_imports", None)
         if cached is None:
             cached = False
-            facts = self.project.facts
-            if self.rel in facts:
+            if self.rel in self.project.facts:
                 seen = {self.rel}
                 todo = [self.rel]
                 while todo and not cached:
                     for other in self.project.imported_files(todo.pop()):
                         if other in seen:
                             continue
-                        if "torch" in facts[other].frameworks:
+                        if "torch" in self.project.frameworks_of(other):
                             cached = True
                             break
                         seen.add(other)

@@ -374,13 +374,6 @@ class FileModel:
         """Models whose ``.parameters()`` the optimizer ``ref`` was built from (None: unknown)."""
         return self.optimizer_params.get(scope, ref) or self.optimizer_params.get(scope, self.canonical(ref, scope))
 
-    def mode_layers(self, ref: str, scope: str) -> Optional[FrozenSet[str]]:
-        """The kinds of layers of model ``ref`` that train()/eval() switch ({"dropout", "batch norm"}),
-        empty when it is known to have none, None when unknown (see semantics/layers.py)."""
-        from mllint.semantics.layers import mode_layers
-
-        return mode_layers(self, ref, scope)
-
     def class_scope_of(self, scope: str) -> Optional[str]:
         """The scope key of the class whose method ``scope`` is (or is nested in)."""
         parts = scope.split(".") if scope != MODULE_SCOPE else []
