@@ -165,6 +165,13 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         tree = _screen.parse(source, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
+    parsed_source = source  # what is parsed: the source, or a same-width stand-in for it
+    renamed = None
+    if tree is None and "async" in source:
+        renamed = legacy_async(source, path)
+        if renamed is not None:  # pre-3.7 code with `async` as a name: lint it renamed
+            parsed_source = renamed.source
+            tree = _screen.parse(parsed_source, path)
     if tree is None and not active:
         error = syntax_error(source, path)
         return [error] if error else _suppress([], source, path, rules, suppressions)
@@ -176,18 +183,17 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     tree = None  # not kept alive through the LibCST parse
     if not active:
         return _suppress([], source, path, rules, suppressions)
-    parsed_source = source
     from mllint.semantics.tree import parse_module
 
     try:
-        module = parse_module(source)
+        module = parse_module(parsed_source)
     except cst.ParserSyntaxError as exc:
-        if "\t" not in source or compile_error(source, path):
+        if "\t" not in parsed_source or compile_error(parsed_source, path):
             error = syntax_error(source, path, exc)
             return [error] if error else []
         # CPython accepts it and LibCST does not: tabs mixed into an indentation of spaces,
         # which CPython reads as 8 columns. Lint the same lines with those tabs expanded.
-        parsed_source = _expand_indent_tabs(source)
+        parsed_source = _expand_indent_tabs(parsed_source)
         try:
             module = parse_module(parsed_source)
         except (cst.ParserSyntaxError, RecursionError, MemoryError):
@@ -204,9 +210,25 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     for rule in active:
         findings.extend(rule.check(model))
     if parsed_source is not source:
-        # positions past an expanded tab are not the file's: report, never rewrite
+        # Positions past an expanded tab are not the file's, and a fix's text would carry a
+        # renamed `async` into the file (which would still not parse): report, never rewrite.
         findings = [dataclasses.replace(f, fix=None) for f in findings]
+    if renamed is not None:
+        findings = [dataclasses.replace(f, message=renamed.restore(f.message), detail=renamed.restore(f.detail))
+                    for f in findings]
     return _suppress(findings, source, path, rules, suppressions)
+
+
+def legacy_async(source: str, path: str = "<unknown>"):
+    """For a source CPython rejects: a ``legacy_syntax.Renamed`` stand-in with every
+    ``async`` used as a name (pre-3.7 code: ``x.cuda(async=True)``) renamed to a name of the
+    same width, when that makes it parse; else None (the file's ML000 stands)."""
+    from mllint.legacy_syntax import rename_async_names
+
+    renamed = rename_async_names(source)
+    if renamed is None or compile_error(renamed.source, path):
+        return None
+    return renamed
 
 
 def _expand_indent_tabs(source: str) -> str:

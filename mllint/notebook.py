@@ -372,6 +372,10 @@ def _syntax_error(source: str) -> Optional[Tuple[int, int, str]]:
     except SyntaxError as err:
         if _libcst_parses(source):
             return None  # newer syntax than the running Python knows (LibCST has its own grammar)
+        from mllint.engine import legacy_async
+
+        if legacy_async(source) is not None:
+            return None  # pre-3.7 code with `async` as a name: the engine lints it renamed
         return err.lineno or 1, max(err.offset or 1, 1), f"SyntaxError: {err.msg}"
     except (ValueError, RecursionError, MemoryError) as err:
         return 1, 1, f"could not parse: {type(err).__name__}"
