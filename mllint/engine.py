@@ -22,6 +22,7 @@ from typing import Callable, List, Optional, Sequence
 from mllint import noqa
 from mllint import screen as _screen
 from mllint.findings import Finding, Severity
+from mllint.frameworks import OTHER as OTHER_FRAMEWORK, TORCH, framework_of
 from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, Rule
 
 # What is read of a file at most, whatever `max-file-size` says (a guard for memory; a
@@ -177,8 +178,14 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         return [error] if error else _suppress([], source, path, rules, suppressions)
     if screen is None:
         screen = getattr(options, "screen", True)
-    if tree is not None and active and screen:
-        active = _screen.screened(_screen.facts_of(tree), active)
+    if tree is not None and active:
+        facts = _screen.facts_of(tree)
+        if framework_of(facts) == OTHER_FRAMEWORK:  # TensorFlow, Keras, JAX: no torch rules
+            rules = without_torch_rules(rules)
+            active = without_torch_rules(active)
+        if screen:
+            active = _screen.screened(facts, active)
+        facts = None
     starts = _screen.statement_starts(tree) if tree is not None and active else None  # for the model's positions
     tree = None  # not kept alive through the LibCST parse
     if not active:
@@ -229,6 +236,12 @@ def legacy_async(source: str, path: str = "<unknown>"):
     if renamed is None or compile_error(renamed.source, path):
         return None
     return renamed
+
+
+def without_torch_rules(rules: Sequence[Rule]) -> List[Rule]:
+    """The rules that are not about PyTorch (``Rule.framework``), for a file that
+    ``frameworks.framework_of`` finds written for another framework."""
+    return [rule for rule in rules if rule.framework != TORCH]
 
 
 def _expand_indent_tabs(source: str) -> str:

@@ -4,7 +4,6 @@ linted through a same-width renaming, positions kept, messages restored, no fixe
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 
 import pytest
