@@ -174,7 +174,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
             parsed_source = renamed.source
             tree = _screen.parse(parsed_source, path)
     if tree is None and not active:
-        error = syntax_error(source, path)
+        error = _parse_error(source, path)
         return [error] if error else _suppress([], source, path, rules, suppressions)
     if screen is None:
         screen = getattr(options, "screen", True)
@@ -196,7 +196,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         module = parse_module(parsed_source)
     except cst.ParserSyntaxError as exc:
         if "\t" not in parsed_source or compile_error(parsed_source, path):
-            error = syntax_error(source, path, exc)
+            error = _parse_error(source, path, exc)
             return [error] if error else []
         # CPython accepts it and LibCST does not: tabs mixed into an indentation of spaces,
         # which CPython reads as 8 columns. Lint the same lines with those tabs expanded.
@@ -204,7 +204,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         try:
             module = parse_module(parsed_source)
         except (cst.ParserSyntaxError, RecursionError, MemoryError):
-            error = syntax_error(source, path, exc)
+            error = _parse_error(source, path, exc)
             return [error] if error else []
     except (RecursionError, MemoryError) as exc:  # pathological nesting
         return [file_error(path, f"could not parse: {type(exc).__name__}")]
@@ -224,6 +224,21 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         findings = [dataclasses.replace(f, message=renamed.restore(f.message), detail=renamed.restore(f.detail))
                     for f in findings]
     return _suppress(findings, source, path, rules, suppressions)
+
+
+def _parse_error(source: str, path: str, exc=None) -> Optional[Finding]:
+    """``syntax_error``; for a file that also uses ``async`` as a name (pre-3.7 code), the
+    first error past those names, which is the one to fix (the positions are the same)."""
+    error = syntax_error(source, path, exc)
+    if error is None or "async" not in source:
+        return error
+    from mllint.legacy_syntax import rename_async_names
+
+    renamed = rename_async_names(source)
+    later = syntax_error(renamed.source, path) if renamed is not None else None
+    if later is None:
+        return error
+    return dataclasses.replace(later, message=renamed.restore(later.message))
 
 
 def legacy_async(source: str, path: str = "<unknown>"):

@@ -47,17 +47,22 @@ class Renamed:
 
 
 def rename_async_names(source: str) -> Optional[Renamed]:
-    """The source with each ``async`` used as a name renamed, or None when there is none,
-    when no candidate name is free, or when the source does not tokenize."""
+    """The source with each ``async`` used as a name renamed, or None when there is none
+    or when no candidate name is free. Where the source stops tokenizing, the names
+    before that point are renamed."""
     if _KEYWORD not in source:
         return None
     name = next((c for c in _CANDIDATES if c not in source), None)
     if name is None:
         return None
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError, ValueError):
-        return None
+    tokens = []
+    try:  # the tokens up to a tokenizer error (an unclosed bracket at the end) will do
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.ERRORTOKEN:  # an unterminated string...: no further
+                break
+            tokens.append(token)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
     spots: List[Tuple[int, int]] = []  # (line, column) of each `async` used as a name
     for index, token in enumerate(tokens):
         if token.type != tokenize.NAME or token.string != _KEYWORD:

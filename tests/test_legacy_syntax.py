@@ -61,7 +61,7 @@ def test_the_new_name_is_one_the_file_does_not_use():
     "x = 1\n",  # no async at all
     "async def f():\n    await g()\n",  # the keyword only
     "s = 'x.cuda(async=True)'\n",  # in a string
-    "x = (\n  async\n",  # does not tokenize
+    "x = (\n  'async\n",  # does not tokenize before it
 ])
 def test_nothing_to_rename(source):
     assert rename_async_names(source) is None
@@ -97,10 +97,12 @@ def test_messages_name_async_again():
 def test_other_syntax_errors_are_still_ml000():
     broken = OLD_LOOP + "def broken(:\n    pass\n"
     [finding] = engine.lint_source(broken, "train.py", RULES)
-    assert finding.code == "ML000" and finding.line == 7  # CPython's first error, in the file as written
+    # the error to fix (the first one past the `async` names), where it is in the file
+    assert (finding.code, finding.line, finding.column) == ("ML000", 16, 12)
+    assert engine.lint_source("def f(async=1):\n    pass\n", "x.py", RULES) == []
     # and a file with no rule triggered is checked too
     [finding] = engine.lint_source("x.cuda(async=True)\ny = (\n", "train.py", RULES)
-    assert finding.code == "ML000"
+    assert (finding.code, finding.line) == ("ML000", 2) and "asyn_" not in finding.message
     assert engine.lint_source("x.cuda(async=True)\n", "train.py", RULES) == []
 
 
