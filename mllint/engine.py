@@ -22,6 +22,7 @@ from typing import Callable, List, Optional, Sequence
 from mllint import noqa
 from mllint import screen as _screen
 from mllint.findings import Finding, Severity
+from mllint.frameworks import OTHER as OTHER_FRAMEWORK, TORCH, framework_of
 from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, Rule
 
 # What is read of a file at most, whatever `max-file-size` says (a guard for memory; a
@@ -167,35 +168,46 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         tree = _screen.parse(source, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
+    parsed_source = source  # what is parsed: the source, or a same-width stand-in for it
+    renamed = None
+    if tree is None and "async" in source:
+        renamed = legacy_async(source, path)
+        if renamed is not None:  # pre-3.7 code with `async` as a name: lint it renamed
+            parsed_source = renamed.source
+            tree = _screen.parse(parsed_source, path)
     if tree is None and not active:
-        error = syntax_error(source, path)
+        error = _parse_error(source, path)
         return [error] if error else _suppress([], source, path, rules, suppressions)
     if screen is None:
         screen = getattr(options, "screen", True)
-    if tree is not None and active and screen:
+    if tree is not None and active:
         facts = _screen.facts_of(tree)
         facts.torch_project = bool(implied)
-        active = _screen.screened(facts, active)
+        if framework_of(facts) == OTHER_FRAMEWORK:  # TensorFlow, Keras, JAX: no torch rules
+            rules = without_torch_rules(rules)
+            active = without_torch_rules(active)
+        if screen:
+            active = _screen.screened(facts, active)
+        facts = None
     starts = _screen.statement_starts(tree) if tree is not None and active else None  # for the model's positions
     tree = None  # not kept alive through the LibCST parse
     if not active:
         return _suppress([], source, path, rules, suppressions)
-    parsed_source = source
     from mllint.semantics.tree import parse_module
 
     try:
-        module = parse_module(source)
+        module = parse_module(parsed_source)
     except cst.ParserSyntaxError as exc:
-        if "\t" not in source or compile_error(source, path):
-            error = syntax_error(source, path, exc)
+        if "\t" not in parsed_source or compile_error(parsed_source, path):
+            error = _parse_error(source, path, exc)
             return [error] if error else []
         # CPython accepts it and LibCST does not: tabs mixed into an indentation of spaces,
         # which CPython reads as 8 columns. Lint the same lines with those tabs expanded.
-        parsed_source = _expand_indent_tabs(source)
+        parsed_source = _expand_indent_tabs(parsed_source)
         try:
             module = parse_module(parsed_source)
         except (cst.ParserSyntaxError, RecursionError, MemoryError):
-            error = syntax_error(source, path, exc)
+            error = _parse_error(source, path, exc)
             return [error] if error else []
     except (RecursionError, MemoryError) as exc:  # pathological nesting
         return [file_error(path, f"could not parse: {type(exc).__name__}")]
@@ -208,8 +220,12 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     for rule in active:
         findings.extend(rule.check(model))
     if parsed_source is not source:
-        # positions past an expanded tab are not the file's: report, never rewrite
+        # Positions past an expanded tab are not the file's, and a fix's text would carry a
+        # renamed `async` into the file (which would still not parse): report, never rewrite.
         findings = [dataclasses.replace(f, fix=None) for f in findings]
+    if renamed is not None:
+        findings = [dataclasses.replace(f, message=renamed.restore(f.message), detail=renamed.restore(f.detail))
+                    for f in findings]
     return _suppress(findings, source, path, rules, suppressions)
 
 
@@ -220,6 +236,39 @@ def _project_view(options):
     from mllint.project import view_from_key
 
     return view_from_key(key)
+
+
+def _parse_error(source: str, path: str, exc=None) -> Optional[Finding]:
+    """``syntax_error``; for a file that also uses ``async`` as a name (pre-3.7 code), the
+    first error past those names, which is the one to fix (the positions are the same)."""
+    error = syntax_error(source, path, exc)
+    if error is None or "async" not in source:
+        return error
+    from mllint.legacy_syntax import rename_async_names
+
+    renamed = rename_async_names(source)
+    later = syntax_error(renamed.source, path) if renamed is not None else None
+    if later is None:
+        return error
+    return dataclasses.replace(later, message=renamed.restore(later.message))
+
+
+def legacy_async(source: str, path: str = "<unknown>"):
+    """For a source CPython rejects: a ``legacy_syntax.Renamed`` stand-in with every
+    ``async`` used as a name (pre-3.7 code: ``x.cuda(async=True)``) renamed to a name of the
+    same width, when that makes it parse; else None (the file's ML000 stands)."""
+    from mllint.legacy_syntax import rename_async_names
+
+    renamed = rename_async_names(source)
+    if renamed is None or compile_error(renamed.source, path):
+        return None
+    return renamed
+
+
+def without_torch_rules(rules: Sequence[Rule]) -> List[Rule]:
+    """The rules that are not about PyTorch (``Rule.framework``), for a file that
+    ``frameworks.framework_of`` finds written for another framework."""
+    return [rule for rule in rules if rule.framework != TORCH]
 
 
 def _expand_indent_tabs(source: str) -> str:

@@ -16,12 +16,15 @@ following nbformat 4's published schema: a top-level object with ``nbformat`` (4
 - **IPython syntax is masked without moving anything**: each masked piece is replaced
   by Python of exactly the same width, so lines and columns stay those of the cell and
   the program parses in any indentation context. Line magics (``%matplotlib inline``),
-  shell escapes (``!pip install x``, ``files = !ls``) and help (``?obj``, ``obj??``)
-  become ``0`` followed by spaces; a magic that runs Python (``%time model(x)``,
+  shell escapes (``!pip install x``, ``files = !ls``, ``x: list = !ls``) and help (``?obj``,
+  ``obj??``, ``np.*load*?``) become ``0`` followed by spaces; a magic or shell escape
+  continued over lines by trailing backslashes keeps its backslashes and its continuation
+  lines become blanks (a backslash on a cell's last line joins nothing); a magic that runs Python (``%time model(x)``,
   ``%timeit -n 3 f()``) keeps its Python: only the ``%time `` prefix becomes ``(0);``
   plus spaces. A cell magic that runs Python (``%%time``, ``%%capture``...) masks its
   first line only; any other (``%%bash``, ``%%writefile``, ``%%html``, ``%%sql``...)
-  turns the whole cell into comments.
+  turns the whole cell into comments. As in IPython, blank lines before a cell magic
+  do not count.
 - **Rewriting** (``Notebook.rewrite``) replaces only the ``source`` values of changed
   cells in the original JSON text: everything else (outputs, metadata, key order,
   indentation, escapes, line endings) stays byte for byte; unchanged list items keep
@@ -134,8 +137,13 @@ class Mask:
 
 
 _NAME = re.compile(r"%+([A-Za-z_][\w.]*)")
-_HELP = re.compile(r"^(?:\?{1,2}[\w.%]+|[\w.%]+(?:\(\))?\?{1,2})\s*$")
-_ASSIGN_ESCAPE = re.compile(r"^([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*)([!%].*)$")
+# ``?obj``, ``obj??``, ``obj.attr?``, ``f()?``, wildcard searches (``np.*load*?``, ``?np.*load*``)
+_HELP = re.compile(r"^(?:\?{1,2}[\w.%*]+|[\w.%*]+(?:\(\))?\?{1,2})\s*$")
+# ``files = !ls``, ``a, b = !cmd``, ``self.out = %sx cmd``, ``d["k"] = !cmd``, ``x: list = !ls``
+_TARGET = r"[A-Za-z_][\w.]*(?:\[[^\]=\n]*\])*"
+_ASSIGN_ESCAPE = re.compile(
+    rf"^({_TARGET}(?:\s*,\s*{_TARGET})*(?:\s*:\s*[^=\n]+?)?\s*=\s*)([!%].*)$"
+)
 
 
 def _filler(width: int) -> str:
@@ -254,7 +262,9 @@ def mask_cell(text: str) -> Tuple[str, List[Mask]]:
         return text, []
     masks: List[Mask] = []
     out: List[str] = []
-    first = lines[0].lstrip()
+    # IPython drops leading blank lines before it looks for a cell magic
+    first_number = next((n for n, line in enumerate(lines) if line.strip()), 0)
+    first = lines[first_number].lstrip()
     if first.startswith("%%"):
         match = _NAME.match(first)
         name = match.group(1) if match else ""
@@ -271,14 +281,26 @@ def mask_cell(text: str) -> Tuple[str, List[Mask]]:
                     out.append(line)
             return "".join(out), masks
     scanner = _Scanner()
+    continued = False  # the previous line was masked whole and ends in a backslash
     for number, line in enumerate(lines, 1):
         body = line.rstrip("\r\n")
         ending = line[len(body):]
         indent = len(body) - len(body.lstrip())
         content = body[indent:]
+        if continued:
+            # IPython joins a magic or shell escape with the lines its backslashes continue:
+            # blanks here (keeping the backslash while it goes on), the same width.
+            continued = _continues(body, number, lines)
+            if content:
+                masked = " " * (len(content) - 1) + ("\\" if continued else " ")
+                masks.append(Mask(number, indent, content + ending, masked + ending, True))
+                out.append(body[:indent] + masked + ending)
+            else:
+                out.append(line)
+            continue
         replaced = None
         if scanner.at_statement_start and content:
-            if content.startswith("%%") and number == 1:  # a Python cell magic: its line only
+            if content.startswith("%%") and number == first_number + 1:  # a Python cell magic: its line only
                 replaced = (indent, content, True)
             elif content.startswith("%"):
                 prefix = _python_magic_prefix(content)
@@ -300,7 +322,8 @@ def mask_cell(text: str) -> Tuple[str, List[Mask]]:
             continue
         column, original, whole = replaced
         if whole:
-            masked = _filler(len(original))
+            continued = _continues(body, number, lines) and column + len(original) == len(body)
+            masked = _filler(len(original) - 1) + "\\" if continued else _filler(len(original))
             masks.append(Mask(number, column, original + ending, masked + ending, True))
             new_body = body[:column] + masked + body[column + len(original):]
         else:
@@ -310,6 +333,12 @@ def mask_cell(text: str) -> Tuple[str, List[Mask]]:
             scanner.feed(new_body)
         out.append(new_body + ending)
     return "".join(out), masks
+
+
+def _continues(body: str, number: int, lines: List[str]) -> bool:
+    """Whether the line `body` (line `number` of `lines`) goes on with the next line of the
+    cell: it ends with a backslash (as IPython reads a continued magic or shell escape)."""
+    return body.endswith("\\") and number < len(lines)
 
 
 # --------------------------------------------------------------------------- the notebook
@@ -343,6 +372,10 @@ def _syntax_error(source: str) -> Optional[Tuple[int, int, str]]:
     except SyntaxError as err:
         if _libcst_parses(source):
             return None  # newer syntax than the running Python knows (LibCST has its own grammar)
+        from mllint.engine import legacy_async
+
+        if legacy_async(source) is not None:
+            return None  # pre-3.7 code with `async` as a name: the engine lints it renamed
         return err.lineno or 1, max(err.offset or 1, 1), f"SyntaxError: {err.msg}"
     except (ValueError, RecursionError, MemoryError) as err:
         return 1, 1, f"could not parse: {type(err).__name__}"

@@ -41,6 +41,10 @@ class Rule:
     # The rule's cheap predicate over the file's ``screen.Facts`` (mllint/screen.py): False
     # when the rule cannot report anything in the file, which is then not parsed for it.
     screen: Optional[Callable] = None
+    # The framework the rule is about (a module's FRAMEWORK): "torch" (the default: the
+    # catalogue is about PyTorch), "sklearn", or None (any code). The engine leaves the
+    # "torch" rules out for a file written for another framework (mllint/frameworks.py).
+    framework: Optional[str] = "torch"
 
     def triggered_by(self, source: str, implied: FrozenSet[str] = frozenset()) -> bool:
         """Whether the source holds a trigger word and every required word (or an alternative
@@ -81,6 +85,7 @@ def rule_from_module(mod) -> Rule:
         module=mod.__name__,
         check_noqa=getattr(mod, "check_noqa", None),
         screen=getattr(mod, "SCREEN", None),
+        framework=getattr(mod, "FRAMEWORK", "torch"),
     )
 
 

@@ -1,8 +1,9 @@
 """mllint's rules, one module each; installed as the package ``mllint.rules``.
 
 Each module defines CODE, NAME, MESSAGE, TRIGGERS, DEFAULT_ENABLED, FIX ("safe",
-"unsafe" or None), a docstring (the user-facing documentation), VALID and INVALID
-examples, and ``check(model) -> Iterable[Finding]``.
+"unsafe" or None), FRAMEWORK ("torch", the default: left out for TensorFlow, Keras or
+JAX files; "sklearn"; or None), a docstring (the user-facing documentation), VALID and
+INVALID examples, and ``check(model) -> Iterable[Finding]``.
 """
 
 RULE_MODULES = [

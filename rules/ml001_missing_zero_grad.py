@@ -85,6 +85,7 @@ MESSAGE = "gradients accumulate across optimizer steps: nothing clears them in t
 TRIGGERS = ("backward(",)  # loss.backward(), accelerator.backward(loss), torch.autograd.backward(...)
 REQUIRES = ("step",)  # optimizer.step(), scaler.step(optimizer), xm.optimizer_step(optimizer)
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = "safe"
 
 
@@ -881,6 +882,17 @@ VALID = [
         accelerator.backward(outputs.loss)
         optimizer.step()
         optimizer.zero_grad()
+    """,
+    # JAX/Optax code whose names look like a torch loop: not torch code (mllint/frameworks.py)
+    """
+    import jax
+    import optax
+
+    for x, y in loader:
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        updates, opt_state = optimizer.update(grads, opt_state)
+        loss.backward()
+        optimizer.step()
     """,
 ]
 

@@ -42,6 +42,9 @@ When the code is fine
       ``test_step`` / ``predict_step`` in a class that derives from Lightning (or
       from a base class imported from elsewhere, which may), HF ``Trainer`` and
       skorch ``NeuralNet`` subclasses, HF ``generate()`` (not a forward here);
+    - the file is written for another framework: it imports TensorFlow, Keras, JAX or
+      Flax (or uses transformers' ``TF``/``Flax`` model classes) and nothing
+      torch-related (so does every PyTorch rule);
     - the call is not a model's forward (``criterion(out, y)``, metrics,
       tokenizers, transforms).
 
@@ -79,6 +82,7 @@ MESSAGE = "forward pass in evaluation code runs with autograd on"
 TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = "safe"
 
 
@@ -751,6 +755,38 @@ def fit(model, steps):
 
 gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 """,
+    # a TensorFlow model from transformers, no torch import: not torch code (mllint/frameworks.py)
+    """
+    from transformers import AutoTokenizer, TFAutoModelForSequenceClassification
+
+    tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
+    model = TFAutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+    model.eval()
+    outputs = model(tokenizer(["hello"], return_tensors="tf"))
+    """,
+    # a TensorFlow training loop (GradientTape) and evaluation: not torch code
+    """
+    import tensorflow as tf
+    from transformers import TFAutoModelForSequenceClassification
+
+    model = TFAutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+    optimizer = tf.keras.optimizers.Adam(3e-5)
+    for batch in train_loader:
+        with tf.GradientTape() as tape:
+            loss = model(batch, training=True).loss
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    for batch in test_loader:
+        preds = model(batch, training=False).logits
+    """,
+    # a Flax model from transformers (through the module): not torch code
+    """
+    import transformers
+
+    model = transformers.FlaxAutoModel.from_pretrained("bert-base-uncased")
+    for batch in test_loader:
+        outputs = model(**batch)
+    """,
 ]
 
 INVALID = [

@@ -77,6 +77,7 @@ NAME = "data-leakage"
 MESSAGE = "a preprocessing step or a model is fitted on data that includes the test set"
 TRIGGERS = (".fit", "fit_", "scale(", "_transform(")
 DEFAULT_ENABLED = True
+FRAMEWORK = "sklearn"  # scikit-learn code: on whatever the deep-learning framework
 FIX = "unsafe"
 
 
@@ -1592,4 +1593,16 @@ INVALID = [
     ds.normalise()
     ds.make_splits()
     """,
+    # a Keras notebook: scikit-learn leakage is reported whatever the framework
+    Example(
+        """
+        from tensorflow import keras
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import StandardScaler
+        X_scaled = StandardScaler().fit_transform(X)
+        X_train, X_test, y_train, y_test = train_test_split(X_scaled, y)
+        model = keras.Sequential([keras.layers.Dense(1)])
+        model.fit(X_train, y_train)
+        """,
+    ),
 ]

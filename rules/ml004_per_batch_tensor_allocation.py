@@ -77,6 +77,7 @@ TRIGGERS = (
     "Tensor(", "_window(", "_indices(",
 )
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = "safe"
 
 

@@ -86,6 +86,7 @@ MESSAGE = "model evaluated in training mode, or left in eval mode for training"
 TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = "safe"
 
 

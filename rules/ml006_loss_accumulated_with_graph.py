@@ -56,6 +56,7 @@ MESSAGE = "a loss tensor accumulated across iterations keeps every iteration's g
 TRIGGERS = ("+=", "append(", " + ", "] = ")
 REQUIRES = ("backward",)
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = "safe"
 
 

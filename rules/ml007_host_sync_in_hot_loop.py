@@ -47,6 +47,7 @@ MESSAGE = "a tensor is read on the host on every training iteration: each read w
 TRIGGERS = (".item(", ".cpu(", ".numpy(", "print(", ".tolist(")
 REQUIRES = ("backward",)
 DEFAULT_ENABLED = False
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = None
 
 

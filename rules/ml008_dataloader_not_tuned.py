@@ -44,6 +44,7 @@ MESSAGE = "a DataLoader feeding CUDA training has no workers or unpinned memory"
 TRIGGERS = ("DataLoader",)
 REQUIRES = ("cuda",)
 DEFAULT_ENABLED = False
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = None
 
 

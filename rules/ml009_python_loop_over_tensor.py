@@ -59,6 +59,7 @@ MESSAGE = "a Python loop does element-wise tensor arithmetic one element at a ti
 TRIGGERS = ("range(",)
 REQUIRES = ("torch",)
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = None
 
 

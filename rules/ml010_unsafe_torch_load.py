@@ -66,6 +66,7 @@ MESSAGE = "`torch.load` without `weights_only=True` can run code hidden in the c
 TRIGGERS = ("load",)
 REQUIRES = ("torch",)
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = "unsafe"
 
 

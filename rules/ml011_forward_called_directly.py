@@ -74,6 +74,7 @@ NAME = "forward-called-directly"
 MESSAGE = "`model.forward(x)` skips the module's hooks: call `model(x)`"
 TRIGGERS = (".forward(",)
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = "safe"
 
 

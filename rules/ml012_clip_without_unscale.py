@@ -57,6 +57,7 @@ MESSAGE = "the clip sees scaled gradients: call `scaler.unscale_(optimizer)` bef
 TRIGGERS = ("clip_grad",)
 REQUIRES = (".scale(|GradScaler|scaler",)
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = "unsafe"
 
 

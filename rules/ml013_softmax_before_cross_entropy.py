@@ -79,6 +79,7 @@ MESSAGE = "cross-entropy is given softmax output: it applies its own softmax, so
 TRIGGERS = ("CrossEntropyLoss", "cross_entropy")
 REQUIRES = ("softmax|Softmax",)  # log_softmax / LogSoftmax contain it too
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = "unsafe"
 
 

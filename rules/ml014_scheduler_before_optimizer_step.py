@@ -60,6 +60,7 @@ NAME = "scheduler-before-optimizer-step"
 MESSAGE = "`scheduler.step()` runs before `optimizer.step()`: the first learning rate is skipped"
 TRIGGERS = ("step(",)
 DEFAULT_ENABLED = True
+FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
 FIX = "safe"
 
 

@@ -42,6 +42,7 @@ NAME = "unused-noqa"
 MESSAGE = "unused `noqa` directive: a named rule suppressed nothing on this line"
 TRIGGERS = ("noqa", "NOQA", "NoQA", "Noqa")
 DEFAULT_ENABLED = False
+FRAMEWORK = None  # about noqa directives: any file
 FIX = "safe"
 
 PARSE_ERROR_CODE = "ML000"

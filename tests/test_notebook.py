@@ -564,3 +564,85 @@ def test_a_fix_the_notebook_cannot_take_is_not_offered():
     indented = "".join("  " + line for line in LOOP.splitlines(True))
     [finding] = lint(notebook_json([SETUP, indented]))
     assert finding.code == "ML001" and finding.fix is None
+
+
+# --------------------------------------------------------------------------- more IPython syntax
+
+IPYTHON_CELLS = {
+    "shell escape continued": "!pip install torch \\\n    torchvision \\\n    numpy\n",
+    "line magic continued": "%env CUDA_VISIBLE_DEVICES=0 \\\n  OTHER=1\n",
+    "pip magic continued": "%pip install -q \\\n  scikit-learn\n",
+    "assigned shell escape continued": "files = !ls \\\n    -la\n",
+    "assigned shell escape": "files = !ls -la\n",
+    "tuple assigned shell escape": "a, b = !ls\n",
+    "annotated assigned shell escape": "found: list = !ls\n",
+    "attribute assigned magic": "self.out = %sx echo hi\n",
+    "subscript assigned shell escape": "outs['ls'] = !ls\n",
+    "assigned line magic": "home = %env HOME\n",
+    "help before": "?model\n",
+    "help after": "model.fit??\n",
+    "help on a call": "model.forward()?\n",
+    "wildcard help": "torch.*load*?\n",
+    "wildcard help before": "?torch.nn.*Loss\n",
+    "time cell magic": "%%time\nx0 = model(torch.zeros(1, 4))\n",
+    "timeit cell magic with options": "%%timeit -n 3 -r 2\nmodel(torch.zeros(1, 4))\n",
+    "capture cell magic": "%%capture out\nprint(model)\n",
+    "cell magic after a blank line": "\n%%time\nprint(model)\n",
+    "bash cell": "%%bash\nfor f in *.py; do\n  echo $f\ndone\n",
+    "bash cell after a blank line": "\n%%bash\nif [ -f x ]; then echo (; fi\n",
+    "writefile cell": "%%writefile train.py\nimport torch\ndef broken(:\n",
+    "html cell": "%%html\n<div class='x'>\n  <b>hi</b>\n</div>\n",
+    "magics in indented blocks": ("for i in range(2):\n    %time f(i)\n    if i:\n        %matplotlib inline\n"
+                                  "        !echo {i} \\\n          done\n    model?\n"),
+    "line magic in a function": "def f():\n    %time g()\n    x = !ls\n    return x\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(IPYTHON_CELLS))
+def test_ipython_syntax_is_not_a_parse_error_and_later_positions_stay_right(name):
+    cell = IPYTHON_CELLS[name]
+    masked, masks = notebook.mask_cell(cell)
+    compile(masked, "cell", "exec")
+    assert [len(line) for line in split_lines(masked)] == [len(line) for line in split_lines(cell)]
+    assert masks
+    # A finding in a later cell keeps its cell and line.
+    assert where(lint(notebook_json([SETUP, cell, LOOP]))) == [("ML001", 3, 3, 5)]
+    # A finding in the same cell, after the IPython lines, keeps its line (a cell in
+    # another language is skipped as a whole).
+    lines = len(split_lines(cell))
+    other_language = any(cell.lstrip().startswith(m) for m in ("%%bash", "%%writefile", "%%html"))
+    expected = [] if other_language else [("ML001", 2, lines + 3, 5)]
+    assert where(lint(notebook_json([SETUP, cell + LOOP]))) == expected
+
+
+def test_python_cell_magics_are_linted_and_other_languages_skipped():
+    evaluate = "model.eval()\npredictions = model(x_test)\n"
+    build = "import torch\nmodel = torch.nn.Linear(4, 1)\n"
+    for magic in ("%%time", "%%timeit -n 1", "%%capture out", "\n%%time"):
+        cell = magic + "\n" + evaluate
+        line = len(split_lines(magic + "\n")) + 2
+        assert where(lint(notebook_json([build, cell]))) == [("ML002", 2, line, 15)], magic
+    for magic in ("%%bash", "%%writefile evaluate.py", "%%html", "\n%%bash"):
+        assert lint(notebook_json([build, magic + "\n" + evaluate])) == [], magic
+
+
+def test_a_continued_shell_escape_is_kept_by_fix():
+    cell = "!pip install torch \\\n    numpy\n" + LOOP
+    text = notebook_json([SETUP, cell])
+    assert where(lint(text)) == [("ML001", 2, 5, 5)]
+    new, outcome = fix_text(text, "nb.ipynb", RULES)
+    assert len(outcome.applied) == 1, outcome.rejected
+    assert json.loads(new)["cells"][1]["source"][:4] == [
+        "!pip install torch \\\n", "    numpy\n", "for x, y in loader:\n", "    optimizer.zero_grad()\n"]
+
+
+def test_a_backslash_at_the_end_of_a_cell_does_not_join_the_next_cell():
+    assert where(lint(notebook_json([SETUP, "!pip install torch \\", LOOP]))) == [("ML001", 3, 3, 5)]
+
+
+def test_invalid_cells_are_still_ml000_among_ipython_syntax():
+    cells = [SETUP, "!pip install torch \\\n  numpy\ndef broken(:\n    pass\n", "model?\n", LOOP]
+    assert where(lint(notebook_json(cells))) == [("ML000", 2, 3, 12), ("ML001", 4, 3, 5)]
+    # a shell escape's continuation does not hide Python after it
+    cells = [SETUP, "!pip install torch \\\n  numpy\nx = (\n", LOOP]
+    assert [f[:3] for f in where(lint(notebook_json(cells)))] == [("ML000", 2, 3), ("ML001", 3, 3)]
