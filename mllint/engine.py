@@ -162,7 +162,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         if suppressions is not None and suppressions.skip_file:
             return []
     view = _project_view(options)
-    implied = frozenset({"torch"}) if view is not None and view.torch_through_imports else frozenset()
+    implied = view.implied_words() if view is not None else frozenset()
     active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source, implied)]
     try:  # CPython's parser: the syntax check of every file, and the screen's facts
         tree = _screen.parse(source, path)
@@ -182,7 +182,8 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         screen = getattr(options, "screen", True)
     if tree is not None and active:
         facts = _screen.facts_of(tree)
-        facts.torch_project = bool(implied)
+        facts.torch_project = "torch" in implied
+        facts.project_words = implied
         if framework_of(facts) == OTHER_FRAMEWORK:  # TensorFlow, Keras, JAX: no torch rules
             rules = without_torch_rules(rules)
             active = without_torch_rules(active)

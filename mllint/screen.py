@@ -97,7 +97,7 @@ class Facts:
         "_script_call_dotted", "call_quals", "loop_call_quals", "loop_attr_calls",
         "identifiers", "imported_names", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class",
         "eval_switch", "tree", "_references", "_memo", "_call_dotted",
-        "_loop_call_dotted", "_call_names", "torch_project",
+        "_loop_call_dotted", "_call_names", "torch_project", "project_words",
     )
 
     def __init__(self) -> None:
@@ -128,6 +128,9 @@ class Facts:
         self._call_names: Optional[Set[str]] = None
         # set by the engine: the file imports the project's own torch modules (mllint/project/)
         self.torch_project = False
+        # set by the engine: words the project implies for this file (``softmax``: a model class it
+        # imports ends its forward in one), see ProjectView.implied_words
+        self.project_words: frozenset = frozenset()
 
     # --- queries used by the rules' predicates -----------------------------------------------
     @property

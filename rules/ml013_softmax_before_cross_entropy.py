@@ -69,6 +69,7 @@ from mllint.semantics.probabilities import (
     _is_qual,
     criterion_for_module,
     is_cross_entropy,
+    project_model_origin,
     softmax_origin,
     tensor_method_receiver,
 )
@@ -86,10 +87,11 @@ FIX = "unsafe"
 def SCREEN(facts) -> bool:
     # Sound: a finding needs a cross-entropy (``CrossEntropyLoss``/``cross_entropy`` by its
     # qualified name, so its name or an import of it is in the file) and a softmax or
-    # log_softmax (``softmax``/``Softmax``/``LogSoftmax``... also by name).
+    # log_softmax (``softmax``/``Softmax``/``LogSoftmax``... also by name), or a model class of
+    # another file of the project whose forward ends in one (the project implies the word).
     names = facts.identifiers | facts.imported_names
-    return any("cross_entropy" in n or "CrossEntropy" in n for n in names) and any(
-        "softmax" in n or "Softmax" in n for n in names
+    return any("cross_entropy" in n or "CrossEntropy" in n for n in names) and (
+        "softmax" in facts.project_words or any("softmax" in n or "Softmax" in n for n in names)
     )
 
 _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
@@ -108,6 +110,9 @@ def check(model: FileModel) -> Iterable[Finding]:
         if origin is None:
             kind = LOG_SOFTMAX
             origin = softmax_origin(model, arg, ctx.scope, call, kind=LOG_SOFTMAX)
+        if origin is None and call not in seen:
+            yield from _project_finding(model, call, arg, ctx.scope)
+            continue
         if origin is None or call in seen:
             continue
         seen.add(call)
@@ -127,6 +132,25 @@ def check(model: FileModel) -> Iterable[Finding]:
             f"predict_proba can apply the softmax), or keep the softmax and use NLLLoss on its log."
         )
         yield model.finding(criterion, CODE, NAME, message, _fix(model, origin), detail)
+
+
+def _project_finding(model: FileModel, call: cst.Call, arg: cst.BaseExpression, scope: str) -> Iterable[Finding]:
+    """The model's class is defined in another file of the project and its ``forward`` ends in a
+    softmax or log_softmax: reported here, without a fix (the change belongs in that file)."""
+    for kind in (SOFTMAX, LOG_SOFTMAX):
+        found = project_model_origin(model, arg, scope, kind)
+        if found is None:
+            continue
+        _model_call, where = found
+        then = "cross-entropy softmaxes again" if kind is SOFTMAX else "cross-entropy repeats it, use NLLLoss"
+        message = f"`{shorten(model.code_of(call), 40)}` gets {kind.name} output from the model's forward ({where}): {then}"
+        detail = (
+            f"`{shorten(model.code_of(arg), 60)}` is what the model's `forward` returns, and that forward ({where}) "
+            f"ends in {kind.name} on every path; cross-entropy applies log_softmax itself. Return the logits from "
+            f"forward (apply softmax where probabilities are needed), or use NLLLoss on log-probabilities."
+        )
+        yield model.finding(call, CODE, NAME, message, None, detail)
+        return
 
 
 def _finding(model: FileModel, call: cst.Call, arg: cst.BaseExpression, origin: cst.CSTNode, kind: Kind) -> Finding:

@@ -278,3 +278,67 @@ def test_cache_sees_a_change_in_another_file(tmp_path):
     (tmp_path / "pkg/utils.py").write_text(UTILS.replace("    return total\n", "    model.train()\n    return total\n"))
     second = run(["--format", "json", "--exit-zero", "pkg/train.py"], tmp_path)
     assert codes_at(json.loads(second.stdout), "pkg/train.py") == []
+
+
+BASE_POLICY = """\
+import torch
+import torch.nn as nn
+
+
+class BasePolicy(nn.Module):
+    def _predict(self, obs):
+        raise NotImplementedError
+
+    def predict(self, obs):
+        self.eval()
+        with torch.no_grad():
+            actions = self._predict(obs)
+        return actions.numpy()
+"""
+
+POLICY = """\
+import torch.nn as nn
+from base import BasePolicy
+
+
+class MlpPolicy(BasePolicy):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.Linear(8, 2))
+
+    def _predict(self, obs):
+        return self.net(obs).argmax(-1)
+"""
+
+
+def test_template_method_called_by_a_base_class_in_another_file(tmp_path):
+    forget()
+    make_project(tmp_path, {"base.py": BASE_POLICY, "policies.py": POLICY})
+    assert lint_json(tmp_path, "policies.py") == []  # the base class sets eval mode and no_grad
+    unprotected = BASE_POLICY.replace("        self.eval()\n", "").replace(
+        "        with torch.no_grad():\n            actions", "        actions")
+    (tmp_path / "base.py").write_text(unprotected)
+    forget()
+    assert codes_at(lint_json(tmp_path, "policies.py"), "policies.py") == [("ML002", 11)]
+
+
+def test_log_probabilities_from_a_model_of_another_file_fed_to_cross_entropy(tmp_path):
+    forget()
+    make_project(tmp_path, {"models.py": MODELS, "train.py": """\
+        import torch
+        import torch.nn.functional as F
+        from models import LogProbs, Plain
+
+        net = LogProbs()
+        plain = Plain()
+        opt = torch.optim.SGD(list(net.parameters()) + list(plain.parameters()), lr=0.1)
+        for x, y in loader:
+            opt.zero_grad()
+            out = net(x)
+            loss = F.cross_entropy(out, y) + F.cross_entropy(plain(x), y)
+            loss.backward()
+            opt.step()
+        """})
+    found = lint_json(tmp_path, "train.py")
+    assert codes_at(found, "train.py") == [("ML013", 11)]
+    assert "models.py:" in found[0]["message"] and found[0]["fix"] is None

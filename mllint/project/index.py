@@ -274,7 +274,28 @@ class Project:
                 candidates |= self.importers(other)
         for other in candidates - self._indexed:
             self._index_calls(other)
-        return self._callers.get((rel, key), [])
+        found = list(self._callers.get((rel, key), []))
+        cls_name, _, method = key.rpartition(".")
+        cls = self.classes_of(rel).get(cls_name) if cls_name and "." not in cls_name else None
+        if cls is not None:
+            found.extend(self._base_class_callers(rel, cls, method, set()))
+        return found
+
+    def _base_class_callers(self, rel: str, cls: ClassFacts, method: str, seen: Set) -> List[Tuple[str, CallFacts]]:
+        """``self.<method>(...)`` in the methods of the class's base classes defined in OTHER files
+        of the project (a template method: ``BasePolicy.predict`` calling ``self._predict``)."""
+        out: List[Tuple[str, CallFacts]] = []
+        for base in cls.bases:
+            parent = self.class_in(rel, base)
+            if parent is None or (parent[0], parent[1].name) in seen:
+                continue
+            seen.add((parent[0], parent[1].name))
+            prefix = parent[1].name + "."
+            if parent[0] != rel:
+                out.extend((parent[0], call) for call in self.facts[parent[0]].calls
+                           if call.callee == f"self.{method}" and call.caller.startswith(prefix))
+            out.extend(self._base_class_callers(parent[0], parent[1], method, seen))
+        return out
 
     def _index_calls(self, rel: str) -> None:
         self._indexed.add(rel)

@@ -48,6 +48,20 @@ class ProjectView:
             self._torch_imports = cached
         return cached
 
+    def implied_words(self) -> frozenset:
+        """Words the rules' text triggers should count as present in this file because of what it
+        imports from the project: ``torch`` (see torch_through_imports) and ``softmax`` when a
+        class it imports has a forward that ends in softmax or log_softmax."""
+        words = set()
+        if self.torch_through_imports:
+            words.add("torch")
+        if self.rel in self.project.facts:
+            for qualified in self.project.imports_of(self.rel).values():
+                if self.forward_returns(qualified) in ("softmax", "log_softmax"):
+                    words.add("softmax")
+                    break
+        return frozenset(words)
+
     # --- classes named in this file -----------------------------------------------------------
     def class_named(self, qualified: str) -> Optional[Tuple[str, ClassFacts]]:
         """The project class that a qualified name (as this file's imports spell it) stands for;

@@ -199,6 +199,38 @@ def _values_of(m: FileModel, ref: str, scope: str, depth: int) -> Optional[List[
     return values or None
 
 
+def project_model_origin(m: FileModel, expr: cst.BaseExpression, scope: str, kind: "Kind" = None,
+                         depth: int = 0) -> Optional[Tuple[cst.Call, str]]:
+    """``(call, where)`` when `expr` is the output of a model whose class is defined in another
+    file of the project and whose ``forward`` returns `kind` output on every path (``out =
+    net(x)`` with ``net = Net()`` from ``models.py``); `where` is ``path:line`` of that class."""
+    kind = kind or SOFTMAX
+    if m.project is None or depth > _MAX_DEPTH:
+        return None
+    if isinstance(expr, cst.Name):
+        values = _bindings(m, expr.value, scope)
+        if not values or len(values) != 1:
+            return None
+        return project_model_origin(m, values[0][0], values[0][1], kind, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return None
+    ref = dotted(expr.func)
+    if ref is None:
+        return None
+    if ref.endswith(".forward"):
+        ref = ref[: -len(".forward")]
+    values = _values_of(m, ref, scope, depth)
+    if not values or len(values) != 1:
+        return None
+    built = _unwrap(values[0][0])
+    if not isinstance(built, cst.Call):
+        return None
+    qual = m.imports.qualname(built.func)
+    if not qual or m.project.forward_returns(qual) != kind.name:
+        return None
+    return expr, m.project.where(qual) or qual
+
+
 # --- cross-entropy losses -----------------------------------------------------------------------
 
 

@@ -397,6 +397,8 @@ class ModeFacts:
         if not sites:
             if self.call_sites(scope):
                 return {"maybe"}  # recursion
+            if self._callers_elsewhere_switch(fn, ref):
+                return {"eval"}  # every caller in another file switches it to eval mode first
             if head in ("self", "cls"):
                 found = self._initial_attr(scope, ref)
                 if found == "none" and not self._unset_counts(scope, depth):
@@ -411,8 +413,6 @@ class ModeFacts:
                 # nor for a method that a base class we cannot see may call (a template method).
                 if fn.cls is not None and self._unseen_base(fn.cls):
                     return {"maybe"}
-                if self._callers_elsewhere_switch(fn, ref):
-                    return {"eval"}  # every caller in another file switches it to eval mode first
                 if self._unset_counts(scope, depth):
                     return {"none"}
                 # A function that trains this model (itself or through a helper) and evaluates
@@ -442,6 +442,10 @@ class ModeFacts:
         if not callers:
             return False
         head = _head(ref)
+        if head in ("self", "cls") and fn.cls is not None:
+            # a base class in another file calls ``self.<method>()`` after ``self.eval()``
+            return ref == head and all(call.callee.startswith("self.") and "self" in call.evals_before
+                                       for _, call in callers)
         params = list(fn.params[1:] if fn.cls is not None else fn.params)
         if head not in params:
             return False
