@@ -66,6 +66,7 @@ from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import (
     ANY,
     BACKWARD,
+    CALL,
     CLEAR,
     FRESH,
     STEP,
@@ -93,9 +94,10 @@ def SCREEN(facts) -> bool:
     # Sound: a finding is a backward pass in a loop (a BACKWARD effect: ``.backward()``,
     # ``.manual_backward()``, ``torch.autograd.backward`` under any alias) whose gradients an
     # optimizer step uses (a STEP effect: ``.step(...)``/``.optimizer_step(...)``, also inside
-    # helpers of the file, which are calls in the file too).
+    # helpers of the file, which are calls in the file too). A file without loops of its own
+    # can still be reported when a loop of another file of the project calls its functions.
     return (
-        facts.has_loop
+        (facts.has_loop or "called-in-loop" in facts.project_words)
         and not facts.call_names.isdisjoint({"backward", "manual_backward"})
         and not facts.call_names.isdisjoint({"step", "optimizer_step"})
     )
@@ -461,6 +463,54 @@ def check(model: FileModel) -> Iterable[Finding]:
             fix = _fix(model, loop, steps, site, backwards)
             message, detail = _message(model, loop, effects, steps)
             yield model.finding(node, CODE, NAME, message, fix, detail)
+    yield from _stepped_from_other_files(model, reported)
+
+
+def _stepped_from_other_files(model: FileModel, reported: set) -> Iterable[Finding]:
+    """A function or method of this file that runs backward and then steps an optimizer on
+    every call, without clearing it, called once per iteration of a loop in another file of
+    the project that clears nothing either (``disc.step(batch)`` in ``train.py``): the
+    gradients of every iteration add up. Reported at the backward, without a fix (whether
+    to clear here or in the caller's loop is the author's call)."""
+    if model.project is None:
+        return
+    for key, summary in model.summaries.items():
+        for step in summary.top_steps:
+            if step.feeder is None or step.covered or step.conds or step.feeder in reported:
+                continue
+            if any(e.kind == CALL and e.callee == key and e.ctx.loop is not None for e in model.effects):
+                continue  # called in a loop of this file: the loops above judge it
+            callers = [(rel, call) for rel, call in model.project.callers(key) if call.in_loop]
+            if not callers or any(call.loop_clears or _clears_same_object(model, rel, call) for rel, call in callers):
+                continue
+            reported.add(step.feeder)
+            rel, call = callers[0]
+            name = key.rsplit(".", 1)[-1]
+            message = (f"gradients accumulate: `{name}()` steps `{shorten(step.ref, 24)}` on every call from the loop "
+                       f"at {rel}:{call.line}, and nothing clears them")
+            detail = (f"`{key}()` runs backward and `{step.ref}.step()` each time it is called, and the loop at "
+                      f"{rel}:{call.line} calls it once per iteration without clearing the gradients, so each update "
+                      f"uses the sum of all past gradients. Call `{step.ref}.zero_grad()` before the backward here, "
+                      f"or in that loop.")
+            yield model.finding(step.feeder, CODE, NAME, message, None, detail)
+
+
+def _clears_same_object(model: FileModel, rel: str, call) -> bool:
+    """The caller also calls, in the same function, a method of the same object that clears
+    gradients (``gan.reset_grad(); gan.step(batch)``)."""
+    head = call.callee.rsplit(".", 1)[0] if "." in call.callee else None
+    if head is None:
+        return False
+    project = model.project.project
+    for other in project.facts[rel].calls:
+        if other is call or other.caller != call.caller or not other.callee.startswith(head + "."):
+            continue
+        if "zero_grad" in other.callee or "clear" in other.callee:
+            return True
+        target = project.called(rel, other)
+        if target is not None and target.facts.clears:
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------

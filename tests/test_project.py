@@ -342,3 +342,39 @@ def test_log_probabilities_from_a_model_of_another_file_fed_to_cross_entropy(tmp
     found = lint_json(tmp_path, "train.py")
     assert codes_at(found, "train.py") == [("ML013", 11)]
     assert "models.py:" in found[0]["message"] and found[0]["fix"] is None
+
+
+GAN = """\
+import torch
+
+
+class Discriminator:
+    def __init__(self, net):
+        self.net = net
+        self.opt = torch.optim.Adam(net.parameters(), lr=2e-4)
+
+    def step(self, real, fake):
+        loss = -(self.net(real).mean() - self.net(fake).mean())
+        loss.backward()
+        self.opt.step()
+        return loss.item()
+
+    def reset(self):
+        self.opt.zero_grad()
+"""
+
+
+@pytest.mark.parametrize("loop_body, expected", [
+    ("        disc.step(real, make_fake())\n", [("ML001", 11)]),
+    ("        disc.reset()\n        disc.step(real, make_fake())\n", []),  # cleared through another method
+    ("        disc.opt.zero_grad()\n        disc.step(real, make_fake())\n", []),
+])
+def test_step_method_called_once_per_iteration_from_another_file(tmp_path, loop_body, expected):
+    forget()
+    make_project(tmp_path, {"gan.py": GAN, "train.py": (
+        "from gan import Discriminator\n\n\ndef train(net, loader, make_fake):\n"
+        "    disc = Discriminator(net)\n    for real in loader:\n" + loop_body)})
+    found = lint_json(tmp_path, "gan.py")
+    assert codes_at(found, "gan.py") == expected
+    if expected:
+        assert "train.py:7" in found[0]["message"]

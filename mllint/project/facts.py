@@ -45,7 +45,7 @@ _GRAD_OFF = {"no_grad", "inference_mode"}
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 1
+FACTS_VERSION = 2
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -97,6 +97,7 @@ class CallFacts:
     in_loop: bool
     train_loop: bool  # some enclosing loop (of the same function) runs backward or an optimizer step
     loop_trains: bool  # ... and that loop's body calls ``.train()`` somewhere
+    loop_clears: bool  # some enclosing loop clears gradients (``*.zero_grad()``, ``.grad = ...``)
     evals_before: FrozenSet[str]  # references switched to eval mode earlier in the same scope
     args: Tuple[str, ...]  # positional arguments: dotted reference, repr of a constant, or "?"
     kwargs: Tuple[Tuple[str, str], ...]
@@ -204,22 +205,29 @@ def _is_grad_off_cm(expr, imports: Dict[str, str]) -> bool:
     return False
 
 
-def _loop_facts(loop) -> Tuple[bool, bool]:
-    """(trains, calls train()) for a loop body, nested definitions left out."""
-    trains = calls_train = False
+def _loop_facts(loop) -> Tuple[bool, bool, bool]:
+    """(trains, calls train(), clears gradients) for a loop body, nested definitions left out."""
+    trains = calls_train = clears = False
     stack = list(loop.body) + list(getattr(loop, "orelse", []))
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            attr = node.func.attr
-            if attr in ("backward", "manual_backward") or (attr == "step" and not node.args):
+        if isinstance(node, ast.Call):
+            name = _last(dotted(node.func))
+            if name in ("backward", "manual_backward") or (name == "step" and not node.args):
                 trains = True
-            elif attr == "train" and not (node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False):
+            elif name == "train" and isinstance(node.func, ast.Attribute) and not (
+                    node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False):
                 calls_train = True
+            elif "zero_grad" in name or "clear_grad" in name:
+                clears = True
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
+                clears = True
         stack.extend(ast.iter_child_nodes(node))
-    return trains, calls_train
+    return trains, calls_train, clears
 
 
 class _Walker:
@@ -230,7 +238,7 @@ class _Walker:
         self.calls: List[CallFacts] = []
         self.instances: List[Tuple[str, str, str]] = []
         self.scopes: List[_Scope] = []
-        self.loops: List[Tuple[bool, bool]] = []  # (trains, calls train) of the enclosing loops of the scope
+        self.loops: List[Tuple[bool, bool, bool]] = []  # (trains, calls train, clears) of the enclosing loops
         self.grad_off = 0
 
     # --- structure -------------------------------------------------------------------
@@ -382,11 +390,12 @@ class _Walker:
         callee = dotted(func)
         if callee is None:
             return
-        train_loop = any(trains for trains, _ in self.loops)
-        loop_trains = any(calls for trains, calls in self.loops if trains)
+        train_loop = any(trains for trains, _, _ in self.loops)
+        loop_trains = any(calls for trains, calls, _ in self.loops if trains)
+        loop_clears = any(clears for _, _, clears in self.loops)
         self.calls.append(CallFacts(
             callee, scope.key, node.lineno, bool(self.grad_off) or scope.grad_off, bool(self.loops), train_loop,
-            loop_trains, frozenset(scope.evaluated), tuple(_argument(a) for a in node.args if not isinstance(a, ast.Starred)),
+            loop_trains, loop_clears, frozenset(scope.evaluated), tuple(_argument(a) for a in node.args if not isinstance(a, ast.Starred)),
             tuple((k.arg, _argument(k.value)) for k in node.keywords if k.arg),
         ))
 

@@ -72,6 +72,7 @@ class Project:
         self._importers: Optional[Dict[str, Set[str]]] = None
         self._callers: Dict[Tuple[str, str], List[Tuple[str, CallFacts]]] = {}
         self._indexed: Set[str] = set()  # files whose calls are in _callers
+        self._instances: Dict[str, Dict[Tuple[str, str], str]] = {}
         self.torch = any("torch" in self.facts.header(rel)[1] for rel in self.facts)
 
     def imports_of(self, rel: str) -> Dict[str, str]:
@@ -299,30 +300,39 @@ class Project:
 
     def _index_calls(self, rel: str) -> None:
         self._indexed.add(rel)
-        imports = self.imports_of(rel)
-        if not imports:
+        if not self.imports_of(rel):
             return
-        facts = self.facts[rel]
-        instances: Dict[Tuple[str, str], str] = {(scope, name): callee for scope, name, callee in facts.instances}
-        resolved: Dict[str, Optional[Defined]] = {}
-        for call in facts.calls:
-            head, _, tail = call.callee.partition(".")
-            target: Optional[Defined] = None
-            if head in imports:
-                qualified = imports[head] + ("." + tail if tail else "")
-                if qualified not in resolved:
-                    resolved[qualified] = self.resolve(qualified, rel)
-                target = resolved[qualified]
-            elif tail and "." not in tail:
-                cls_name = instances.get((call.caller, head)) or instances.get(("<module>", head))
-                if cls_name is not None and cls_name.split(".", 1)[0] in imports:
-                    found = self.class_in(rel, cls_name)
-                    if found is not None:
-                        fn = self.functions_of(found[0]).get(f"{found[1].name}.{tail}")
-                        target = Defined(found[0], "function", fn) if fn is not None else None
-            if target is None or target.kind != "function" or target.rel == rel:
-                continue
-            self._callers.setdefault((target.rel, target.facts.key), []).append((rel, call))  # type: ignore[union-attr]
+        for call in self.facts[rel].calls:
+            target = self.called(rel, call)
+            if target is not None and target.rel != rel:
+                self._callers.setdefault((target.rel, target.facts.key), []).append((rel, call))  # type: ignore[union-attr]
+
+    def called(self, rel: str, call: CallFacts) -> Optional[Defined]:
+        """The project function a call of file `rel` runs: a function it imports (``evaluate(...)``,
+        ``utils.evaluate(...)``) or a method of an instance of a class it imports (``d = Disc()``
+        then ``d.step(x)``); None otherwise."""
+        imports = self.imports_of(rel)
+        head, _, tail = call.callee.partition(".")
+        if head in imports:
+            found = self.resolve(imports[head] + ("." + tail if tail else ""), rel)
+            return found if found is not None and found.kind == "function" else None
+        if not tail or "." in tail:
+            return None
+        instances = self._instances_of(rel)
+        cls_name = instances.get((call.caller, head)) or instances.get(("<module>", head))
+        if cls_name is None or cls_name.split(".", 1)[0] not in imports:
+            return None
+        found = self.class_in(rel, cls_name)
+        if found is None:
+            return None
+        fn = self.functions_of(found[0]).get(f"{found[1].name}.{tail}")
+        return Defined(found[0], "function", fn) if fn is not None else None
+
+    def _instances_of(self, rel: str) -> Dict[Tuple[str, str], str]:
+        table = self._instances.get(rel)
+        if table is None:
+            table = self._instances[rel] = {(scope, name): callee for scope, name, callee in self.facts[rel].instances}
+        return table
 
     def importers(self, rel: str) -> Set[str]:
         """The files that import file `rel` (directly)."""

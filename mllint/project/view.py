@@ -60,7 +60,16 @@ class ProjectView:
                 if self.forward_returns(qualified) in ("softmax", "log_softmax"):
                     words.add("softmax")
                     break
+        if self.called_in_loops_elsewhere():
+            words.add("called-in-loop")
         return frozenset(words)
+
+    def called_in_loops_elsewhere(self) -> bool:
+        """Whether a function of this file is called inside a loop of another file of the project."""
+        if self.rel not in self.project.facts:
+            return False
+        return any(call.in_loop for fn in self.project.facts[self.rel].functions
+                   for _, call in self.project.callers(self.rel, fn.key))
 
     # --- classes named in this file -----------------------------------------------------------
     def class_named(self, qualified: str) -> Optional[Tuple[str, ClassFacts]]:
