@@ -387,7 +387,7 @@ def _verify(results, options):
             options.device = select(options.device).name
         except DeviceError as exc:
             raise ConfigError(str(exc)) from None
-    from mllint.verify.runner import verify
+    from mllint.verify.launch import verify
 
     return verify(results, options)
 

@@ -21,6 +21,8 @@ from typing import Callable, List, Optional, Sequence
 
 from mllint import noqa
 from mllint import screen as _screen
+from mllint.files import is_notebook  # noqa: F401  (engine.is_notebook: used here and by callers)
+from mllint.legacy_syntax import legacy_async
 from mllint.findings import Finding, Severity
 from mllint.frameworks import OTHER as OTHER_FRAMEWORK, TORCH, framework_of
 from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, Rule
@@ -114,11 +116,9 @@ def _libcst_parses(source: str) -> bool:
 
 def compile_error(source: str, path: str) -> bool:
     """Whether CPython itself rejects the source."""
-    try:
-        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True
-    return False
+    from mllint.legacy_syntax import _compile_error
+
+    return _compile_error(source, path)
 
 
 def syntax_error(source: str, path: str, exc: Optional[cst.ParserSyntaxError] = None) -> Optional[Finding]:
@@ -254,18 +254,6 @@ def _parse_error(source: str, path: str, exc=None) -> Optional[Finding]:
     return dataclasses.replace(later, message=renamed.restore(later.message))
 
 
-def legacy_async(source: str, path: str = "<unknown>"):
-    """For a source CPython rejects: a ``legacy_syntax.Renamed`` stand-in with every
-    ``async`` used as a name (pre-3.7 code: ``x.cuda(async=True)``) renamed to a name of the
-    same width, when that makes it parse; else None (the file's ML000 stands)."""
-    from mllint.legacy_syntax import rename_async_names
-
-    renamed = rename_async_names(source)
-    if renamed is None or compile_error(renamed.source, path):
-        return None
-    return renamed
-
-
 def without_torch_rules(rules: Sequence[Rule]) -> List[Rule]:
     """The rules that are not about PyTorch (``Rule.framework``), for a file that
     ``frameworks.framework_of`` finds written for another framework."""
@@ -355,12 +343,6 @@ def lint_text(text: str, path: str, rules: Sequence[Rule], options=None, max_siz
         return FileResult(path, [], text, skipped=skipped)
     findings = [nb.map_finding(f) for f in lint_source(nb.program, path, rules, options)] + nb.cell_errors(path)
     return FileResult(path, sorted(set(findings), key=Finding.sort_key), text)
-
-
-def is_notebook(path: str) -> bool:
-    """Whether `path` is a Jupyter notebook (``.ipynb``, any case). Here, not in
-    mllint/notebook.py (which re-exports it), so that a warm run need not import that module."""
-    return str(path).lower().endswith(".ipynb")
 
 
 def decode_file(path: str, data: bytes) -> Decoded:

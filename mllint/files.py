@@ -226,3 +226,10 @@ def discover(
 
 
 __all__ = ["DiscoveryError", "discover"]
+
+
+def is_notebook(path: str) -> bool:
+    """Whether `path` is a Jupyter notebook (``.ipynb``, any case). Here, at the bottom
+    of the house (mllint/notebook.py and the engine re-export it), so that a warm run need not
+    import the notebook module."""
+    return str(path).lower().endswith(".ipynb")

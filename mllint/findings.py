@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 
 class Severity(str, enum.Enum):
@@ -148,3 +148,20 @@ def edits_overlap(a, b) -> bool:
             if (x.line, x.column) == (y.line, y.column):
                 return True
     return False
+
+
+def map_offset(offset: int, spans: Sequence[Tuple[int, int, str]], *, boundary: bool = False) -> int:
+    """Where an offset of the old text lands in the new text (inside a replaced range: its start).
+
+    An insertion exactly at the offset moves the old text right. With ``boundary`` (a cell
+    boundary of a notebook) an insertion exactly there goes to the cell that starts there
+    (the boundary stays before it), and a replacement ending there to the cell before."""
+    delta = 0
+    for start, end, content in spans:
+        if offset > end or (offset == end and (not boundary or start < end)):
+            delta += len(content) - (end - start)
+        elif offset >= start:
+            return start + delta
+        else:
+            break
+    return offset + delta

@@ -33,6 +33,7 @@ from typing import List, Optional, Sequence, Tuple
 import libcst as cst
 
 from mllint import engine
+from mllint.findings import map_offset  # noqa: F401  (used below; notebooks use it from findings)
 from mllint.findings import Applicability, Edit, Finding, split_lines
 
 # Like Ruff: after this many lint -> fix rounds we stop and report what is left.
@@ -122,23 +123,6 @@ def _spans(text: _Text, edits: Sequence[Edit]) -> Optional[List[_Span]]:
         if s2 < e1 or (s1 == s2 and s1 == e1):  # overlapping, or two insertions at one point
             return None
     return spans
-
-
-def map_offset(offset: int, spans: Sequence[_Span], *, boundary: bool = False) -> int:
-    """Where an offset of the old text lands in the new text (inside a replaced range: its start).
-
-    An insertion exactly at the offset moves the old text right. With ``boundary`` (a cell
-    boundary of a notebook) an insertion exactly there goes to the cell that starts there
-    (the boundary stays before it), and a replacement ending there to the cell before."""
-    delta = 0
-    for start, end, content in spans:
-        if offset > end or (offset == end and (not boundary or start < end)):
-            delta += len(content) - (end - start)
-        elif offset >= start:
-            return start + delta
-        else:
-            break
-    return offset + delta
 
 
 def _newline_of(text: str) -> str:

@@ -16,6 +16,7 @@ Only the standard library (``tokenize``) is used here.
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -78,3 +79,22 @@ def rename_async_names(source: str) -> Optional[Renamed]:
         text = lines[line - 1]
         lines[line - 1] = text[:column] + name + text[column + len(_KEYWORD):]
     return Renamed("".join(lines), name, len(spots))
+
+
+def legacy_async(source: str, path: str = "<unknown>"):
+    """For a source CPython rejects: a ``legacy_syntax.Renamed`` stand-in with every
+    ``async`` used as a name (pre-3.7 code: ``x.cuda(async=True)``) renamed to a name of the
+    same width, when that makes it parse; else None (the file's ML000 stands)."""
+    renamed = rename_async_names(source)
+    if renamed is None or _compile_error(renamed.source, path):
+        return None
+    return renamed
+
+
+def _compile_error(source: str, path: str) -> bool:
+    """Whether CPython rejects the source (as engine.compile_error)."""
+    try:
+        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    return False

@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from mllint.engine import is_notebook  # noqa: F401  (re-exported: the one test of a notebook path)
+from mllint.files import is_notebook  # noqa: F401  (re-exported: the one test of a notebook path)
 from mllint.findings import Edit, Finding, Fix, split_lines
 
 # Magics whose argument (line magics) or body (cell magics) is Python run by IPython.
@@ -372,7 +372,7 @@ def _syntax_error(source: str) -> Optional[Tuple[int, int, str]]:
     except SyntaxError as err:
         if _libcst_parses(source):
             return None  # newer syntax than the running Python knows (LibCST has its own grammar)
-        from mllint.engine import legacy_async
+        from mllint.legacy_syntax import legacy_async
 
         if legacy_async(source) is not None:
             return None  # pre-3.7 code with `async` as a name: the engine lints it renamed
@@ -818,7 +818,7 @@ class FixGuard:
         return None
 
     def applied(self, spans) -> None:
-        from mllint.fixing import map_offset
+        from mllint.findings import map_offset
 
         spans = sorted(spans, key=lambda s: (s[0], s[1]))
         self.cell_starts = [map_offset(offset, spans, boundary=True) for offset in self.cell_starts]

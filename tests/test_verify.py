@@ -298,7 +298,8 @@ def test_a_script_against_itself_is_never_confirmed(tmp_path, monkeypatch):
     twice; neither the witnesses nor the timing (8 rounds, A/A control) may confirm anything."""
     pytest.importorskip("torch")
     from mllint.engine import FileResult
-    from mllint.verify.runner import Progress, VerifyOptions, verify
+    from mllint.verify.launch import verify
+    from mllint.verify.runner import Progress, VerifyOptions
 
     path = tmp_path / "train.py"
     path.write_text(ALL_BUGS, encoding="utf-8")

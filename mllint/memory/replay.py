@@ -32,7 +32,7 @@ from mllint.config import ConfigError
 from mllint.runtime.tracker import LiveTensorTracker, storage_of, tensors_in
 
 from .target import Built, InputSpec, Settings, Target, describe_exception, normalise
-from .validate import InputCheck, check_batch, check_call
+from .validate import OUTPUT_FIX_OPS, InputCheck, check_batch, check_call, phase_label
 
 CATEGORIES = ("parameters", "buffers", "inputs", "other", "gradients", "optimizer", "activations", "transient")
 STATE_CATEGORIES = ("parameters", "buffers", "gradients", "optimizer")
@@ -235,9 +235,7 @@ def _fix_mkldnn_lstm_workspace(tracker: "CategoryTracker", args, out):
 
 
 _WORKSPACE_CACHE: Dict[tuple, int] = {}
-_OUTPUT_FIXES = {}
-if hasattr(torch.ops.aten, "mkldnn_rnn_layer"):
-    _OUTPUT_FIXES[torch.ops.aten.mkldnn_rnn_layer.default] = _fix_mkldnn_lstm_workspace
+_OUTPUT_FIXES = dict.fromkeys(OUTPUT_FIX_OPS, _fix_mkldnn_lstm_workspace)  # validate.py names the ops
 
 
 def sum_by_category(snapshot: List[Tuple[Rec, int]]) -> Dict[str, int]:
@@ -601,7 +599,7 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
         raise
     except Exception as exc:
         where = check.locate(exc) if check is not None else None
-        raise StepError(exc, _phase_label(tracker.phase), where) from exc
+        raise StepError(exc, phase_label(tracker.phase), where) from exc
     finally:
         if hooks is not None:
             hooks.remove()
@@ -620,13 +618,6 @@ def replay(target: Target, settings: Settings, batch: Optional[int], fake: bool,
         result.cuda_kernels = kernels.summary()
     result.seconds = time.perf_counter() - started
     return result
-
-
-def _phase_label(phase: str) -> str:
-    if "/" in phase:
-        name, step = phase.split("/")
-        return f"{name}, step {step}"
-    return "the TARGET function" if phase == "build" else phase
 
 
 def _build(target: Target, settings: Settings, batch: Optional[int], tracker: CategoryTracker, on: str = "cpu", fake: bool = False):

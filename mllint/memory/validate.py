@@ -47,6 +47,18 @@ from mllint.runtime.tracker import tensors_in
 
 from .target import InputSpec, one_line
 
+# Ops whose fake kernel's output the replay corrects by running the real CPU kernel itself
+# (replay._OUTPUT_FIXES): the LSTM workspace of ``aten.mkldnn_rnn_layer``.
+OUTPUT_FIX_OPS = (torch.ops.aten.mkldnn_rnn_layer.default,) if hasattr(torch.ops.aten, "mkldnn_rnn_layer") else ()
+
+
+def phase_label(phase: str) -> str:
+    """A replay phase as a person reads it (``forward/2`` -> ``forward, step 2``)."""
+    if "/" in phase:
+        name, step = phase.split("/")
+        return f"{name}, step {step}"
+    return "the TARGET function" if phase == "build" else phase
+
 VERIFY_CAP = 256 << 20  # bytes of operands a verifying real kernel may allocate
 
 _aten = torch.ops.aten
@@ -212,12 +224,10 @@ class InputCheck:
         try:
             out = run(func, types, args, kwargs)
         except Exception as exc:
-            from .replay import _OUTPUT_FIXES
-
             # An op the tracker corrects runs a real CPU kernel itself: its error is not the fake
             # kernel's verdict (an fp16 nn.LSTM has no oneDNN kernel on CPU but runs on CUDA).
             if isinstance(exc, ConfigError) or is_fake_limitation(exc) or not _has_fake(args, kwargs) \
-                    or func in _OUTPUT_FIXES:
+                    or func in OUTPUT_FIX_OPS:
                 raise
             verdict = real_kernel_error(func, args, kwargs)
             if verdict is None or verdict is _SKIPPED:
@@ -323,8 +333,6 @@ class InputCheck:
         return f"in module `{label}`" + (f" ({cls})" if cls else "")
 
     def _reject(self, func, args, kwargs, exc: BaseException, input_label: Optional[str] = None) -> None:
-        from .replay import _phase_label
-
         if input_label is None:
             for t in _tensors(args, kwargs):
                 label = self.labels.get(_storage_key(t))
@@ -332,7 +340,7 @@ class InputCheck:
                     input_label = label[0]
                     break
         module = self.tracker.modules[-1] if self.tracker.modules else None
-        where = [f"aten.{func.overloadpacket.__name__}", f"during {_phase_label(self.tracker.phase)}"]
+        where = [f"aten.{func.overloadpacket.__name__}", f"during {phase_label(self.tracker.phase)}"]
         if module is not None:
             where.insert(0, self._module_text(module))
         message = f"{type(exc).__name__}: {one_line(exc)}"

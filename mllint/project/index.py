@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
-from mllint.project.facts import BATCH_NORM, DROPOUT, TRAINING_FLAG, CallFacts, ClassFacts, FileFacts, FunctionFacts
+from mllint.project.facts import BATCH_NORM, DROPOUT, TRAINING_FLAG, CallFacts, ClassFacts, FunctionFacts
 from mllint.project.facts import is_module_base
 
 _MAX_DEPTH = 12

@@ -23,7 +23,7 @@ import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 from mllint.verify.judge import Verification
-from mllint.verify.runner import Job, Target, VerifyOptions, judge_job, prepare, report_verdicts, run_job
+from mllint.verify.runner import Job, Progress, Target, VerifyOptions, judge_job, plan, prepare, report_verdicts, run_job
 
 DEFAULT_TIME_MINUTES = 60
 POLL_SECONDS = 1.0
@@ -138,4 +138,35 @@ def run_jobs(targets: List[Target], options: VerifyOptions,
     finally:
         if not keep:
             shutil.rmtree(run_dir, ignore_errors=True)
+    return verdicts
+
+
+def verify(results, options: VerifyOptions, progress: Optional[Progress] = None) -> Dict[Tuple, Verification]:
+    """Verify the findings of `results`: each flagged file's jobs run here, one after another,
+    or as submitit jobs (``options.launcher``); returns the verdicts by finding."""
+    progress = progress or Progress()
+    targets, verdicts = plan(results, options)
+    total = sum(len(t.findings) for t in targets)
+    if not total:
+        return verdicts
+    where = f"as {options.launcher} jobs" if options.launcher else f"on {options.device}"
+    progress(f"{total} finding{'s' if total != 1 else ''} to verify in {len(targets)} file"
+             f"{'s' if len(targets) != 1 else ''} {where}, --steps {options.steps}", final=True)
+    if options.launcher:
+        verdicts.update(run_jobs(targets, options, progress))
+        progress.done()
+        return verdicts
+    for number, target in enumerate(targets, 1):
+        scratch = tempfile.mkdtemp(prefix="mllint-verify-")
+        counter = f"[{number}/{len(targets)}] {target.path}"
+        started = time.monotonic()
+        try:
+            job = prepare(target, options, scratch)
+            run_job(job, lambda message, **kw: progress(f"{counter}: {message}", **kw))
+            found = judge_job(job)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        report_verdicts(progress, counter, job, found, time.monotonic() - started)
+        verdicts.update(found)
+    progress.done()
     return verdicts

@@ -24,7 +24,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -802,37 +801,6 @@ def judge_job(job: Job) -> Dict[Tuple, Verification]:
         if timing is None and job.timing_note and job.findings[key].code in EXPECTED_TIME_EFFECT:
             timing = {"skipped": job.timing_note}
         verdicts[key] = judge.judge(job.findings[key], job.original, variant, timing)
-    return verdicts
-
-
-def verify(results, options: VerifyOptions, progress: Optional[Progress] = None) -> Dict[Tuple, Verification]:
-    progress = progress or Progress()
-    targets, verdicts = plan(results, options)
-    total = sum(len(t.findings) for t in targets)
-    if not total:
-        return verdicts
-    where = f"as {options.launcher} jobs" if options.launcher else f"on {options.device}"
-    progress(f"{total} finding{'s' if total != 1 else ''} to verify in {len(targets)} file"
-             f"{'s' if len(targets) != 1 else ''} {where}, --steps {options.steps}", final=True)
-    if options.launcher:
-        from mllint.verify.launch import run_jobs
-
-        verdicts.update(run_jobs(targets, options, progress))
-        progress.done()
-        return verdicts
-    for number, target in enumerate(targets, 1):
-        scratch = tempfile.mkdtemp(prefix="mllint-verify-")
-        counter = f"[{number}/{len(targets)}] {target.path}"
-        started = time.monotonic()
-        try:
-            job = prepare(target, options, scratch)
-            run_job(job, lambda message, **kw: progress(f"{counter}: {message}", **kw))
-            found = judge_job(job)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        report_verdicts(progress, counter, job, found, time.monotonic() - started)
-        verdicts.update(found)
-    progress.done()
     return verdicts
 
 
