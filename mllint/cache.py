@@ -88,6 +88,7 @@ def finding_from_json(data: Dict[str, Any], path: str) -> Finding:
         detail=data.get("detail"),
         cell=None if data.get("cell") is None else int(data["cell"]),
         json_line=None if data.get("json_line") is None else int(data["json_line"]),
+        basis=data.get("basis"),
     )
 
 

@@ -82,6 +82,10 @@ class Finding:
     detail: Optional[str] = field(default=None, compare=False)
     cell: Optional[int] = None  # notebooks: the cell (1-based among all cells)
     json_line: Optional[int] = None  # notebooks: the line in the raw .ipynb JSON text
+    # What the finding rests on, where a rule tells: "structure" (where the data comes from, a
+    # mode switch, a weights load, what the callers do) or "name" (only the spelling of a
+    # function, loader or variable says the code evaluates). None: the rule does not tell.
+    basis: Optional[str] = field(default=None, compare=False)
 
     @property
     def fixable(self) -> bool:
@@ -105,6 +109,7 @@ class Finding:
             "fix": self.fix.to_dict() if self.fix else None,
             "cell": self.cell,
             "json_line": self.json_line,
+            "basis": self.basis,
         }
 
 

@@ -113,7 +113,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             f"The forward pass of `{effect.ref}` {evidence.text} keeps its activations for a backward pass that "
             f"never comes (memory and time); run it under `torch.no_grad()` or `torch.inference_mode()`."
         )
-        yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence), detail)
+        yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence), detail,
+                            basis=evidence.basis)
     yield from _helper_forwards(model, phases)
     yield from _flag_shared_forwards(model, phases)
 
@@ -145,7 +146,7 @@ def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]
             f"`{flag}` is off (evaluation, as at line {line}): its activations are kept for a backward pass that "
             f"never comes; run it under `torch.set_grad_enabled({flag})`."
         )
-        yield model.finding(effect.node, CODE, NAME, message, None, detail)
+        yield model.finding(effect.node, CODE, NAME, message, None, detail, basis="structure")
 
 
 def _cond_words(text: str) -> List[str]:
@@ -239,7 +240,8 @@ def _helper_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
             f"`{helper}()` runs a forward pass {evidence.text} with autograd on: its activations are kept for a "
             f"backward pass that never comes; run it under `torch.no_grad()`."
         )
-        yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence), detail)
+        yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence), detail,
+                            basis=evidence.basis)
 
 
 # --- the fix ----------------------------------------------------------------------------------------------

@@ -133,7 +133,7 @@ def check(model: FileModel) -> Iterable[Finding]:
             # A model's own predict(): ``self.eval()`` there sticks after it returns, and a
             # caller we cannot see (a training loop logging predictions) may rely on train mode.
             fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
-        yield model.finding(effect.node, CODE, NAME, message, fix, detail)
+        yield model.finding(effect.node, CODE, NAME, message, fix, detail, basis=evidence.basis)
     for item in phases.eval_not_undone():
         where = "in the training loop"
         brief = where
@@ -153,7 +153,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             f"`{item.ref}` is switched to eval mode {where} and nothing switches it back before the next training "
             f"step. {consequence} Call `{item.ref}.train()` at the start of the training step."
         )
-        yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item), detail)
+        yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item), detail,
+                            basis="structure")
 
 
 def _project_helper(model: FileModel, node) -> bool:

@@ -152,7 +152,7 @@ def test_json_format(project):
     assert len(data) == 1
     item = data[0]
     assert set(item) == {"path", "line", "column", "end_line", "end_column", "code", "name", "message",
-                         "detail", "severity", "fix", "cell", "json_line"}
+                         "detail", "severity", "fix", "cell", "json_line", "basis"}
     assert item["cell"] is None and item["json_line"] is None  # a .py file
     assert (item["path"], item["line"], item["column"], item["code"]) == ("train.py", 6, 5, "ML001")
     assert item["fix"]["applicability"] == "safe"

@@ -1,8 +1,9 @@
 """JSON: an array of Finding.to_dict() objects, sorted by path, line, column, code.
 
 Each object has exactly ``path, line, column, end_line, end_column, code, name,
-message, detail, severity, fix, cell, json_line`` (``detail``: null or the rest of the explanation
-for this case, which the one-line ``message`` leaves out) (and, with --verify, ``verification``: ``{verdict, summary,
+message, detail, severity, fix, cell, json_line, basis`` (``detail``: null or the rest of the explanation
+for this case, which the one-line ``message`` leaves out; ``basis``: what an evaluation finding of
+ML002/ML005 rests on, ``"structure"`` or ``"name"``, else null) (and, with --verify, ``verification``: ``{verdict, summary,
 evidence: [{metric, original, fixed, ratio, interval}], details}``); ``fix`` is null or ``{applicability, message, edits:
 [{line, column, end_line, end_column, content}]}``. ``cell`` is null for a .py file; in a
 notebook it is the cell (1-based among all cells), line and column (and the edits') are

@@ -588,7 +588,7 @@ class FileModel:
         return edits
 
     def finding(self, node: cst.CSTNode, code: str, name: str, message: str, fix: Optional[Fix] = None,
-                detail: Optional[str] = None) -> Finding:
+                detail: Optional[str] = None, basis: Optional[str] = None) -> Finding:
         pos = self.position(node)
         return Finding(
             path=self.path,
@@ -602,6 +602,7 @@ class FileModel:
             severity=Severity.ERROR,
             fix=fix,
             detail=detail,
+            basis=basis,
         )
 
     def code_of(self, node: cst.CSTNode) -> str:

@@ -112,6 +112,13 @@ class Evidence:
     weak: bool = False  # only a generate/sample/score name says so (inference, not evaluation: ML002 only)
 
     @property
+    def basis(self) -> str:
+        """What the evidence rests on: "structure" (a mode switch before it, a weights load in a
+        script that trains nothing) or "name" (only a function's, a loader's or a variable's
+        spelling says the code evaluates)."""
+        return "structure" if self.kind in ("script", "mode") else "name"
+
+    @property
     def brief(self) -> str:
         """``text`` for a one-line message: without its parenthesis (the reason why, which
         belongs to the detail) and with quoted code cut to 30 characters."""
