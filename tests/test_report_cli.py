@@ -115,7 +115,7 @@ def test_json_format(project):
     data = json.loads(proc.stdout)
     assert [(d["path"], d["code"]) for d in data] == [("broken.py", "ML000"), ("train.py", "ML001")]
     fields = ["path", "line", "column", "end_line", "end_column", "code", "name", "message", "detail", "severity", "fix",
-              "cell", "json_line"]
+              "cell", "json_line", "basis"]
     assert all(list(d) == fields for d in data)
     grad = data[1]
     assert (grad["line"], grad["column"], grad["end_line"], grad["end_column"]) == (7, 2, 7, 17)

@@ -10,7 +10,7 @@ from mllint.findings import Applicability, Edit, Finding, Fix, Severity
 from mllint.report import REPORTERS, ReportOptions
 
 FIELDS = ["path", "line", "column", "end_line", "end_column", "code", "name", "message", "detail", "severity", "fix",
-          "cell", "json_line"]
+          "cell", "json_line", "basis"]
 
 
 def render(results):
