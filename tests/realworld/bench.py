@@ -31,6 +31,9 @@ it is still JSON, that nothing but code cells' sources changed, and that its pro
 In a notebook snapshot ``line`` is ``CELL:LINE`` and ``source`` is that line of the cell.
 A *sweep* snapshot (``kind=sweep``) has ``rules=ML006,...``: only those rules were reviewed on that
 project, so only they are run there (the rules that fire rarely, judged on many more projects).
+``precision --part sealed`` reads sealed/snapshot/ instead (projects nobody tuning the rules has read,
+judged on the default rules) and prints only the aggregate table and counts, never a row; a judge lists
+the new findings with sealed/review.py, which writes them outside the repository.
 
 screen: the soundness and the yield of the ast screen (mllint/screen.py). Every file of the snapshot
 projects (``--project`` to choose; ``--dir DIR`` adds any folder, ``--each DIR`` each folder in DIR,
@@ -304,9 +307,22 @@ class Project:
     rules: Optional[List[str]] = None  # ``rules=``: only these rules were reviewed here (a sweep project)
 
 
-def load_projects(only: Optional[List[str]] = None) -> List[Project]:
+# The sealed part: projects nobody tuning the rules has read, every finding judged by hand. `precision
+# --part sealed` prints aggregates only (no repository, path, line or code); a judge lists the new
+# findings with sealed/review.py, which writes them outside the repository.
+SEALED_SNAPSHOT_DIR = HERE / "sealed" / "snapshot"
+
+
+def default_rules() -> List[str]:
+    """The rules on by default in the installed mllint (the sealed part is judged on these)."""
+    from mllint.registry import catalogue
+
+    return sorted(code for code, on in catalogue().items() if on)
+
+
+def load_projects(only: Optional[List[str]] = None, directory: Path = SNAPSHOT_DIR) -> List[Project]:
     projects = []
-    for tsv in sorted(SNAPSHOT_DIR.glob("*.tsv")):
+    for tsv in sorted(directory.glob("*.tsv")):
         comments, rows = read_tsv(tsv)
         meta = {}
         for comment in comments:
@@ -498,9 +514,16 @@ def _same_problem(a: str, b: Optional[str]) -> bool:
 
 
 def precision(args, work: Path) -> int:
-    projects = load_projects(args.project)
+    sealed = args.part == "sealed"
+    if sealed and (args.update or args.keep or args.check_fixes):
+        print("bench: the sealed part shows aggregates only (no --update, --keep or --check-fixes); "
+              "a judge runs tests/realworld/sealed/review.py", file=sys.stderr)
+        return 2
+    args.select = args.select or (default_rules() if sealed else CORE)
+    directory = SEALED_SNAPSHOT_DIR if sealed else SNAPSHOT_DIR
+    projects = load_projects(args.project, directory)
     if not projects:
-        sys.exit("bench: no snapshot files in " + str(SNAPSHOT_DIR))
+        sys.exit("bench: no snapshot files in " + str(directory))
     totals: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     unreviewed, gone_all, missing, broken = [], [], [], []
     for project in projects:
@@ -528,11 +551,14 @@ def precision(args, work: Path) -> int:
             write_snapshot(project, matched, new, others)
         if args.check_fixes:
             broken += [f"{project.repo}: {b}" for b in check_fixes(root, select)]
-    if missing:
+    if missing and sealed:
+        print(f"bench: {len(missing)} sealed projects have no mirror in {mirrors_root()} (not run); "
+              "sealed/review.py names them for a judge", file=sys.stderr)
+    elif missing:
         print("bench: no mirror for " + ", ".join(missing) + f" (fetch them into {mirrors_root()})",
               file=sys.stderr)
     run = [p for p in projects if p.repo not in missing]
-    print(f"precision snapshot: {len(run)} projects\n")
+    print(f"precision {'SEALED part' if sealed else 'snapshot'}: {len(run)} projects\n")
     print(f"{'rule':6} {'findings':>8} {'true':>5} {'false':>6} {'arguable':>9} {'unreviewed':>11} {'precision':>10}")
     grand = collections.Counter()
     for rule in sorted(totals):
@@ -540,6 +566,10 @@ def precision(args, work: Path) -> int:
         grand.update(c)
         print(_precision_line(rule, c))
     print(_precision_line("all", grand))
+    if sealed:
+        print(f"\nunreviewed (new) findings: {len(unreviewed)}; judged rows no longer reported: {len(gone_all)}"
+              f" ({sum(1 for _, r in gone_all if r['verdict'] == 'true')} of them true)")
+        return 0
     if unreviewed:
         print(f"\nunreviewed findings ({len(unreviewed)}): mark them in snapshot/ after --update")
         for repo, cur in unreviewed:
@@ -701,10 +731,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     p_prec = sub.add_parser("precision", help="compare findings with the reviewed snapshot")
     p_prec.add_argument("--update", action="store_true", help="rewrite snapshot/ with the current findings")
     p_prec.add_argument("--project", action="append", help="only this owner/name (repeatable)")
-    p_prec.add_argument("--select", default=",".join(CORE), type=lambda s: s.split(","),
-                        help="rules to run (default: the core five)")
+    p_prec.add_argument("--select", default=None, type=lambda s: s.split(","),
+                        help="rules to run (default: the core five; with --part sealed, the default rules)")
     p_prec.add_argument("--check-fixes", action="store_true", help="apply --fix to a copy; rewritten files must compile")
     p_prec.add_argument("--keep", action="store_true", help="keep the extracted trees (path printed)")
+    p_prec.add_argument("--part", choices=["dev", "sealed"], default="dev",
+                        help="dev: snapshot/ (default); sealed: sealed/snapshot/, aggregate precision only")
     p_scr = sub.add_parser("screen", help="same findings with and without the ast screen; files and lines it passes")
     p_scr.add_argument("--project", action="append", help="only this owner/name (repeatable)")
     p_scr.add_argument("--no-projects", action="store_true", help="no snapshot project, only --dir folders")
