@@ -30,7 +30,7 @@ import ast
 from collections import Counter
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-__all__ = ["Facts", "parse", "facts_of", "screened", "passing"]
+__all__ = ["Facts", "parse", "facts_of", "screened", "passing", "child_nodes", "walk"]
 
 
 def parse(source: str, path: str = "<unknown>") -> ast.Module:
@@ -394,6 +394,20 @@ def _child_nodes(node: ast.AST, kind: type) -> List[ast.AST]:
         elif isinstance(value, ast.AST):
             out.append(value)
     return out
+
+
+def child_nodes(node: ast.AST) -> List[ast.AST]:
+    """The child nodes of `node` that can hold code: no context, operator or constant fields
+    (what a walk for calls, names and statements needs; faster than ``ast.iter_child_nodes``)."""
+    return _child_nodes(node, type(node))
+
+
+def walk(node: ast.AST):
+    """``ast.walk`` over `child_nodes` (breadth first)."""
+    todo = [node]
+    for current in todo:
+        yield current
+        todo.extend(_child_nodes(current, type(current)))
 
 
 def _child_fields(kind: type) -> Tuple[str, ...]:

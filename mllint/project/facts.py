@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
+from mllint.screen import child_nodes, walk
+
 # Layer kinds (the words semantics/layers.py uses)
 DROPOUT = "dropout"
 BATCH_NORM = "batch norm"
@@ -226,7 +228,7 @@ def _loop_facts(loop) -> Tuple[bool, bool, bool]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
                 clears = True
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return trains, calls_train, clears
 
 
@@ -358,7 +360,7 @@ class _Walker:
                 continue
             if isinstance(current, ast.Call):
                 self.call(current)
-            stack.extend(reversed(list(ast.iter_child_nodes(current))))
+            stack.extend(reversed(child_nodes(current)))
 
     def call(self, node: ast.Call) -> None:
         scope = self.scopes[-1]
@@ -404,7 +406,7 @@ def _class_layers(node: ast.ClassDef) -> Tuple[FrozenSet[str], Tuple[str, ...], 
     layers = set()
     submodules: List[str] = []
     opaque = False
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Call):
             name = _last(dotted(sub.func))
             if name in _DROPOUT_CLASSES or name in _TRANSFORMER_CLASSES:
@@ -453,7 +455,7 @@ def _probability_of(expr, assigned: Dict[str, str], attrs: Dict[str, str]) -> Op
 
 def _forward_returns(node: ast.ClassDef) -> Optional[str]:
     attrs: Dict[str, str] = {}
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call):
             name = _last(dotted(sub.value.func))
             if name in _PROBABILITY and name[0].isupper():
@@ -466,7 +468,7 @@ def _forward_returns(node: ast.ClassDef) -> Optional[str]:
         return None
     assigned: Dict[str, str] = {}
     kinds = set()
-    for stmt in ast.walk(forward):
+    for stmt in walk(forward):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             kind = _probability_of(stmt.value, assigned, attrs)
             if kind:
