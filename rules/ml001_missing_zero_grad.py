@@ -67,6 +67,7 @@ from mllint.semantics.model import (
     ANY,
     BACKWARD,
     CLEAR,
+    Cond,
     FRESH,
     STEP,
     FileModel,
@@ -75,7 +76,9 @@ from mllint.semantics.model import (
     conds_within,
     counts_iterations,
     covers,
+    never_with_period_one,
 )
+from mllint.semantics.invariance import analysis
 from mllint.semantics.names import after_docstring, shorten
 from mllint.semantics.tree import children as tree_children
 
@@ -110,13 +113,56 @@ def _between(order: int, start: int, end: int) -> bool:
     return order > start or order < end
 
 
+def _invariant(model: FileModel, loop: Loop):
+    """Whether a condition directly in ``loop``'s body is the same on every iteration (a flag
+    the loop never assigns: ``if use_sched:``, ``if self.scheduler:``)."""
+
+    def invariant(cond: Cond) -> bool:
+        if cond.loop is not loop or cond.node is None:
+            return False
+        return analysis(model).facts(loop).invariant(cond.node)
+
+    return invariant
+
+
 def _covering(model: FileModel, loop: Loop, clears: List[LoopEffect], step: LoopEffect) -> List[LoopEffect]:
     """The clearings in the loop that clear ``step``'s optimizer whenever the step runs."""
-    return [
-        c
-        for c in clears
-        if model.clears(c.ref, step.ref, loop.scope) and covers(c.conds, c.ref, step.conds, loop.targets)
-    ]
+    invariant = _invariant(model, loop)
+    mine = [c for c in clears if model.clears(c.ref, step.ref, loop.scope)]
+    single = [c for c in mine if covers(c.conds, c.ref, step.conds, loop.targets, invariant, model.fixed_period)]
+    if single or len(mine) < 2:
+        return single
+    # Clearings in every branch of one ``if``/``elif``/``else`` together run whenever their
+    # common conditions hold (``if flag: opt.zero_grad() else: opt.zero_grad(set_to_none=True)``).
+    merged = {c.conds: [c] for c in mine if c.conds}
+    for _ in range(8):
+        grown = False
+        for a, users_a in list(merged.items()):
+            for b, users_b in list(merged.items()):
+                rest = _complementary(a, b)
+                if rest is not None and rest not in merged:
+                    merged[rest] = users_a + users_b
+                    grown = True
+        if not grown:
+            break
+    for conds, users in merged.items():
+        if len(users) > 1 and covers(conds, users[0].ref, step.conds, loop.targets, invariant, model.fixed_period):
+            return users
+    return []
+
+
+def _complementary(a: Tuple[Cond, ...], b: Tuple[Cond, ...]) -> Optional[Tuple[Cond, ...]]:
+    """The conditions ``a`` and ``b`` share when they differ only in taking the two branches
+    of one test (``if x`` / ``else``), else None."""
+    if len(a) != len(b) or not a:
+        return None
+    differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    if len(differ) != 1:
+        return None
+    x, y = a[differ[0]], b[differ[0]]
+    if x.text != y.text or {x.branch, y.branch} != {"if", "else"}:
+        return None
+    return a[: differ[0]] + a[differ[0] + 1:]
 
 
 def _uncleared(model: FileModel, loop: Loop, effects: List[LoopEffect]):
@@ -176,26 +222,48 @@ def _how_often(loop: Loop, step: LoopEffect) -> str:
     return "in the loop"
 
 
-def _where_cleared(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Optional[str]:
-    """Where the optimizer *is* cleared, when not whenever it steps (for the message)."""
+def _where_cleared(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Tuple[Optional[str], Optional[str]]:
+    """Where the optimizer *is* cleared, when not whenever it steps (for the message), and the
+    object whose ``zero_grad()`` does it when that is not the optimizer (``self.zero_grad()``
+    in a model's own method), written in the loop's scope."""
+    where, cleared = _where(model, loop, effects, step)
+    if where is None or cleared is None or cleared == step.ref or ".grad" in cleared or "[" in cleared:
+        cleared = None
+    return where, cleared
+
+
+def _where(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Tuple[Optional[str], Optional[str]]:
     for clear in effects:
         if clear.kind == CLEAR and clear.ref != ANY and model.clears(clear.ref, step.ref, loop.scope):
             extra = [c for c in clear.conds if c not in step.conds]
             if extra:
-                cond = extra[0]
-                if cond.branch == "except":
-                    return f"only in `{cond.text}`"
-                return f"only when `{cond.text}`" if cond.branch == "if" else f"only when not `{cond.text}`"
+                return _where_guarded(model, loop, extra, step), (clear.ref if clear.origin is not None else None)
     outer = loop.parent
     while outer is not None:
         for effect in model.loop_effects(outer):
             if effect.kind == CLEAR and effect.depth == 0 and effect.ref != ANY and model.clears(effect.ref, step.ref, outer.scope):
-                return "only once per iteration of the enclosing loop"
+                return "only once per iteration of the enclosing loop", None
         outer = outer.parent
     for effect in model.effects_in(loop.scope):
         if effect.kind == CLEAR and effect.ctx.loop is None and effect.ref != ANY and model.clears(effect.ref, step.ref, loop.scope):
-            return "only once, before the loop"
-    return None
+            return "only once, before the loop", None
+    return None, None
+
+
+def _where_guarded(model: FileModel, loop: Loop, extra: List[Cond], step: LoopEffect) -> str:
+    """``only when ...`` for a clearing under conditions ``extra`` the step does not share: said
+    so when the condition never holds with a period of 1 (``i % n == 1``), or is a flag the
+    loop never changes while the step runs on every iteration."""
+    cond = extra[0]
+    if cond.branch == "except":
+        return f"only in `{cond.text}`"
+    where = f"only when `{cond.text}`" if cond.branch == "if" else f"only when not `{cond.text}`"
+    period = next((m for m in (never_with_period_one(c, step.conds, model.fixed_period) for c in extra) if m), None)
+    if period is not None:
+        return f"{where}, never when `{period}` is 1"
+    if _invariant(model, loop)(cond) and not step.conditional:
+        return f"{where}, which the loop never changes: otherwise nothing clears them"
+    return where
 
 
 def _message(model: FileModel, loop: Loop, effects, steps: List[LoopEffect], previous: Optional[LoopEffect] = None) -> Tuple[str, str]:
@@ -219,9 +287,9 @@ def _message(model: FileModel, loop: Loop, effects, steps: List[LoopEffect], pre
         )
     step = steps[0]
     name = step.ref if step.ref != ANY else "the optimizer"
-    where = _where_cleared(model, loop, effects, step)
+    where, cleared = _where_cleared(model, loop, effects, step)
     if where:
-        message = f"gradients accumulate: `{shorten(name)}.zero_grad()` runs {where}"
+        message = f"gradients accumulate: `{shorten(cleared or name)}.zero_grad()` runs {where}"
     else:
         message = f"gradients accumulate: nothing clears `{shorten(name)}`'s gradients in the loop"
     detail = (
@@ -882,6 +950,56 @@ VALID = [
         optimizer.step()
         optimizer.zero_grad()
     """,
+    # every branch of an if/elif/else clears: together they run on every iteration
+    """
+    def train(model, optimizer, loader, mode):
+        for x, y in loader:
+            if mode == "none":
+                optimizer.zero_grad(set_to_none=True)
+            elif mode == "model":
+                model.zero_grad()
+            else:
+                optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """,
+    # a guard that only skips the clear while there is no gradient yet
+    """
+    import torch
+    w = torch.zeros(3, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.1)
+    for step in range(100):
+        if w.grad is not None:
+            w.grad.zero_()
+        loss = objective(w)
+        loss.backward()
+        opt.step()
+    """,
+    # accumulation over a literal period of 2: the clear (residue 1) runs once between two
+    # steps (residue 0), only at another point of the period
+    """
+    def train(model, optimizer, loader):
+        for it, (x, y) in enumerate(loader):
+            if it % 2 == 1:
+                optimizer.zero_grad()
+            loss = criterion(model(x), y) / 2
+            loss.backward()
+            if it % 2 == 0:
+                optimizer.step()
+    """,
+    # the same with a period the file only ever sets to 4: it is never 1
+    """
+    ACCUM = 4
+    def train(model, optimizer, loader):
+        for it, (x, y) in enumerate(loader):
+            if it % ACCUM == 1:
+                optimizer.zero_grad()
+            loss = criterion(model(x), y) / ACCUM
+            loss.backward()
+            if it % ACCUM == 0:
+                optimizer.step()
+    """,
 ]
 
 INVALID = [
@@ -1536,6 +1654,115 @@ for x, y in loader:
     loss = criterion(model(x), y)
     loss.backward()
     optimizer.step()
+""",
+    ),
+    # the clear is guarded by a flag the loop never changes, the step is not: with no
+    # scheduler nothing ever clears (a model's own zero_grad() clears its optimizer)
+    Example(
+        """
+import torch
+
+class Regressor(torch.nn.Module):
+    def fit(self, loader, epochs):
+        optimizer = torch.optim.Adam(self.parameters(), lr=1e-3)
+        for epoch in range(epochs):
+            for x, y in loader:
+                if self.scheduler:
+                    self.zero_grad()
+                loss = torch.nn.functional.mse_loss(self(x), y)
+                loss.backward()
+                optimizer.step()
+""",
+        fixed="""
+import torch
+
+class Regressor(torch.nn.Module):
+    def fit(self, loader, epochs):
+        optimizer = torch.optim.Adam(self.parameters(), lr=1e-3)
+        for epoch in range(epochs):
+            for x, y in loader:
+                optimizer.zero_grad()
+                if self.scheduler:
+                    self.zero_grad()
+                loss = torch.nn.functional.mse_loss(self(x), y)
+                loss.backward()
+                optimizer.step()
+""",
+    ),
+    # the same with the clear after the step, beside the scheduler's step
+    Example(
+        """
+def train(model, optimizer, loader, use_sched):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if use_sched:
+            scheduler.step()
+            optimizer.zero_grad()
+""",
+        unsafe_fixed="""
+def train(model, optimizer, loader, use_sched):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if use_sched:
+            scheduler.step()
+            optimizer.zero_grad()
+""",
+    ),
+    # accumulation whose clear sits under a flag: a name that looks like a counter
+    # (`step_scheduler`) but never changes in the loop counts nothing
+    Example(
+        """
+def train(model, optimizer, loader, args):
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / args.accum_steps
+        loss.backward()
+        if (i + 1) % args.accum_steps == 0:
+            optimizer.step()
+            if args.step_scheduler:
+                scheduler.step()
+                optimizer.zero_grad()
+""",
+        unsafe_fixed="""
+def train(model, optimizer, loader, args):
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / args.accum_steps
+        loss.backward()
+        if (i + 1) % args.accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+            if args.step_scheduler:
+                scheduler.step()
+                optimizer.zero_grad()
+""",
+    ),
+    # the clear and the step take different residues of the same period: with
+    # grad_accum == 1 (the default) `iteration % 1 == 1` never holds and nothing clears
+    Example(
+        """
+def train(model, optimizer, loader, grad_accum=1):
+    for iteration, (x, y) in enumerate(loader):
+        if iteration % grad_accum == 1:
+            optimizer.zero_grad()
+        loss = criterion(model(x), y) / grad_accum
+        loss.backward()
+        if iteration % grad_accum == 0:
+            optimizer.step()
+""",
+        unsafe_fixed="""
+def train(model, optimizer, loader, grad_accum=1):
+    for iteration, (x, y) in enumerate(loader):
+        if iteration % grad_accum == 1:
+            optimizer.zero_grad()
+        loss = criterion(model(x), y) / grad_accum
+        loss.backward()
+        if iteration % grad_accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
 """,
     ),
 ]

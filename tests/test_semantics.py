@@ -381,6 +381,49 @@ def test_condition_text_is_normalised_and_conjunctions_cover():
     assert covers(conds_within(clear.ctx.conds, loop), "optimizer", conds_within(step.ctx.conds, loop))
 
 
+def test_coverage_by_flags_residues_and_the_cleared_object():
+    from mllint.semantics.model import conds_within, covers, never_with_period_one
+
+    m = model_of(
+        """
+        for i, batch in enumerate(loader):
+            if i % n == 1:
+                optimizer.zero_grad()
+            if i % 2 == 1:
+                optimizer.zero_grad()
+            if self.model_ema is not None:
+                self.model.zero_grad()
+            if self.model is not None:
+                self.model.zero_grad()
+            if self.scheduler:
+                self.zero_grad()
+            if args.step_scheduler:
+                optimizer.zero_grad()
+            if i % n == 0:
+                optimizer.step()
+            if i % 2 == 0:
+                optimizer.step()
+            optimizer.step()
+        """
+    )
+    loop = m.loops[0]
+    conds = lambda e: conds_within(e.ctx.conds, loop)
+    residue_n, residue_2, ema, same_model, flag_self, flag_counter = kinds(m, CLEAR)
+    step_n, step_2, always = kinds(m, STEP)
+    # `i % n == 1` never holds when n is 1, while `i % n == 0` always does
+    assert never_with_period_one(conds(residue_n)[0], conds(step_n)) == "n"
+    assert not covers(conds(residue_n), "optimizer", conds(step_n), loop.targets)
+    assert covers(conds(residue_n), "optimizer", conds(step_n), loop.targets, fixed=lambda m: m == "n")
+    assert covers(conds(residue_2), "optimizer", conds(step_2), loop.targets)  # a literal period of 2
+    # the condition must test the cleared object itself, not a name that shares its spelling
+    assert covers(conds(same_model), "self.model", conds(always), loop.targets)
+    assert not covers(conds(ema), "self.model", conds(always), loop.targets)
+    assert not covers(conds(flag_self), "self", conds(always), loop.targets)
+    # a flag the loop never changes counts nothing, even when its name looks like a counter
+    assert covers(conds(flag_counter), "optimizer", conds(step_n), loop.targets)
+    assert not covers(conds(flag_counter), "optimizer", conds(step_n), loop.targets, invariant=lambda c: True)
+
+
 # --- what clears gradients, and what a fix may call (ML001) -----------------------------------
 
 
