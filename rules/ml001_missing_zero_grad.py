@@ -1000,6 +1000,50 @@ VALID = [
             if it % ACCUM == 0:
                 optimizer.step()
     """,
+    # the optimizer was built over a filtered view of the model's parameters, in the caller:
+    # the helper's model.zero_grad() clears them
+    """
+    import torch
+    def train(model, optimizer, loader):
+        for x, y in loader:
+            model.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+
+    net = Net()
+    opt = torch.optim.SGD(filter(lambda p: p.requires_grad, net.parameters()), lr=0.1)
+    train(net, opt, loader)
+    """,
+    # an optimizer over parameters collected in place, from loops over the model's parameters
+    """
+    import torch
+    def train(model, head, loader):
+        params = []
+        for name, p in model.named_parameters():
+            if not name.startswith("embed"):
+                params.append(p)
+        params += list(head.parameters())
+        optimizer = torch.optim.SGD(params, lr=0.1)
+        for x, y in loader:
+            model.zero_grad()
+            loss = criterion(head(model(x)), y)
+            loss.backward()
+            optimizer.step()
+    """,
+    # param groups over two models, through a comprehension over both: model.zero_grad() on
+    # either may be the clear (which models the comprehension runs over is not followed)
+    """
+    import torch
+    encoder, decoder = Encoder(), Decoder()
+    optimizer = torch.optim.Adam([{"params": [p for m in (encoder, decoder) for p in m.parameters()]}])
+    for x, y in loader:
+        encoder.zero_grad()
+        decoder.zero_grad()
+        loss = criterion(decoder(encoder(x)), y)
+        loss.backward()
+        optimizer.step()
+    """,
 ]
 
 INVALID = [
@@ -1763,6 +1807,43 @@ def train(model, optimizer, loader, grad_accum=1):
         if iteration % grad_accum == 0:
             optimizer.step()
             optimizer.zero_grad()
+""",
+    ),
+    # the helper's model.zero_grad() clears the backbone, while the optimizer handed over holds
+    # the head's parameters (through a filter): named as the helper sees them, they differ
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+def train(model, optimizer, loader):
+    for x, y in loader:
+        model.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+backbone = nn.Linear(16, 16)
+head = nn.Linear(16, 1)
+head_optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, head.parameters()), lr=0.1)
+train(backbone, head_optimizer, loader)
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+def train(model, optimizer, loader):
+    for x, y in loader:
+        optimizer.zero_grad()
+        model.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+backbone = nn.Linear(16, 16)
+head = nn.Linear(16, 1)
+head_optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, head.parameters()), lr=0.1)
+train(backbone, head_optimizer, loader)
 """,
     ),
 ]
