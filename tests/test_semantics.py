@@ -124,6 +124,58 @@ def test_optimizer_parameter_owners_and_aliases():
     assert m.canonical("model", "<module>") == "net"
 
 
+def test_optimizer_owners_through_wrappers_growth_and_helpers():
+    m = model_of(
+        """
+        import itertools
+        import torch
+        a = torch.optim.SGD(filter(lambda p: p.requires_grad, net.parameters()), lr=0.1)
+        b = torch.optim.SGD((p for n, p in net.named_parameters() if "bias" not in n), lr=0.1)
+        c = torch.optim.SGD(itertools.chain(enc.parameters(), dec.parameters()), lr=0.1)
+        d = torch.optim.SGD(list(net.parameters()), lr=0.1)
+        e = torch.optim.SGD([p for m in (enc, dec) for p in m.parameters()], lr=0.1)
+        grown = [head.weight]
+        for p in filter(lambda p: p.requires_grad, net.parameters()):
+            grown.append(p)
+        grown += list(enc.parameters())
+        f = torch.optim.SGD(grown, lr=0.1)
+        empty = []
+        fill(empty)
+        g = torch.optim.SGD(empty, lr=0.1)
+        each = [head.weight]
+        for m in models:
+            each.extend(m.parameters())
+        h = torch.optim.SGD(each, lr=0.1)
+        k = torch.optim.SGD(enc.parameters(), lr=0.1)
+        k.add_param_group({"params": dec.parameters()})
+
+        def train(model, optimizer):
+            pass
+
+        def train_global(optimizer):
+            pass
+
+        def train_shadowed(optimizer, enc):
+            pass
+
+        train(net, a)
+        train_global(c)
+        train_shadowed(c, other)
+        """
+    )
+    owners = lambda ref, scope="<module>": m.optimizer_owners(ref, scope)
+    assert owners("a") == owners("b") == owners("d") == frozenset({"net"})
+    assert owners("c") == frozenset({"enc", "dec"})
+    assert owners("e") is None  # `m` is the comprehension's own variable
+    assert owners("f") == frozenset({"grown", "head.weight", "net", "enc"})
+    assert owners("g") is None  # filled where we do not look
+    assert owners("h") is None  # grown from a loop variable
+    assert owners("k") == frozenset({"enc", "dec"})
+    assert owners("optimizer", "train") == frozenset({"model"})  # named as the helper sees it
+    assert owners("optimizer", "train_global") == frozenset({"enc", "dec"})  # module-level names
+    assert owners("optimizer", "train_shadowed") is None  # its own `enc` is another object
+
+
 def test_facts_are_scoped_like_python_names():
     m = model_of(
         """

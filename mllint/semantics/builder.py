@@ -397,20 +397,24 @@ class _Builder(cst.CSTVisitor):
     def _grown(self, ref: str, value: cst.BaseExpression) -> Optional[List[Optional[FrozenSet[str]]]]:
         """What ``ref`` grew by in place (in this scope or the module) since ``value`` was assigned
         to it, one entry per growth: the models whose parameters it added, from
-        ``model.parameters()`` in it or from the variable of a loop around it over
-        ``model.parameters()`` / ``model.named_parameters()`` (``for p in m.parameters(): ...
-        params.append(p)``), None when neither. None when it did not grow."""
+        ``model.parameters()`` in it or in what the loop whose variable it adds iterates
+        (``for p in filter(f, m.parameters()): params.append(p)``), None when neither or when
+        the model is itself a loop variable there. None when it did not grow."""
         since = self.m.assignment_order.get(value, 0)
         found: List[Optional[FrozenSet[str]]] = []
         for scope, order, added, loop in self.growth.get(ref, ()):
             if order <= since or scope not in (self.scope, MODULE_SCOPE):
                 continue
             owners = _parameter_owners_of(added)
-            while owners is None and loop is not None and isinstance(added, cst.Name):
-                call = loop.iter_call or ""
-                if added.value in loop.targets and call.endswith((".parameters", ".named_parameters")):
-                    owners = frozenset({call.rsplit(".", 1)[0]})
-                loop = loop.parent
+            around: set = set()  # the variables of the loops around the growth
+            outer = loop
+            while outer is not None:
+                if owners is None and isinstance(added, cst.Name) and added.value in outer.targets and isinstance(outer.node, cst.For):
+                    owners = _parameter_owners_of(outer.node.iter)  # for p in filter(f, m.parameters()): ...
+                around.update(outer.targets)
+                outer = outer.parent
+            if owners is not None and any(o.split(".", 1)[0].split("[", 1)[0] in around for o in owners):
+                owners = None  # for m in models: params += list(m.parameters()): which models is not followed
             found.append(owners)
         return found or None
 
@@ -986,13 +990,15 @@ def _parameter_owners(call: cst.Call, assigned=None, grown=None):
             return None
         found = set().union(*growth)
         if isinstance(params, (cst.List, cst.Tuple)) and all(isinstance(e.value, (cst.Name, cst.Attribute)) for e in params.elements):
-            found |= {ref_of(e.value) for e in params.elements}
+            found |= {ref_of(e.value) for e in params.elements} | {collection}
         else:
             first = _parameter_owners_of(params)
             if first is None:
                 return None
             found |= first
         return frozenset(found) or None
+    if isinstance(params, (cst.List, cst.Tuple)) and not params.elements:
+        return None  # filled where we do not look (an optimizer over nothing would raise)
     if isinstance(params, (cst.List, cst.Tuple)) and all(isinstance(e.value, (cst.Name, cst.Attribute)) for e in params.elements):
         tensors = frozenset(ref_of(e.value) for e in params.elements)  # SGD([delta], lr=...): plain tensors
         return tensors | {collection} if collection else tensors

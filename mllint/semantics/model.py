@@ -728,8 +728,8 @@ def _mentions(text: str, ref: str) -> bool:
     """Whether a condition's text tests the object ``ref`` itself (``optimizer is not None``,
     ``self.optimizer``, ``model.training``), not a sibling that merely shares its spelling
     (``self.model_ema`` for ``self.model``; ``self.scheduler`` for ``self``: an attribute of
-    ``self`` is another object)."""
-    tail = r"(?![\w.])" if ref in ("self", "cls") else r"(?![\w])"
+    ``self`` is another object, except its own mode, ``self.training``)."""
+    tail = r"(?!\w)(?!\.(?!training\b))" if ref in ("self", "cls") else r"(?!\w)"
     return re.search(rf"(?<![\w.]){re.escape(ref)}{tail}", text) is not None
 
 
