@@ -19,7 +19,9 @@ When the code is fine
       that does: ``zero = opt.zero_grad``, a lambda, a hook list, a callback every
       caller hands over) anywhere in the loop body, before or after the step, as
       long as it runs whenever the step runs (a clear that only runs on logging
-      iterations, in an ``except`` handler or when ``batch_idx == 0`` does not count);
+      iterations, in an ``except`` handler or when ``batch_idx == 0`` does not count, nor one
+      under a flag the loop never changes, ``if use_sched:``, while the step runs without it;
+      clears in every branch of one ``if``/``else`` count together);
     - a fresh optimizer built in each iteration over a model (or tensors) also built
       in that iteration, e.g. one model and optimizer per fold; an optimizer rebuilt
       over a model that lives on is not enough: the model's ``.grad`` carries over;
@@ -29,7 +31,9 @@ When the code is fine
     - Pyro: ``svi.step()`` is not a torch optimizer step, and ``pyro.optim`` optimizers
       are not torch optimizers;
     - gradient accumulation: ``step()`` and ``zero_grad()`` both run every N
-      iterations;
+      iterations (at the same or another residue of the same period, unless the period may
+      be 1: a clear under ``i % n == 1`` never runs when ``n`` is 1, while a step under
+      ``i % n == 0`` runs on every iteration);
     - ``optimizer.step(closure)`` where the closure clears the gradients;
     - an inner micro-batch loop with ``zero_grad()``/``step()`` in the outer loop;
     - frameworks that own the loop (Lightning ``training_step``, HF ``Trainer``).
@@ -76,6 +80,7 @@ from mllint.semantics.model import (
     conds_within,
     counts_iterations,
     covers,
+    moduli,
     never_with_period_one,
 )
 from mllint.semantics.invariance import analysis
@@ -222,48 +227,60 @@ def _how_often(loop: Loop, step: LoopEffect) -> str:
     return "in the loop"
 
 
-def _where_cleared(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Tuple[Optional[str], Optional[str]]:
-    """Where the optimizer *is* cleared, when not whenever it steps (for the message), and the
-    object whose ``zero_grad()`` does it when that is not the optimizer (``self.zero_grad()``
-    in a model's own method), written in the loop's scope."""
-    where, cleared = _where(model, loop, effects, step)
+def _where_cleared(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Tuple[Optional[str], Optional[str], Optional[str]]:
+    """Where the optimizer *is* cleared, when not whenever it steps (``runs only ...``, for the
+    message); the object whose ``zero_grad()`` does it when that is not the optimizer
+    (``self.zero_grad()`` in a model's own method), written in the loop's scope; and a
+    sentence for the detail saying why that is not enough, when the message cannot."""
+    where, cleared, note = _where(model, loop, effects, step)
     if where is None or cleared is None or cleared == step.ref or ".grad" in cleared or "[" in cleared:
         cleared = None
-    return where, cleared
+    return where, cleared, note
 
 
-def _where(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Tuple[Optional[str], Optional[str]]:
+def _where(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Tuple[Optional[str], Optional[str], Optional[str]]:
     for clear in effects:
         if clear.kind == CLEAR and clear.ref != ANY and model.clears(clear.ref, step.ref, loop.scope):
             extra = [c for c in clear.conds if c not in step.conds]
             if extra:
-                return _where_guarded(model, loop, extra, step), (clear.ref if clear.origin is not None else None)
+                where, note = _where_guarded(model, loop, extra, step)
+                return where, (clear.ref if clear.origin is not None else None), note
     outer = loop.parent
     while outer is not None:
         for effect in model.loop_effects(outer):
             if effect.kind == CLEAR and effect.depth == 0 and effect.ref != ANY and model.clears(effect.ref, step.ref, outer.scope):
-                return "only once per iteration of the enclosing loop", None
+                return "runs only once per iteration of the enclosing loop", None, None
         outer = outer.parent
     for effect in model.effects_in(loop.scope):
         if effect.kind == CLEAR and effect.ctx.loop is None and effect.ref != ANY and model.clears(effect.ref, step.ref, loop.scope):
-            return "only once, before the loop", None
-    return None, None
+            return "runs only once, before the loop", None, None
+    return None, None, None
 
 
-def _where_guarded(model: FileModel, loop: Loop, extra: List[Cond], step: LoopEffect) -> str:
-    """``only when ...`` for a clearing under conditions ``extra`` the step does not share: said
-    so when the condition never holds with a period of 1 (``i % n == 1``), or is a flag the
-    loop never changes while the step runs on every iteration."""
+def _where_guarded(model: FileModel, loop: Loop, extra: List[Cond], step: LoopEffect) -> Tuple[str, Optional[str]]:
+    """``runs only when ...`` for a clearing under conditions ``extra`` the step does not share,
+    and the reason in a sentence when the condition never holds with a period of 1
+    (``i % n == 1``) or is a flag the loop never changes while the step runs on every iteration."""
     cond = extra[0]
     if cond.branch == "except":
-        return f"only in `{cond.text}`"
-    where = f"only when `{cond.text}`" if cond.branch == "if" else f"only when not `{cond.text}`"
-    period = next((m for m in (never_with_period_one(c, step.conds, model.fixed_period) for c in extra) if m), None)
-    if period is not None:
-        return f"{where}, never when `{period}` is 1"
+        return f"runs only in `{shorten(cond.text)}`", None
+    text = shorten(cond.text)
+    where = f"runs only when `{text}`" if cond.branch == "if" else f"runs only when not `{text}`"
+    for guard in extra:
+        period = never_with_period_one(guard, step.conds, model.fixed_period)
+        if period is not None:
+            holds = next((c for c in step.conds if c != guard and period in moduli(c)), None)
+            when = f" when `{holds.text}`" if holds is not None and holds.branch == "if" else ""
+            return f"never runs when `{shorten(period, 20)}` is 1", (
+                f"The clearing runs only when `{guard.text}`{'' if guard.branch == 'if' else ' does not hold'}, which never "
+                f"happens when `{period}` is 1 (`x % 1` is always 0), while the step runs{when}: on every iteration then."
+            )
     if _invariant(model, loop)(cond) and not step.conditional:
-        return f"{where}, which the loop never changes: otherwise nothing clears them"
-    return where
+        return f"{where}, a flag the loop never changes", (
+            f"`{cond.text}` is the same on every iteration: when it {'is false' if cond.branch == 'if' else 'holds'}, "
+            f"nothing clears the gradients while the step runs on every iteration."
+        )
+    return where, None
 
 
 def _message(model: FileModel, loop: Loop, effects, steps: List[LoopEffect], previous: Optional[LoopEffect] = None) -> Tuple[str, str]:
@@ -287,12 +304,12 @@ def _message(model: FileModel, loop: Loop, effects, steps: List[LoopEffect], pre
         )
     step = steps[0]
     name = step.ref if step.ref != ANY else "the optimizer"
-    where, cleared = _where_cleared(model, loop, effects, step)
+    where, cleared, note = _where_cleared(model, loop, effects, step)
     if where:
-        message = f"gradients accumulate: `{shorten(cleared or name)}.zero_grad()` runs {where}"
+        message = f"gradients accumulate: `{shorten(cleared or name)}.zero_grad()` {where}"
     else:
         message = f"gradients accumulate: nothing clears `{shorten(name)}`'s gradients in the loop"
-    detail = (
+    detail = (f"{note} " if note else "") + (
         f"`{name}.step()` runs {_how_often(loop, step)}, so each step applies the sum of the gradients of every "
         f"backward pass since they were last cleared; call `{name}.zero_grad()` once per step."
     )
