@@ -84,8 +84,9 @@ from mllint.semantics.model import (
     never_with_period_one,
 )
 from mllint.semantics.invariance import analysis
-from mllint.semantics.names import after_docstring, shorten
+from mllint.semantics.names import after_docstring, dotted, ref_of, shorten
 from mllint.semantics.tree import children as tree_children
+from mllint.semantics.tree import visit as tree_visit
 
 CODE = "ML001"
 NAME = "missing-zero-grad"
@@ -119,13 +120,39 @@ def _between(order: int, start: int, end: int) -> bool:
 
 
 def _invariant(model: FileModel, loop: Loop):
-    """Whether a condition directly in ``loop``'s body is the same on every iteration (a flag
-    the loop never assigns: ``if use_sched:``, ``if self.scheduler:``)."""
+    """Whether a condition directly in ``loop``'s body is a flag, the same on every iteration:
+    built from names and attributes the loop never assigns or changes (``if use_sched:``,
+    ``if self.scheduler:``), without ``%`` (a period is a count, whatever feeds it), and none
+    of them handed to a call in the loop (``callback.on_step(self.state)`` may advance
+    ``self.state.step``)."""
 
     def invariant(cond: Cond) -> bool:
-        if cond.loop is not loop or cond.node is None:
+        if cond.loop is not loop or cond.node is None or moduli(cond):
             return False
-        return analysis(model).facts(loop).invariant(cond.node)
+        if not analysis(model).facts(loop).invariant(cond.node):
+            return False
+        refs = set()
+
+        class Refs(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
+                name = dotted(node)
+                if name is not None:
+                    refs.add(name)
+                    return False
+                return True
+
+            def visit_Name(self, node: cst.Name) -> None:
+                refs.add(node.value)
+
+        tree_visit(cond.node, Refs())
+        for call, ctx in model.calls:
+            if ctx.scope != loop.scope or not loop.encloses(ctx.loop):
+                continue
+            for arg in call.args:
+                handed = ref_of(arg.value)
+                if handed and any(r == handed or r.startswith(handed + ".") for r in refs):
+                    return False
+        return True
 
     return invariant
 
