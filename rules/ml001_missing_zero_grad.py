@@ -119,6 +119,9 @@ def _between(order: int, start: int, end: int) -> bool:
     return order > start or order < end
 
 
+_CHANGED_BY_TRAINING = frozenset(("grad", "weight", "bias", "data"))
+
+
 def _invariant(model: FileModel, loop: Loop):
     """Whether a condition directly in ``loop``'s body is a flag, the same on every iteration:
     built from names and attributes the loop never assigns or changes (``if use_sched:``,
@@ -145,6 +148,8 @@ def _invariant(model: FileModel, loop: Loop):
                 refs.add(node.value)
 
         tree_visit(cond.node, Refs())
+        if any(set(r.split(".")[1:]) & _CHANGED_BY_TRAINING for r in refs):
+            return False  # backward() and step() change gradients and parameters
         for call, ctx in model.calls:
             if ctx.scope != loop.scope or not loop.encloses(ctx.loop):
                 continue
@@ -161,7 +166,11 @@ def _covering(model: FileModel, loop: Loop, clears: List[LoopEffect], step: Loop
     """The clearings in the loop that clear ``step``'s optimizer whenever the step runs."""
     invariant = _invariant(model, loop)
     mine = [c for c in clears if model.clears(c.ref, step.ref, loop.scope)]
-    single = [c for c in mine if covers(c.conds, c.ref, step.conds, loop.targets, invariant, model.fixed_period)]
+    single = [
+        c
+        for c in mine
+        if covers(_needed(model, loop, c.conds, step), c.ref, step.conds, loop.targets, invariant, model.fixed_period)
+    ]
     if single or len(mine) < 2:
         return single
     # Clearings in every branch of one ``if``/``elif``/``else`` together run whenever their
@@ -181,6 +190,47 @@ def _covering(model: FileModel, loop: Loop, clears: List[LoopEffect], step: Loop
         if len(users) > 1 and covers(conds, users[0].ref, step.conds, loop.targets, invariant, model.fixed_period):
             return users
     return []
+
+
+def _needed(model: FileModel, loop: Loop, conds: Tuple[Cond, ...], step: LoopEffect) -> Tuple[Cond, ...]:
+    """A clearing's conditions less those that only skip iterations with nothing to clear: a
+    test that a gradient of the step's optimizer exists (``if model.fc.weight.grad is not
+    None:``, ``if any(p.grad is not None for p in model.parameters()):``)."""
+    return tuple(c for c in conds if not _has_gradients(model, loop, c, step))
+
+
+def _has_gradients(model: FileModel, loop: Loop, cond: Cond, step: LoopEffect) -> bool:
+    node = cond.node
+    if cond.branch != "if" or cond.loop is not loop or node is None:
+        return False
+    tensor = _grad_tested(node)
+    if tensor is not None:
+        return model.clears(f"{tensor}.grad", step.ref, loop.scope) and tensor.split(".")[0] not in loop.targets
+    # any(p.grad is not None for p in model.parameters())
+    if not (isinstance(node, cst.Call) and dotted(node.func) == "any" and len(node.args) == 1):
+        return False
+    gen = node.args[0].value
+    if not isinstance(gen, cst.GeneratorExp) or gen.for_in.inner_for_in is not None or gen.for_in.ifs:
+        return False
+    source = gen.for_in.iter
+    if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and source.func.attr.value == "parameters"):
+        return False
+    owner = ref_of(source.func.value)
+    target = ref_of(gen.for_in.target)
+    return bool(owner) and target is not None and _grad_tested(gen.elt) == target and model.clears(owner, step.ref, loop.scope)
+
+
+def _grad_tested(node: cst.CSTNode) -> Optional[str]:
+    """``x`` for a test ``x.grad is not None``."""
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    if not isinstance(target.operator, cst.IsNot) or not (isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
+        return None
+    left = node.left
+    if not (isinstance(left, cst.Attribute) and left.attr.value == "grad"):
+        return None
+    return ref_of(left.value)
 
 
 def _complementary(a: Tuple[Cond, ...], b: Tuple[Cond, ...]) -> Optional[Tuple[Cond, ...]]:
@@ -268,7 +318,7 @@ def _where_cleared(model: FileModel, loop: Loop, effects: List[LoopEffect], step
 def _where(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Tuple[Optional[str], Optional[str], Optional[str]]:
     for clear in effects:
         if clear.kind == CLEAR and clear.ref != ANY and model.clears(clear.ref, step.ref, loop.scope):
-            extra = [c for c in clear.conds if c not in step.conds]
+            extra = [c for c in _needed(model, loop, clear.conds, step) if c not in step.conds]
             if extra:
                 where, note = _where_guarded(model, loop, extra, step)
                 return where, (clear.ref if clear.origin is not None else None), note
@@ -1058,6 +1108,18 @@ VALID = [
     net = Net()
     opt = torch.optim.SGD(filter(lambda p: p.requires_grad, net.parameters()), lr=0.1)
     train(net, opt, loader)
+    """,
+    # guards that only skip the clear while the optimizer's model has no gradient yet
+    """
+    def train(model, optimizer, loader):
+        for x, y in loader:
+            if any(p.grad is not None for p in model.parameters()):
+                optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            if model.head.weight.grad is not None:
+                model.zero_grad()
     """,
     # an optimizer over parameters collected in place, from loops over the model's parameters
     """
@@ -1888,6 +1950,29 @@ backbone = nn.Linear(16, 16)
 head = nn.Linear(16, 1)
 head_optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, head.parameters()), lr=0.1)
 train(backbone, head_optimizer, loader)
+""",
+    ),
+    # the guard tests the batch's gradient, not the model's: a fresh batch has none when the
+    # clear runs, so nothing ever clears
+    Example(
+        """
+def train(model, optimizer, loader):
+    for x, y in loader:
+        if x.grad is not None:
+            optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+""",
+        unsafe_fixed="""
+def train(model, optimizer, loader):
+    for x, y in loader:
+        optimizer.zero_grad()
+        if x.grad is not None:
+            optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
 """,
     ),
 ]
