@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
