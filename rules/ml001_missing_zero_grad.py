@@ -19,7 +19,9 @@ When the code is fine
       that does: ``zero = opt.zero_grad``, a lambda, a hook list, a callback every
       caller hands over) anywhere in the loop body, before or after the step, as
       long as it runs whenever the step runs (a clear that only runs on logging
-      iterations, in an ``except`` handler or when ``batch_idx == 0`` does not count);
+      iterations, in an ``except`` handler or when ``batch_idx == 0`` does not count, nor one
+      under a flag the loop never changes, ``if use_sched:``, while the step runs without it;
+      clears in every branch of one ``if``/``else`` count together);
     - a fresh optimizer built in each iteration over a model (or tensors) also built
       in that iteration, e.g. one model and optimizer per fold; an optimizer rebuilt
       over a model that lives on is not enough: the model's ``.grad`` carries over;
@@ -29,7 +31,9 @@ When the code is fine
     - Pyro: ``svi.step()`` is not a torch optimizer step, and ``pyro.optim`` optimizers
       are not torch optimizers;
     - gradient accumulation: ``step()`` and ``zero_grad()`` both run every N
-      iterations;
+      iterations (at the same or another residue of the same period, unless the period may
+      be 1: a clear under ``i % n == 1`` never runs when ``n`` is 1, while a step under
+      ``i % n == 0`` runs on every iteration);
     - ``optimizer.step(closure)`` where the closure clears the gradients;
     - an inner micro-batch loop with ``zero_grad()``/``step()`` in the outer loop;
     - frameworks that own the loop (Lightning ``training_step``, HF ``Trainer``).
@@ -68,6 +72,7 @@ from mllint.semantics.model import (
     BACKWARD,
     CALL,
     CLEAR,
+    Cond,
     FRESH,
     STEP,
     FileModel,
@@ -76,9 +81,13 @@ from mllint.semantics.model import (
     conds_within,
     counts_iterations,
     covers,
+    moduli,
+    never_with_period_one,
 )
-from mllint.semantics.names import after_docstring, shorten
+from mllint.semantics.invariance import analysis
+from mllint.semantics.names import after_docstring, dotted, ref_of, shorten
 from mllint.semantics.tree import children as tree_children
+from mllint.semantics.tree import visit as tree_visit
 
 CODE = "ML001"
 NAME = "missing-zero-grad"
@@ -113,13 +122,132 @@ def _between(order: int, start: int, end: int) -> bool:
     return order > start or order < end
 
 
+_CHANGED_BY_TRAINING = frozenset(("grad", "weight", "bias", "data"))
+
+
+def _invariant(model: FileModel, loop: Loop):
+    """Whether a condition directly in ``loop``'s body is a flag, the same on every iteration:
+    built from names and attributes the loop never assigns or changes (``if use_sched:``,
+    ``if self.scheduler:``), without ``%`` (a period is a count, whatever feeds it), and none
+    of them handed to a call in the loop (``callback.on_step(self.state)`` may advance
+    ``self.state.step``)."""
+
+    def invariant(cond: Cond) -> bool:
+        if cond.loop is not loop or cond.node is None or moduli(cond):
+            return False
+        if not analysis(model).facts(loop).invariant(cond.node):
+            return False
+        refs = set()
+
+        class Refs(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
+                name = dotted(node)
+                if name is not None:
+                    refs.add(name)
+                    return False
+                return True
+
+            def visit_Name(self, node: cst.Name) -> None:
+                refs.add(node.value)
+
+        tree_visit(cond.node, Refs())
+        if any(set(r.split(".")[1:]) & _CHANGED_BY_TRAINING for r in refs):
+            return False  # backward() and step() change gradients and parameters
+        for call, ctx in model.calls:
+            if ctx.scope != loop.scope or not loop.encloses(ctx.loop):
+                continue
+            for arg in call.args:
+                handed = ref_of(arg.value)
+                if handed and any(r == handed or r.startswith(handed + ".") for r in refs):
+                    return False
+        return True
+
+    return invariant
+
+
 def _covering(model: FileModel, loop: Loop, clears: List[LoopEffect], step: LoopEffect) -> List[LoopEffect]:
     """The clearings in the loop that clear ``step``'s optimizer whenever the step runs."""
-    return [
+    invariant = _invariant(model, loop)
+    mine = [c for c in clears if model.clears(c.ref, step.ref, loop.scope)]
+    single = [
         c
-        for c in clears
-        if model.clears(c.ref, step.ref, loop.scope) and covers(c.conds, c.ref, step.conds, loop.targets)
+        for c in mine
+        if covers(_needed(model, loop, c.conds, step), c.ref, step.conds, loop.targets, invariant, model.fixed_period)
     ]
+    if single or len(mine) < 2:
+        return single
+    # Clearings in every branch of one ``if``/``elif``/``else`` together run whenever their
+    # common conditions hold (``if flag: opt.zero_grad() else: opt.zero_grad(set_to_none=True)``).
+    merged = {c.conds: [c] for c in mine if c.conds}
+    for _ in range(8):
+        grown = False
+        for a, users_a in list(merged.items()):
+            for b, users_b in list(merged.items()):
+                rest = _complementary(a, b)
+                if rest is not None and rest not in merged:
+                    merged[rest] = users_a + users_b
+                    grown = True
+        if not grown:
+            break
+    for conds, users in merged.items():
+        if len(users) > 1 and covers(conds, users[0].ref, step.conds, loop.targets, invariant, model.fixed_period):
+            return users
+    return []
+
+
+def _needed(model: FileModel, loop: Loop, conds: Tuple[Cond, ...], step: LoopEffect) -> Tuple[Cond, ...]:
+    """A clearing's conditions less those that only skip iterations with nothing to clear: a
+    test that a gradient of the step's optimizer exists (``if model.fc.weight.grad is not
+    None:``, ``if any(p.grad is not None for p in model.parameters()):``)."""
+    return tuple(c for c in conds if not _has_gradients(model, loop, c, step))
+
+
+def _has_gradients(model: FileModel, loop: Loop, cond: Cond, step: LoopEffect) -> bool:
+    node = cond.node
+    if cond.branch != "if" or cond.loop is not loop or node is None:
+        return False
+    tensor = _grad_tested(node)
+    if tensor is not None:
+        return model.clears(f"{tensor}.grad", step.ref, loop.scope) and tensor.split(".")[0] not in loop.targets
+    # any(p.grad is not None for p in model.parameters())
+    if not (isinstance(node, cst.Call) and dotted(node.func) == "any" and len(node.args) == 1):
+        return False
+    gen = node.args[0].value
+    if not isinstance(gen, cst.GeneratorExp) or gen.for_in.inner_for_in is not None or gen.for_in.ifs:
+        return False
+    source = gen.for_in.iter
+    if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and source.func.attr.value == "parameters"):
+        return False
+    owner = ref_of(source.func.value)
+    target = ref_of(gen.for_in.target)
+    return bool(owner) and target is not None and _grad_tested(gen.elt) == target and model.clears(owner, step.ref, loop.scope)
+
+
+def _grad_tested(node: cst.CSTNode) -> Optional[str]:
+    """``x`` for a test ``x.grad is not None``."""
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    if not isinstance(target.operator, cst.IsNot) or not (isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
+        return None
+    left = node.left
+    if not (isinstance(left, cst.Attribute) and left.attr.value == "grad"):
+        return None
+    return ref_of(left.value)
+
+
+def _complementary(a: Tuple[Cond, ...], b: Tuple[Cond, ...]) -> Optional[Tuple[Cond, ...]]:
+    """The conditions ``a`` and ``b`` share when they differ only in taking the two branches
+    of one test (``if x`` / ``else``), else None."""
+    if len(a) != len(b) or not a:
+        return None
+    differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    if len(differ) != 1:
+        return None
+    x, y = a[differ[0]], b[differ[0]]
+    if x.text != y.text or {x.branch, y.branch} != {"if", "else"}:
+        return None
+    return a[: differ[0]] + a[differ[0] + 1:]
 
 
 def _uncleared(model: FileModel, loop: Loop, effects: List[LoopEffect]):
@@ -179,26 +307,60 @@ def _how_often(loop: Loop, step: LoopEffect) -> str:
     return "in the loop"
 
 
-def _where_cleared(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Optional[str]:
-    """Where the optimizer *is* cleared, when not whenever it steps (for the message)."""
+def _where_cleared(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Tuple[Optional[str], Optional[str], Optional[str]]:
+    """Where the optimizer *is* cleared, when not whenever it steps (``runs only ...``, for the
+    message); the object whose ``zero_grad()`` does it when that is not the optimizer
+    (``self.zero_grad()`` in a model's own method), written in the loop's scope; and a
+    sentence for the detail saying why that is not enough, when the message cannot."""
+    where, cleared, note = _where(model, loop, effects, step)
+    if where is None or cleared is None or cleared == step.ref or ".grad" in cleared or "[" in cleared:
+        cleared = None
+    return where, cleared, note
+
+
+def _where(model: FileModel, loop: Loop, effects: List[LoopEffect], step: LoopEffect) -> Tuple[Optional[str], Optional[str], Optional[str]]:
     for clear in effects:
         if clear.kind == CLEAR and clear.ref != ANY and model.clears(clear.ref, step.ref, loop.scope):
-            extra = [c for c in clear.conds if c not in step.conds]
+            extra = [c for c in _needed(model, loop, clear.conds, step) if c not in step.conds]
             if extra:
-                cond = extra[0]
-                if cond.branch == "except":
-                    return f"only in `{cond.text}`"
-                return f"only when `{cond.text}`" if cond.branch == "if" else f"only when not `{cond.text}`"
+                where, note = _where_guarded(model, loop, extra, step)
+                return where, (clear.ref if clear.origin is not None else None), note
     outer = loop.parent
     while outer is not None:
         for effect in model.loop_effects(outer):
             if effect.kind == CLEAR and effect.depth == 0 and effect.ref != ANY and model.clears(effect.ref, step.ref, outer.scope):
-                return "only once per iteration of the enclosing loop"
+                return "runs only once per iteration of the enclosing loop", None, None
         outer = outer.parent
     for effect in model.effects_in(loop.scope):
         if effect.kind == CLEAR and effect.ctx.loop is None and effect.ref != ANY and model.clears(effect.ref, step.ref, loop.scope):
-            return "only once, before the loop"
-    return None
+            return "runs only once, before the loop", None, None
+    return None, None, None
+
+
+def _where_guarded(model: FileModel, loop: Loop, extra: List[Cond], step: LoopEffect) -> Tuple[str, Optional[str]]:
+    """``runs only when ...`` for a clearing under conditions ``extra`` the step does not share,
+    and the reason in a sentence when the condition never holds with a period of 1
+    (``i % n == 1``) or is a flag the loop never changes while the step runs on every iteration."""
+    cond = extra[0]
+    if cond.branch == "except":
+        return f"runs only in `{shorten(cond.text)}`", None
+    text = shorten(cond.text)
+    where = f"runs only when `{text}`" if cond.branch == "if" else f"runs only when not `{text}`"
+    for guard in extra:
+        period = never_with_period_one(guard, step.conds, model.fixed_period)
+        if period is not None:
+            holds = next((c for c in step.conds if c != guard and period in moduli(c)), None)
+            when = f" when `{holds.text}`" if holds is not None and holds.branch == "if" else ""
+            return f"never runs when `{shorten(period, 20)}` is 1", (
+                f"The clearing runs only when `{guard.text}`{'' if guard.branch == 'if' else ' does not hold'}, which never "
+                f"happens when `{period}` is 1 (`x % 1` is always 0), while the step runs{when}: on every iteration then."
+            )
+    if _invariant(model, loop)(cond) and not step.conditional:
+        return f"{where}, a flag the loop never changes", (
+            f"`{cond.text}` is the same on every iteration: when it {'is false' if cond.branch == 'if' else 'holds'}, "
+            f"nothing clears the gradients while the step runs on every iteration."
+        )
+    return where, None
 
 
 def _message(model: FileModel, loop: Loop, effects, steps: List[LoopEffect], previous: Optional[LoopEffect] = None) -> Tuple[str, str]:
@@ -222,12 +384,12 @@ def _message(model: FileModel, loop: Loop, effects, steps: List[LoopEffect], pre
         )
     step = steps[0]
     name = step.ref if step.ref != ANY else "the optimizer"
-    where = _where_cleared(model, loop, effects, step)
+    where, cleared, note = _where_cleared(model, loop, effects, step)
     if where:
-        message = f"gradients accumulate: `{shorten(name)}.zero_grad()` runs {where}"
+        message = f"gradients accumulate: `{shorten(cleared or name)}.zero_grad()` {where}"
     else:
         message = f"gradients accumulate: nothing clears `{shorten(name)}`'s gradients in the loop"
-    detail = (
+    detail = (f"{note} " if note else "") + (
         f"`{name}.step()` runs {_how_often(loop, step)}, so each step applies the sum of the gradients of every "
         f"backward pass since they were last cleared; call `{name}.zero_grad()` once per step."
     )
@@ -944,6 +1106,112 @@ VALID = [
         loss.backward()
         optimizer.step()
     """,
+    # every branch of an if/elif/else clears: together they run on every iteration
+    """
+    def train(model, optimizer, loader, mode):
+        for x, y in loader:
+            if mode == "none":
+                optimizer.zero_grad(set_to_none=True)
+            elif mode == "model":
+                model.zero_grad()
+            else:
+                optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """,
+    # a guard that only skips the clear while there is no gradient yet
+    """
+    import torch
+    w = torch.zeros(3, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.1)
+    for step in range(100):
+        if w.grad is not None:
+            w.grad.zero_()
+        loss = objective(w)
+        loss.backward()
+        opt.step()
+    """,
+    # accumulation over a literal period of 2: the clear (residue 1) runs once between two
+    # steps (residue 0), only at another point of the period
+    """
+    def train(model, optimizer, loader):
+        for it, (x, y) in enumerate(loader):
+            if it % 2 == 1:
+                optimizer.zero_grad()
+            loss = criterion(model(x), y) / 2
+            loss.backward()
+            if it % 2 == 0:
+                optimizer.step()
+    """,
+    # the same with a period the file only ever sets to 4: it is never 1
+    """
+    ACCUM = 4
+    def train(model, optimizer, loader):
+        for it, (x, y) in enumerate(loader):
+            if it % ACCUM == 1:
+                optimizer.zero_grad()
+            loss = criterion(model(x), y) / ACCUM
+            loss.backward()
+            if it % ACCUM == 0:
+                optimizer.step()
+    """,
+    # the optimizer was built over a filtered view of the model's parameters, in the caller:
+    # the helper's model.zero_grad() clears them
+    """
+    import torch
+    def train(model, optimizer, loader):
+        for x, y in loader:
+            model.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+
+    net = Net()
+    opt = torch.optim.SGD(filter(lambda p: p.requires_grad, net.parameters()), lr=0.1)
+    train(net, opt, loader)
+    """,
+    # guards that only skip the clear while the optimizer's model has no gradient yet
+    """
+    def train(model, optimizer, loader):
+        for x, y in loader:
+            if any(p.grad is not None for p in model.parameters()):
+                optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            if model.head.weight.grad is not None:
+                model.zero_grad()
+    """,
+    # an optimizer over parameters collected in place, from loops over the model's parameters
+    """
+    import torch
+    def train(model, head, loader):
+        params = []
+        for name, p in model.named_parameters():
+            if not name.startswith("embed"):
+                params.append(p)
+        params += list(head.parameters())
+        optimizer = torch.optim.SGD(params, lr=0.1)
+        for x, y in loader:
+            model.zero_grad()
+            loss = criterion(head(model(x)), y)
+            loss.backward()
+            optimizer.step()
+    """,
+    # param groups over two models, through a comprehension over both: model.zero_grad() on
+    # either may be the clear (which models the comprehension runs over is not followed)
+    """
+    import torch
+    encoder, decoder = Encoder(), Decoder()
+    optimizer = torch.optim.Adam([{"params": [p for m in (encoder, decoder) for p in m.parameters()]}])
+    for x, y in loader:
+        encoder.zero_grad()
+        decoder.zero_grad()
+        loss = criterion(decoder(encoder(x)), y)
+        loss.backward()
+        optimizer.step()
+    """,
 ]
 
 INVALID = [
@@ -1598,6 +1866,175 @@ for x, y in loader:
     loss = criterion(model(x), y)
     loss.backward()
     optimizer.step()
+""",
+    ),
+    # the clear is guarded by a flag the loop never changes, the step is not: with no
+    # scheduler nothing ever clears (a model's own zero_grad() clears its optimizer)
+    Example(
+        """
+import torch
+
+class Regressor(torch.nn.Module):
+    def fit(self, loader, epochs):
+        optimizer = torch.optim.Adam(self.parameters(), lr=1e-3)
+        for epoch in range(epochs):
+            for x, y in loader:
+                if self.scheduler:
+                    self.zero_grad()
+                loss = torch.nn.functional.mse_loss(self(x), y)
+                loss.backward()
+                optimizer.step()
+""",
+        fixed="""
+import torch
+
+class Regressor(torch.nn.Module):
+    def fit(self, loader, epochs):
+        optimizer = torch.optim.Adam(self.parameters(), lr=1e-3)
+        for epoch in range(epochs):
+            for x, y in loader:
+                optimizer.zero_grad()
+                if self.scheduler:
+                    self.zero_grad()
+                loss = torch.nn.functional.mse_loss(self(x), y)
+                loss.backward()
+                optimizer.step()
+""",
+    ),
+    # the same with the clear after the step, beside the scheduler's step
+    Example(
+        """
+def train(model, optimizer, loader, use_sched):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if use_sched:
+            scheduler.step()
+            optimizer.zero_grad()
+""",
+        unsafe_fixed="""
+def train(model, optimizer, loader, use_sched):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if use_sched:
+            scheduler.step()
+            optimizer.zero_grad()
+""",
+    ),
+    # accumulation whose clear sits under a flag: a name that looks like a counter
+    # (`step_scheduler`) but never changes in the loop counts nothing
+    Example(
+        """
+def train(model, optimizer, loader, args):
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / args.accum_steps
+        loss.backward()
+        if (i + 1) % args.accum_steps == 0:
+            optimizer.step()
+            if args.step_scheduler:
+                scheduler.step()
+                optimizer.zero_grad()
+""",
+        unsafe_fixed="""
+def train(model, optimizer, loader, args):
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / args.accum_steps
+        loss.backward()
+        if (i + 1) % args.accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+            if args.step_scheduler:
+                scheduler.step()
+                optimizer.zero_grad()
+""",
+    ),
+    # the clear and the step take different residues of the same period: with
+    # grad_accum == 1 (the default) `iteration % 1 == 1` never holds and nothing clears
+    Example(
+        """
+def train(model, optimizer, loader, grad_accum=1):
+    for iteration, (x, y) in enumerate(loader):
+        if iteration % grad_accum == 1:
+            optimizer.zero_grad()
+        loss = criterion(model(x), y) / grad_accum
+        loss.backward()
+        if iteration % grad_accum == 0:
+            optimizer.step()
+""",
+        unsafe_fixed="""
+def train(model, optimizer, loader, grad_accum=1):
+    for iteration, (x, y) in enumerate(loader):
+        if iteration % grad_accum == 1:
+            optimizer.zero_grad()
+        loss = criterion(model(x), y) / grad_accum
+        loss.backward()
+        if iteration % grad_accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    ),
+    # the helper's model.zero_grad() clears the backbone, while the optimizer handed over holds
+    # the head's parameters (through a filter): named as the helper sees them, they differ
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+def train(model, optimizer, loader):
+    for x, y in loader:
+        model.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+backbone = nn.Linear(16, 16)
+head = nn.Linear(16, 1)
+head_optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, head.parameters()), lr=0.1)
+train(backbone, head_optimizer, loader)
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+def train(model, optimizer, loader):
+    for x, y in loader:
+        optimizer.zero_grad()
+        model.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+backbone = nn.Linear(16, 16)
+head = nn.Linear(16, 1)
+head_optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, head.parameters()), lr=0.1)
+train(backbone, head_optimizer, loader)
+""",
+    ),
+    # the guard tests the batch's gradient, not the model's: a fresh batch has none when the
+    # clear runs, so nothing ever clears
+    Example(
+        """
+def train(model, optimizer, loader):
+    for x, y in loader:
+        if x.grad is not None:
+            optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+""",
+        unsafe_fixed="""
+def train(model, optimizer, loader):
+    for x, y in loader:
+        optimizer.zero_grad()
+        if x.grad is not None:
+            optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
 """,
     ),
 ]

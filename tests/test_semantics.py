@@ -124,6 +124,58 @@ def test_optimizer_parameter_owners_and_aliases():
     assert m.canonical("model", "<module>") == "net"
 
 
+def test_optimizer_owners_through_wrappers_growth_and_helpers():
+    m = model_of(
+        """
+        import itertools
+        import torch
+        a = torch.optim.SGD(filter(lambda p: p.requires_grad, net.parameters()), lr=0.1)
+        b = torch.optim.SGD((p for n, p in net.named_parameters() if "bias" not in n), lr=0.1)
+        c = torch.optim.SGD(itertools.chain(enc.parameters(), dec.parameters()), lr=0.1)
+        d = torch.optim.SGD(list(net.parameters()), lr=0.1)
+        e = torch.optim.SGD([p for m in (enc, dec) for p in m.parameters()], lr=0.1)
+        grown = [head.weight]
+        for p in filter(lambda p: p.requires_grad, net.parameters()):
+            grown.append(p)
+        grown += list(enc.parameters())
+        f = torch.optim.SGD(grown, lr=0.1)
+        empty = []
+        fill(empty)
+        g = torch.optim.SGD(empty, lr=0.1)
+        each = [head.weight]
+        for m in models:
+            each.extend(m.parameters())
+        h = torch.optim.SGD(each, lr=0.1)
+        k = torch.optim.SGD(enc.parameters(), lr=0.1)
+        k.add_param_group({"params": dec.parameters()})
+
+        def train(model, optimizer):
+            pass
+
+        def train_global(optimizer):
+            pass
+
+        def train_shadowed(optimizer, enc):
+            pass
+
+        train(net, a)
+        train_global(c)
+        train_shadowed(c, other)
+        """
+    )
+    owners = lambda ref, scope="<module>": m.optimizer_owners(ref, scope)
+    assert owners("a") == owners("b") == owners("d") == frozenset({"net"})
+    assert owners("c") == frozenset({"enc", "dec"})
+    assert owners("e") is None  # `m` is the comprehension's own variable
+    assert owners("f") == frozenset({"grown", "head.weight", "net", "enc"})
+    assert owners("g") is None  # filled where we do not look
+    assert owners("h") is None  # grown from a loop variable
+    assert owners("k") == frozenset({"enc", "dec"})
+    assert owners("optimizer", "train") == frozenset({"model"})  # named as the helper sees it
+    assert owners("optimizer", "train_global") == frozenset({"enc", "dec"})  # module-level names
+    assert owners("optimizer", "train_shadowed") is None  # its own `enc` is another object
+
+
 def test_facts_are_scoped_like_python_names():
     m = model_of(
         """
@@ -379,6 +431,49 @@ def test_condition_text_is_normalised_and_conjunctions_cover():
     (clear,) = kinds(m, CLEAR)
     (step,) = kinds(m, STEP)
     assert covers(conds_within(clear.ctx.conds, loop), "optimizer", conds_within(step.ctx.conds, loop))
+
+
+def test_coverage_by_flags_residues_and_the_cleared_object():
+    from mllint.semantics.model import conds_within, covers, never_with_period_one
+
+    m = model_of(
+        """
+        for i, batch in enumerate(loader):
+            if i % n == 1:
+                optimizer.zero_grad()
+            if i % 2 == 1:
+                optimizer.zero_grad()
+            if self.model_ema is not None:
+                self.model.zero_grad()
+            if self.model is not None:
+                self.model.zero_grad()
+            if self.scheduler:
+                self.zero_grad()
+            if args.step_scheduler:
+                optimizer.zero_grad()
+            if i % n == 0:
+                optimizer.step()
+            if i % 2 == 0:
+                optimizer.step()
+            optimizer.step()
+        """
+    )
+    loop = m.loops[0]
+    conds = lambda e: conds_within(e.ctx.conds, loop)
+    residue_n, residue_2, ema, same_model, flag_self, flag_counter = kinds(m, CLEAR)
+    step_n, step_2, always = kinds(m, STEP)
+    # `i % n == 1` never holds when n is 1, while `i % n == 0` always does
+    assert never_with_period_one(conds(residue_n)[0], conds(step_n)) == "n"
+    assert not covers(conds(residue_n), "optimizer", conds(step_n), loop.targets)
+    assert covers(conds(residue_n), "optimizer", conds(step_n), loop.targets, fixed=lambda m: m == "n")
+    assert covers(conds(residue_2), "optimizer", conds(step_2), loop.targets)  # a literal period of 2
+    # the condition must test the cleared object itself, not a name that shares its spelling
+    assert covers(conds(same_model), "self.model", conds(always), loop.targets)
+    assert not covers(conds(ema), "self.model", conds(always), loop.targets)
+    assert not covers(conds(flag_self), "self", conds(always), loop.targets)
+    # a flag the loop never changes counts nothing, even when its name looks like a counter
+    assert covers(conds(flag_counter), "optimizer", conds(step_n), loop.targets)
+    assert not covers(conds(flag_counter), "optimizer", conds(step_n), loop.targets, invariant=lambda c: True)
 
 
 # --- what clears gradients, and what a fix may call (ML001) -----------------------------------

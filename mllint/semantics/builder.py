@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -107,6 +107,9 @@ class _Builder(cst.CSTVisitor):
         self.pending_calls: List[Tuple[cst.Call, Context, int]] = []
         self.lambdas: List[cst.Lambda] = []  # the lambdas being walked, innermost last
         self._following: set = set()  # callables whose calls are being followed (no recursion)
+        # ref -> (scope, position, what it adds, innermost loop) for each in-place growth of a
+        # collection seen so far (``params.append(p)``, ``params += [...]``): see _grown
+        self.growth: Dict[str, List[Tuple[str, float, cst.BaseExpression, Optional[Loop]]]] = {}
 
     # --- the walk ----------------------------------------------------------------------
     def walk(self, node: cst.CSTNode) -> None:
@@ -378,7 +381,7 @@ class _Builder(cst.CSTVisitor):
         if role is not None:
             self.m.roles.setdefault(self.scope, target, set()).add(role)
             if role == R.OPTIMIZER and isinstance(value, cst.Call):
-                self.m.optimizer_params.put(self.scope, target, _parameter_owners(value, self._assigned_value))
+                self.m.optimizer_params.put(self.scope, target, _parameter_owners(value, self._assigned_value, self._grown))
         if isinstance(value, cst.Call) and dotted(value.func) in self.m.classes:
             self.m.instance_of.setdefault(self.scope, target, dotted(value.func))
         if source is not None and source != target:
@@ -390,6 +393,30 @@ class _Builder(cst.CSTVisitor):
             if targets == (ref,) and ctx.scope in (self.scope, MODULE_SCOPE):
                 return value
         return None
+
+    def _grown(self, ref: str, value: cst.BaseExpression) -> Optional[List[Optional[FrozenSet[str]]]]:
+        """What ``ref`` grew by in place (in this scope or the module) since ``value`` was assigned
+        to it, one entry per growth: the models whose parameters it added, from
+        ``model.parameters()`` in it or in what the loop whose variable it adds iterates
+        (``for p in filter(f, m.parameters()): params.append(p)``), None when neither or when
+        the model is itself a loop variable there. None when it did not grow."""
+        since = self.m.assignment_order.get(value, 0)
+        found: List[Optional[FrozenSet[str]]] = []
+        for scope, order, added, loop in self.growth.get(ref, ()):
+            if order <= since or scope not in (self.scope, MODULE_SCOPE):
+                continue
+            owners = _parameter_owners_of(added)
+            around: set = set()  # the variables of the loops around the growth
+            outer = loop
+            while outer is not None:
+                if owners is None and isinstance(added, cst.Name) and added.value in outer.targets and isinstance(outer.node, cst.For):
+                    owners = _parameter_owners_of(outer.node.iter)  # for p in filter(f, m.parameters()): ...
+                around.update(outer.targets)
+                outer = outer.parent
+            if owners is not None and any(o.split(".", 1)[0].split("[", 1)[0] in around for o in owners):
+                owners = None  # for m in models: params += list(m.parameters()): which models is not followed
+            found.append(owners)
+        return found or None
 
     def _value_role(self, value: cst.BaseExpression) -> Tuple[Optional[str], Optional[str]]:
         """(role, aliased ref) of an assigned value."""
@@ -438,6 +465,39 @@ class _Builder(cst.CSTVisitor):
         self.m.calls.append((node, ctx))
         self.pending_calls.append((node, ctx, self._next()))
         self.m.call_order[node] = self.order
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _GROWING_METHODS and node.args:
+            collection = ref_of(func.value)
+            if collection is not None:
+                self._grow(collection, node.args[-1].value)
+        elif isinstance(func, cst.Attribute) and func.attr.value == "add_param_group" and node.args:
+            self._add_param_group(ref_of(func.value), node.args[0].value)
+
+    def _add_param_group(self, optimizer: Optional[str], group: cst.BaseExpression) -> None:
+        """``opt.add_param_group({"params": head.parameters()})``: ``opt`` now holds ``head``'s
+        parameters too (its owners become unknown when the group's are)."""
+        table = self.m.optimizer_params
+        if optimizer is None:
+            return
+        scope = table.home(self.scope, optimizer)
+        while (scope, optimizer) not in table.data:
+            if scope == MODULE_SCOPE:
+                return
+            scope = scope.rsplit(".", 1)[0] if "." in scope else MODULE_SCOPE
+        owners = table.data[(scope, optimizer)]
+        added = _parameter_owners_of(group)
+        # an empty set reads as unknown (FileModel.optimizer_owners)
+        table.data[(scope, optimizer)] = frozenset(owners | added) if owners and added else frozenset()
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        collection = ref_of(node.target)
+        if collection is not None and isinstance(node.operator, cst.AddAssign):
+            self._grow(collection, node.value)
+
+    def _grow(self, collection: str, added: cst.BaseExpression) -> None:
+        """Record that ``collection`` grows in place by ``added`` here (after everything
+        numbered so far), in the loops around (see _grown)."""
+        self.growth.setdefault(collection, []).append((self.scope, self.order + 0.5, added, self.loop))
 
     def _effect(self, kind: str, ref: str, node: cst.CSTNode, ctx: Optional[Context] = None, **extra) -> None:
         self.m.effects.append(Effect(kind, ref, node, ctx or self.ctx(), self._next(), **extra))
@@ -723,14 +783,17 @@ class _Builder(cst.CSTVisitor):
     def _propagate_roles_to_parameters(self) -> None:
         """``step(o)`` called as ``step(optimizer)``: the parameter ``o`` holds an optimizer."""
         bindings = []
+        mappings = []  # per binding, the whole call's parameter -> argument mapping
         for call, ctx, _order in self.pending_calls:
             local = self._resolve_local(call.func, ctx)
             if local is not None:
-                for param, arg in self._bind_arguments(local, call, call.func).items():
+                mapping = self._bind_arguments(local, call, call.func)
+                for param, arg in mapping.items():
                     bindings.append((local, param, ctx.scope, arg))
+                    mappings.append(mapping)
         for _ in range(3):  # helpers handing arguments on to helpers
             changed = False
-            for callee, param, caller_scope, arg in bindings:
+            for (callee, param, caller_scope, arg), mapping in zip(bindings, mappings):
                 if not arg or arg == ANY:
                     continue
                 if not self.m.roles.get(callee, param):
@@ -742,7 +805,7 @@ class _Builder(cst.CSTVisitor):
                 if cls is not None and self.m.instance_of.get(callee, param) is None:
                     self.m.instance_of.put(callee, param, cls)  # train(agent) with agent = SAC(...)
                     changed = True
-                owners = self.m.optimizer_owners(arg, caller_scope)
+                owners = self._owners_in_callee(self.m.optimizer_owners(arg, caller_scope), mapping, caller_scope, callee)
                 if owners and self.m.optimizer_params.get(callee, param) is None:
                     self.m.optimizer_params.put(callee, param, owners)
             if not changed:
@@ -757,6 +820,39 @@ class _Builder(cst.CSTVisitor):
                     arg and self.m.is_torch_optimizer(arg, scope) for scope, arg in args
                 ):
                     self.m.optimizer_kinds.put(callee, param, frozenset({"torch.optim.Optimizer"}))
+
+    def _owners_in_callee(self, owners, mapping: Dict[str, Optional[str]], caller_scope: str, callee: str):
+        """The models an optimizer handed to ``callee`` holds, named as ``callee`` sees them:
+        ``train(net, opt)`` with ``opt`` over ``net.parameters()`` gives ``model`` in ``def
+        train(model, optimizer)``. A model handed over by no argument keeps its name only when
+        it is a module-level name the callee does not shadow; otherwise None (unknown)."""
+        if not owners:
+            return None
+        out = set()
+        for owner in owners:
+            named = set()
+            for param, arg in mapping.items():
+                if not arg or arg == ANY:
+                    continue
+                if owner == arg or owner.startswith(arg + "."):
+                    named.add(param + owner[len(arg):])
+                elif arg.startswith(owner + "."):
+                    named.add(param)  # a part of the model handed over (``model.encoder``)
+            if not named:
+                head = owner.split(".", 1)[0].split("[", 1)[0]
+                if caller_scope != MODULE_SCOPE or head in ("self", "cls") or self._shadowed(callee, head):
+                    return None
+                named.add(owner)
+            out |= named
+        return frozenset(out)
+
+    def _shadowed(self, scope: str, name: str) -> bool:
+        """Whether ``name`` is a parameter or local of ``scope`` or of a function around it."""
+        while scope != MODULE_SCOPE:
+            if name in self.m.locals.get(scope, ()):
+                return True
+            scope = scope.rsplit(".", 1)[0] if "." in scope else MODULE_SCOPE
+        return False
 
     def _clear_ref(self, receiver: str) -> str:
         head = receiver.split(".")[0].split("[")[0]
@@ -871,10 +967,14 @@ def _trip_count(iterable: cst.BaseExpression) -> Optional[int]:
     return None
 
 
-def _parameter_owners(call: cst.Call, assigned=None):
+_GROWING_METHODS = frozenset(("append", "extend", "insert"))
+
+
+def _parameter_owners(call: cst.Call, assigned=None, grown=None):
     """Models whose ``.parameters()`` an optimizer constructor receives, or the plain tensors
     (and the list holding them) it is given (None: unknown). ``assigned(ref)`` looks up the
-    value of a name handed over (``params = [w, b]; SGD(params)``)."""
+    value of a name handed over (``params = [w, b]; SGD(params)``), ``grown(ref, value)`` what
+    that collection grew by in place since (``params.append(p)``, ``groups += [...]``)."""
     params = None
     for arg in call.args:
         if arg.keyword is None or arg.keyword.value == "params":
@@ -883,24 +983,55 @@ def _parameter_owners(call: cst.Call, assigned=None):
     if params is None:
         return None
     collection = ref_of(params) if isinstance(params, (cst.Name, cst.Attribute)) else None
+    growth = None
     if collection is not None and assigned is not None:
         value = assigned(collection)
         if value is None:
             return None
         params = value
+        growth = grown(collection, value) if grown is not None else None
+    if growth is not None:
+        # Built up in place: the models each growth adds, and what the first value held.
+        if any(owners is None for owners in growth):
+            return None
+        found = set().union(*growth)
+        if isinstance(params, (cst.List, cst.Tuple)) and all(isinstance(e.value, (cst.Name, cst.Attribute)) for e in params.elements):
+            found |= {ref_of(e.value) for e in params.elements} | {collection}
+        else:
+            first = _parameter_owners_of(params)
+            if first is None:
+                return None
+            found |= first
+        return frozenset(found) or None
+    if isinstance(params, (cst.List, cst.Tuple)) and not params.elements:
+        return None  # filled where we do not look (an optimizer over nothing would raise)
     if isinstance(params, (cst.List, cst.Tuple)) and all(isinstance(e.value, (cst.Name, cst.Attribute)) for e in params.elements):
         tensors = frozenset(ref_of(e.value) for e in params.elements)  # SGD([delta], lr=...): plain tensors
         return tensors | {collection} if collection else tensors
+    return _parameter_owners_of(params)
+
+
+def _parameter_owners_of(expr: cst.BaseExpression) -> Optional[FrozenSet[str]]:
+    """The models whose ``.parameters()`` / ``.named_parameters()`` an expression takes
+    (through ``filter``, ``list``, ``itertools.chain``, comprehensions, param-group dicts);
+    None when none, or when one is a comprehension's own variable (``[p for m in (enc, dec)
+    for p in m.parameters()]``: which models ``m`` runs over is not followed)."""
     owners = set()
+    bound = set()
 
     class Finder(cst.CSTVisitor):
+        def visit_CompFor(self, node: cst.CompFor) -> None:
+            bound.update(target_names(node.target))
+
         def visit_Call(self, node: cst.Call) -> None:
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("parameters", "named_parameters"):
                 ref = ref_of(node.func.value)
                 if ref:
                     owners.add(ref)
 
-    tree_visit(params, Finder())
+    tree_visit(expr, Finder())
+    if any(owner.split(".", 1)[0].split("[", 1)[0] in bound for owner in owners):
+        return None
     return frozenset(owners) or None
 
 

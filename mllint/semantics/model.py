@@ -489,6 +489,28 @@ class FileModel:
             loop.scope == scope and name in loop.targets for loop in self.loops
         )
 
+    def fixed_period(self, ref: str) -> bool:
+        """Whether ``ref`` (the modulus of ``i % ref``) only ever holds an integer literal of at
+        least 2: every binding of it in the file is ``ref = <int >= 2>``, it is no function's
+        parameter nor a loop variable, and nothing updates it in place (``ref += 1``)."""
+        found = False
+        for targets, value, _ctx in self.assignments:
+            if ref not in targets:
+                continue
+            if len(targets) != 1 or not isinstance(value, cst.Integer) or int(value.value, 0) < 2:
+                return False
+            found = True
+        if not found or any(ref in loop.targets for loop in self.loops):
+            return False
+        head = ref.split(".", 1)[0]
+        for fn in self.functions.values():
+            params = fn.node.params
+            every = [*params.posonly_params, *params.params, *params.kwonly_params]
+            every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+            if "." not in ref and any(p.name.value == head for p in every):
+                return False
+        return re.search(rf"(?<![\w.]){re.escape(ref)}\s*(?:[-+*/%|&^@]|//|\*\*|<<|>>)=", self.source) is None
+
     # --- fixes -----------------------------------------------------------------------------
     # A fix costs nothing until it is asked for: when ``options.fixes`` is off (a text report,
     # no --fix/--diff) a rule's fix is a *deferred* one, its applicability and description
@@ -699,22 +721,96 @@ def moduli(cond: Cond) -> FrozenSet[str]:
     return frozenset(found)
 
 
-def covers(clear_conds: Tuple[Cond, ...], clear_ref: str, step_conds: Tuple[Cond, ...], loop_targets: Tuple[str, ...] = ()) -> bool:
+def _mentions(text: str, ref: str) -> bool:
+    """Whether a condition's text tests the object ``ref`` itself (``optimizer is not None``,
+    ``self.optimizer``, ``model.training``), not a sibling that merely shares its spelling
+    (``self.model_ema`` for ``self.model``; ``self.scheduler`` for ``self``: an attribute of
+    ``self`` is another object, except its own mode, ``self.training``)."""
+    tail = r"(?!\w)(?!\.(?!training\b))" if ref in ("self", "cls") else r"(?!\w)"
+    return re.search(rf"(?<![\w.]){re.escape(ref)}{tail}", text) is not None
+
+
+def _modulo_test(cond: Cond) -> Optional[Tuple[str, Optional[bool]]]:
+    """(modulus, whether the condition holds when the modulus is 1) for a branch of a
+    test ``<expr> % <m> == <k>`` / ``!= <k>`` (also ``not (...)``) with ``<m>`` a name,
+    an attribute or the literal 1: ``x % 1`` is always 0. None for any other condition."""
+    node = cond.node
+    negate = cond.branch == "else"
+    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        node, negate = node.expression, not negate
+    if cond.branch not in ("if", "else") or not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+        return None
+    sides = [node.left, target.comparator]
+    modulo = next((x for x in sides if isinstance(x, cst.BinaryOperation) and isinstance(x.operator, cst.Modulo)), None)
+    literal = next((x for x in sides if isinstance(x, cst.Integer)), None)
+    if modulo is None or literal is None:
+        return None
+    right = modulo.right
+    if isinstance(right, cst.Integer):
+        if int(right.value, 0) != 1:
+            return None
+    elif not isinstance(right, (cst.Name, cst.Attribute)):
+        return None
+    holds = int(literal.value, 0) == 0
+    if isinstance(target.operator, cst.NotEqual):
+        holds = not holds
+    if negate:
+        holds = not holds
+    return cst.Module(body=[]).code_for_node(right).strip(), holds
+
+
+def never_with_period_one(
+    clear_cond: Cond, step_conds: Tuple[Cond, ...], fixed: Optional[Callable[[str], bool]] = None
+) -> Optional[str]:
+    """The modulus ``m`` when ``clear_cond`` tests ``<expr> % m == k`` with ``k`` not 0 (it never
+    holds when ``m`` is 1) while a step condition on the same ``m`` does hold then
+    (``% m == 0``): with ``m == 1`` the step runs on every iteration and the clearing never.
+    ``fixed(m)`` says ``m`` is known never to be 1 (``FileModel.fixed_period``)."""
+    mine = _modulo_test(clear_cond)
+    if mine is None or mine[1] is not False or (fixed is not None and mine[0] != "1" and fixed(mine[0])):
+        return None
+    for cond in step_conds:
+        theirs = _modulo_test(cond)
+        if theirs is not None and theirs[0] == mine[0] and theirs[1]:
+            return mine[0]
+    return None
+
+
+def covers(
+    clear_conds: Tuple[Cond, ...],
+    clear_ref: str,
+    step_conds: Tuple[Cond, ...],
+    loop_targets: Tuple[str, ...] = (),
+    invariant: Optional[Callable[[Cond], bool]] = None,
+    fixed: Optional[Callable[[str], bool]] = None,
+) -> bool:
     """Whether a clearing under ``clear_conds`` runs whenever a step under ``step_conds`` does.
 
     Each of the clearing's conditions must hold whenever the step runs: the step is under
     the same condition (same test text and branch); or the condition tests the cleared
     object itself (``if optimizer is not None``); or both count iterations with the same
-    period (``if i % k == 0: zero_grad()`` with ``if (i + 1) % k == 0: step()``)."""
+    period (``if i % k == 0: zero_grad()`` with ``if (i + 1) % k == 0: step()``), unless
+    the clearing's residue can never be reached when the period is 1 while the step's is
+    (``i % k == 1`` against ``i % k == 0``). ``invariant(cond)``, when given, says a
+    condition is the same on every iteration (a flag the loop never changes): such a
+    condition counts nothing, whatever its names; ``fixed(m)`` says a modulus is known
+    never to be 1."""
     step_counters = [c for c in step_conds if counts_iterations(c, loop_targets)]
     for cond in clear_conds:
         if cond in step_conds:
             continue
         if cond.branch == "if" and any(c.branch == "if" and cond.text in c.text.split(" and ") for c in step_conds):
             continue  # the step runs under `a and b`, the clearing under `a`
-        if clear_ref != ANY and clear_ref.split(".grad")[0] in cond.text:
+        if clear_ref != ANY and _mentions(cond.text, clear_ref.split(".grad")[0]):
             continue
         if cond.branch != "except" and counts_iterations(cond, loop_targets) and step_counters:
+            if invariant is not None and invariant(cond):
+                return False  # ``if args.step_scheduler:``: a flag, not a count
+            if never_with_period_one(cond, step_conds, fixed) is not None:
+                return False
             mine = moduli(cond)
             if not mine or any(not moduli(c) or moduli(c) & mine for c in step_counters):
                 continue

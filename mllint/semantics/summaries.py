@@ -104,7 +104,7 @@ def _summarise(model: FileModel, key: str, known: Dict[str, Summary]) -> Summary
             before = [node for o, node in backward_orders if o < order]
             feeder = before[-1] if before else None
         covered = step.covered or any(
-            covers(c.conds, c.ref, step.conds) and model.clears(c.ref, step.ref, key) for c in clears | fresh
+            covers(c.conds, c.ref, step.conds, fixed=model.fixed_period) and model.clears(c.ref, step.ref, key) for c in clears | fresh
         )
         top_steps.add(StepSite(step.ref, step.node, step.conds, feeder, covered))
     return Summary(
