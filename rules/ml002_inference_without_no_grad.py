@@ -105,6 +105,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue
         if _named_method(effect):
             continue  # model.predict(x) of a class we cannot see may run under no_grad itself
+        if _forward_turns_grad_off(model, effect.ref, effect.ctx.scope):
+            continue  # model(x, mode="inference") whose forward runs that branch under no_grad
         evidence = phases.evidence(effect) or phases.mode_evidence(effect)
         if evidence is None or not _result_is_gradient_free(phases, effect.ctx.scope):
             continue
@@ -201,6 +203,41 @@ def _named_method(effect: Effect) -> bool:
     these), not ``model(x)`` or ``model.forward(x)``."""
     func = effect.node.func if isinstance(effect.node, cst.Call) else None
     return isinstance(func, cst.Attribute) and func.attr.value != "forward" and dotted(func) != effect.ref
+
+
+def _forward_turns_grad_off(model: FileModel, ref: str, scope: str) -> bool:
+    """Whether the model's class (of this file, or of another file of the project) turns
+    autograd off inside its own ``forward`` (``elif mode == "inference": with torch.no_grad():
+    ...``): which path a call takes is the forward's business, so the call is left alone."""
+    for candidate in dict.fromkeys((ref, model.canonical(ref, scope))):
+        cls = model.instance_of.get(scope, candidate)
+        if cls is not None and cls in model.classes:
+            key = model.method_key(cls, "forward")
+            return key is not None and _has_grad_off_block(model.functions[key].node)
+        if model.project is None:
+            continue
+        for _targets, value, _ctx in reversed(model.assignments_to(candidate)):
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                    and value.func.attr.value in ("to", "cuda", "cpu", "eval", "train", "float", "half"):
+                value = value.func.value
+            if isinstance(value, cst.Call):
+                qual = model.imports.qualname(value.func)
+                return bool(qual) and model.project.forward_grad_off(qual)
+            break
+    return False
+
+
+def _has_grad_off_block(node: cst.CSTNode) -> bool:
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_WithItem(self, item: cst.WithItem) -> None:
+            call = item.item
+            if isinstance(call, cst.Call) and (dotted(call.func) or "").rsplit(".", 1)[-1] in ("no_grad", "inference_mode"):
+                found.append(item)
+
+    node.visit(Finder())
+    return bool(found)
 
 
 def _result_is_gradient_free(phases: Phases, scope: str) -> bool:
@@ -789,9 +826,75 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
     for batch in test_loader:
         outputs = model(**batch)
     """,
+    # the model's own forward runs its inference branch under no_grad: which branch a call
+    # takes is the forward's business
+    """
+    import torch
+    import torch.nn as nn
+
+    class Pix2Pix(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.g = nn.Linear(3, 3)
+
+        def forward(self, data, mode):
+            if mode == "generator":
+                return self.g(data).sum()
+            with torch.no_grad():
+                fake = self.g(data)
+            return fake
+
+    model = Pix2Pix()
+    model.eval()
+    for data in test_loader:
+        save(model(data, mode="inference"))
+    """,
+    # a shape check of a module-level model, called once right after it is built and
+    # before anything trains
+    """
+    import torch
+    import torch.nn as nn
+
+    def test():
+        out, hidden = encoder(torch.ones(3, 1, 4))
+        print(out.size())
+
+    encoder = nn.GRU(4, 8)
+    test()
+    opt = torch.optim.SGD(encoder.parameters(), lr=0.1)
+    for x in loader:
+        opt.zero_grad()
+        encoder(x)[0].sum().backward()
+        opt.step()
+    """,
 ]
 
 INVALID = [
+    # a module imported under the name later given to the model (``import model`` then
+    # ``model = model.mnist()``): from then on the name is the model
+    Example(
+        """
+import torch
+import model
+
+model = model.mnist(input_dims=784)
+model.eval()
+for data, target in test_loader:
+    output = model(data)
+    print(output.argmax(1).eq(target).sum().item())
+""",
+        fixed="""
+import torch
+import model
+
+model = model.mnist(input_dims=784)
+model.eval()
+with torch.no_grad():
+    for data, target in test_loader:
+        output = model(data)
+        print(output.argmax(1).eq(target).sum().item())
+""",
+    ),
     # the evaluation function forgets no_grad: @torch.no_grad() on it
     Example(
         """

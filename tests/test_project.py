@@ -378,3 +378,60 @@ def test_step_method_called_once_per_iteration_from_another_file(tmp_path, loop_
     assert codes_at(found, "gan.py") == expected
     if expected:
         assert "train.py:7" in found[0]["message"]
+
+
+def test_forward_of_a_class_in_another_file_that_turns_grad_off_itself(tmp_path):
+    forget()
+    make_project(tmp_path, {"models/__init__.py": "", "models/pix.py": """\
+        import torch
+        import torch.nn as nn
+
+
+        class Pix2Pix(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.g = nn.Linear(3, 3)
+
+            def forward(self, data, mode):
+                if mode == "generator":
+                    return self.g(data).sum()
+                with torch.no_grad():
+                    return self.g(data)
+        """, "test.py": """\
+        from models.pix import Pix2Pix
+
+        model = Pix2Pix()
+        model.eval()
+        for data in test_loader:
+            save(model(data, mode="inference"))
+        """})
+    assert lint_json(tmp_path, "test.py") == []
+
+
+def test_numpy_helper_that_models_hand_themselves_to(tmp_path):
+    forget()
+    make_project(tmp_path, {"core.py": """\
+        import torch
+
+
+        def eval_np(module, x):
+            with torch.no_grad():
+                out = module(torch.as_tensor(x))
+            return out.numpy()
+        """, "policy.py": """\
+        import torch.nn as nn
+        from core import eval_np
+
+
+        class Policy(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.1))
+
+            def forward(self, obs):
+                return self.fc(obs)
+
+            def get_action(self, obs):
+                return eval_np(self, obs)
+        """})
+    assert codes_at(lint_json(tmp_path, "core.py"), "core.py") == []  # the policy's owner sets its mode

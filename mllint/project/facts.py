@@ -47,7 +47,7 @@ _GRAD_OFF = {"no_grad", "inference_mode"}
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 2
+FACTS_VERSION = 3
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -74,6 +74,7 @@ class ClassFacts:
     submodules: Tuple[str, ...]  # dotted callees assigned to ``self.<attr>`` (may be classes of the project)
     opaque: bool  # a submodule handed in from outside (``self.backbone = backbone``) or built by a factory
     forward_returns: Optional[str]  # "log_softmax" / "softmax" / "sigmoid" when every return of forward is one
+    forward_grad_off: bool = False  # its forward turns autograd off itself (``with torch.no_grad():`` inside)
 
 
 @dataclass(frozen=True)
@@ -346,7 +347,7 @@ class _Walker:
                 self.function(stmt, node.name)
         layers, submodules, opaque = _class_layers(node)
         self.classes.append(ClassFacts(node.name, node.lineno, tuple(bases), methods, layers, submodules, opaque,
-                                       _forward_returns(node)))
+                                       _forward_returns(node), _forward_grad_off(node, self.imports)))
 
     # --- expressions -------------------------------------------------------------------
     def expressions(self, node) -> None:
@@ -480,3 +481,11 @@ def _forward_returns(node: ast.ClassDef) -> Optional[str]:
                 return None
             kinds.add(_probability_of(stmt.value, assigned, attrs))
     return kinds.pop() if len(kinds) == 1 else None
+
+
+def _forward_grad_off(node: ast.ClassDef, imports: Dict[str, str]) -> bool:
+    forward = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
+    if forward is None:
+        return False
+    return any(isinstance(sub, (ast.With, ast.AsyncWith)) and any(_is_grad_off_cm(i.context_expr, imports) for i in sub.items)
+               for sub in walk(forward))

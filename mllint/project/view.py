@@ -101,6 +101,11 @@ class ProjectView:
             return None
         return found.facts
 
+    def forward_grad_off(self, qualified: str) -> bool:
+        """Whether the forward of a project class turns autograd off itself (some path of it)."""
+        found = self.class_named(qualified)
+        return found is not None and found[1].forward_grad_off
+
     def where(self, qualified: str) -> Optional[str]:
         """``path:line`` of a project class or function named in this file."""
         found = self.project.resolve(qualified, self.rel)

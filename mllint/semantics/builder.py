@@ -323,6 +323,10 @@ class _Builder(cst.CSTVisitor):
         for name in targets:
             self._bind_local(name)
             self._maybe_clear_by_assignment(target.target, node)
+            if self.scope == MODULE_SCOPE and name in self.m.imports.aliases:
+                # ``import model`` then ``model = model.mnist(...)``: from here on the name holds
+                # what was assigned, not the module
+                del self.m.imports.aliases[name]
         self._record_assignment(tuple(targets), node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:

@@ -15,6 +15,7 @@ from mllint.semantics.model import (
     CALL,
     EVAL,
     FORWARD,
+    MODULE_SCOPE,
     Context,
     Effect,
     FileModel,
@@ -524,9 +525,26 @@ class EvaluationFacts:
         ref, scope = effect.ref, effect.ctx.scope
         if _head(ref) in ("self", "cls") or ref != _head(ref):
             return False
+        if self._fresh_model(ref, scope, effect, effect):
+            return True
+        # A function without parameters that runs a module-level model (``def test(): y =
+        # encoder(x); print(y.shape)``), called only at module level, each time right after the
+        # model was built and before anything trains: the same shape check, one call away.
+        fn = self.m.functions.get(scope)
+        if fn is None or fn.params or fn.cls is not None or self.m.assigns_locally(scope, ref):
+            return False
+        sites = self.call_sites(scope)
+        return bool(sites) and all(
+            site.ctx.scope == MODULE_SCOPE and self._fresh_model(ref, MODULE_SCOPE, site, effect) for site in sites)
+
+    def _fresh_model(self, ref: str, scope: str, at: Effect, forward: Effect) -> bool:
+        """Whether model ``ref`` was built in ``scope`` before `at` runs (a forward, or the call
+        that reaches it), with no weights put in and no training before `at`; `forward` is the
+        forward itself (its inputs may be made up on the spot)."""
+        effect = forward
         built = [
             (value, ctx) for targets, value, ctx in self.m.assignments
-            if ctx.scope == scope and targets == (ref,) and self.m.position(value).start.line < self.m.position(effect.node).start.line
+            if ctx.scope == scope and targets == (ref,) and self.m.position(value).start.line < self.m.position(at.node).start.line
         ]
         if not built:
             return False
@@ -548,7 +566,7 @@ class EvaluationFacts:
                     return False  # torchvision's resnet50(weights=...): trained weights
         if self._weights_loaded(ref, scope):
             return False
-        return not self.trained_before(effect)
+        return not self.trained_before(at)
 
     def _synthetic_input(self, effect: Effect) -> bool:
         """The forward's inputs are made up right there (``torch.randn``, ``torch.randint``,

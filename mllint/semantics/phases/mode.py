@@ -399,6 +399,8 @@ class ModeFacts:
                 return {"maybe"}  # recursion
             if self._callers_elsewhere_switch(fn, ref):
                 return {"eval"}  # every caller in another file switches it to eval mode first
+            if self._passed_self_elsewhere(fn, ref):
+                return {"maybe"}  # a model's own method hands itself over: its owner sets the mode
             if head in ("self", "cls"):
                 found = self._initial_attr(scope, ref)
                 if found == "none" and not self._unset_counts(scope, depth):
@@ -455,6 +457,19 @@ class ModeFacts:
             if not arg or arg == "?" or arg not in call.evals_before:
                 return False
         return True
+
+    def _passed_self_elsewhere(self, fn, ref: str) -> bool:
+        """Whether a method in another file of the project calls function `fn` handing itself
+        (``eval_np(self, obs)`` in a policy's ``get_action``) for parameter ``ref``: the model's
+        mode is then whatever its owner set, which this file cannot see."""
+        if self.m.project is None or fn.cls is not None:
+            return False
+        head = _head(ref)
+        if head not in fn.params:
+            return False
+        index = fn.params.index(head)
+        return any((dict(call.kwargs).get(head) or (call.args[index] if index < len(call.args) else None)) == "self"
+                   for _, call in self.m.project.callers(fn.key))
 
     def training_callers_elsewhere(self, key: str) -> List[str]:
         """``path:line`` of the calls of function `key` from other files of the project that sit
