@@ -843,6 +843,106 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 ]
 
 INVALID = [
+    # the optimizer comes from a method of the class (built there on some paths, handed in on
+    # others); evaluation switches the model to eval mode through two helpers and nothing
+    # switches it back for the next epoch
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+
+class BaseModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 1))
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def compile(self, optimizer):
+        self.optim = self._get_optim(optimizer)
+
+    def _get_optim(self, optimizer):
+        if isinstance(optimizer, str):
+            if optimizer == "sgd":
+                optim = torch.optim.SGD(self.parameters(), lr=0.01)
+            else:
+                optim = torch.optim.Adam(self.parameters())
+        else:
+            optim = optimizer
+        return optim
+
+    def fit(self, loader, val_loader, epochs):
+        model = self.train()
+        for epoch in range(epochs):
+            for x, y in loader:
+                self.optim.zero_grad()
+                loss = ((model(x) - y) ** 2).mean()
+                loss.backward()
+                self.optim.step()
+            print(self.evaluate(val_loader))
+
+    def evaluate(self, loader):
+        return self.predict(loader)
+
+    def predict(self, loader):
+        model = self.eval()
+        out = []
+        with torch.no_grad():
+            for x, _ in loader:
+                out.append(model(x))
+        return out
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+
+class BaseModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 1))
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def compile(self, optimizer):
+        self.optim = self._get_optim(optimizer)
+
+    def _get_optim(self, optimizer):
+        if isinstance(optimizer, str):
+            if optimizer == "sgd":
+                optim = torch.optim.SGD(self.parameters(), lr=0.01)
+            else:
+                optim = torch.optim.Adam(self.parameters())
+        else:
+            optim = optimizer
+        return optim
+
+    def fit(self, loader, val_loader, epochs):
+        model = self.train()
+        for epoch in range(epochs):
+            self.train()
+            for x, y in loader:
+                self.optim.zero_grad()
+                loss = ((model(x) - y) ** 2).mean()
+                loss.backward()
+                self.optim.step()
+            print(self.evaluate(val_loader))
+
+    def evaluate(self, loader):
+        return self.predict(loader)
+
+    def predict(self, loader):
+        model = self.eval()
+        out = []
+        with torch.no_grad():
+            for x, _ in loader:
+                out.append(model(x))
+        return out
+""",
+    ),
     # the evaluation function never calls eval(): dropout stays on
     Example(
         """

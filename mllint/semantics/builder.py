@@ -32,7 +32,7 @@ from mllint.semantics.model import (
     Loop,
 )
 from mllint.semantics.names import dotted, ref_of, target_names
-from mllint.semantics.tree import TRIVIA_FIELDS, visit as tree_visit
+from mllint.semantics.tree import TRIVIA_FIELDS, children as tree_children, visit as tree_visit
 
 # Entering one starts an empty store of gradients (torch.distributed.autograd).
 DIST_AUTOGRAD_CONTEXTS = {"torch.distributed.autograd.context"}
@@ -512,6 +512,7 @@ class _Builder(cst.CSTVisitor):
     def leave_Module(self, original_node: cst.Module) -> None:
         # Calls are classified after the walk, when every class and function is known,
         # and after roles have flowed from arguments into the parameters of local helpers.
+        self._roles_from_returns()
         self._roles_from_use()
         self._propagate_roles_to_parameters()
         self._collect_callables()
@@ -519,6 +520,43 @@ class _Builder(cst.CSTVisitor):
             self._classify_call(call, ctx, order)
         self._fresh_optimizers()
         self.m.effects.sort(key=lambda e: e.order)
+
+    def _roles_from_returns(self) -> None:
+        """``self.optim = self._get_optim("sgd")`` where the method of the same class returns an
+        optimizer it builds (``torch.optim.SGD(self.parameters())``) on some path and, on the
+        others, what it was handed: the attribute holds an optimizer over the models the built
+        ones hold (a handed-in optimizer is the caller's, over the same model as a rule)."""
+        for targets, value, ctx in list(self.m.assignments):
+            if len(targets) != 1 or not isinstance(value, cst.Call) \
+                    or self.m.optimizer_params.get(ctx.scope, targets[0]) is not None:
+                continue
+            name = dotted(value.func) or ""
+            if not name.startswith("self.") or name.count(".") != 1:
+                continue
+            cls = self._enclosing_class(ctx.scope)
+            key = self.m.method_key(cls, name.split(".", 1)[1]) if cls else None
+            fn = self.m.functions.get(key) if key else None
+            if fn is None:
+                continue
+            owners: set = set()
+            built = False
+            for ret in _returns(fn.node):
+                ref = ref_of(ret) if ret is not None else None
+                if ref is not None and _head(ref) in fn.params:
+                    continue  # handed in
+                roles = self.m.roles.get(key, ref) if ref else None
+                if ref is None or not roles or R.OPTIMIZER not in roles:
+                    built = False
+                    break
+                found = self.m.optimizer_params.get(key, ref)
+                if found is None:
+                    built = False
+                    break
+                built = True
+                owners |= set(found)
+            if built:
+                self.m.roles.setdefault(ctx.scope, targets[0], set()).add(R.OPTIMIZER)
+                self.m.optimizer_params.put(ctx.scope, targets[0], frozenset(owners))
 
     def _classify_call(self, call: cst.Call, ctx: Context, order: int) -> None:
         func = call.func
@@ -1066,3 +1104,22 @@ def build(module: cst.Module, source: str, path: str, project=None) -> FileModel
     for cls in model.classes.values():
         cls.is_module = builder._is_module_class(cls)
     return model
+
+
+def _returns(fn: cst.FunctionDef) -> List[Optional[cst.BaseExpression]]:
+    """The values a function's own ``return`` statements give (None for a bare return)."""
+    out: List[Optional[cst.BaseExpression]] = []
+    stack = [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Return):
+            out.append(node.value)
+            continue
+        stack.extend(tree_children(node))
+    return out
+
+
+def _head(ref: str) -> str:
+    return ref.split(".", 1)[0].split("[", 1)[0]
