@@ -751,6 +751,66 @@ def fit(model, steps):
 
 gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 """,
+    # a periodic evaluation in the training loop under no_grad (get_batch picks the split)
+    """
+    import torch
+
+    def get_batch(split):
+        data = train_data if split == "train" else val_data
+        ix = torch.randint(len(data) - block_size, (batch_size,))
+        return torch.stack([data[i:i + block_size] for i in ix]), torch.stack([data[i + 1:i + 1 + block_size] for i in ix])
+
+    def train(model, optimizer, max_iters, eval_interval):
+        for it in range(max_iters):
+            if it % eval_interval == 0:
+                model.eval()
+                with torch.no_grad():
+                    xv, yv = get_batch("val")
+                    logits, val_loss = model(xv, yv)
+                print(it, val_loss.item())
+                model.train()
+            xb, yb = get_batch("train")
+            logits, loss = model(xb, yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    """,
+    # get_batch ignores its split: the "val" batch is training data (no evidence of evaluation)
+    """
+    import torch
+
+    def get_batch(split):
+        ix = torch.randint(len(train_data) - block_size, (batch_size,))
+        return torch.stack([train_data[i:i + block_size] for i in ix]), torch.stack([train_data[i + 1:i + 1 + block_size] for i in ix])
+
+    def train(model, optimizer, max_iters, log_every):
+        for it in range(max_iters):
+            if it % log_every == 0:
+                xv, yv = get_batch("val")
+                logits, probe_loss = model(xv, yv)
+                print(it, probe_loss.item())
+            xb, yb = get_batch("train")
+            logits, loss = model(xb, yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    """,
+    # the branch's forward on held-out data feeds a backward pass (an auxiliary loss): training
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def train(model, optimizer, train_loader, val_loader, aux_every):
+        model.train()
+        for step, (xb, yb) in enumerate(train_loader):
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(xb), yb)
+            if step % aux_every == 0:
+                vx, vy = next(iter(val_loader))
+                loss = loss + 0.1 * F.cross_entropy(model(vx), vy)
+            loss.backward()
+            optimizer.step()
+    """,
 ]
 
 INVALID = [
@@ -1563,6 +1623,99 @@ opt = torch.optim.SGD(other.parameters(), lr=0.1)
 opt.zero_grad()
 other(torch.randn(8, 4)).sum().backward()
 opt.step()
+""",
+    ),
+    # a periodic evaluation inside the training loop, on a batch fetched by split name
+    # (get_batch picks its data by the split): the forward is wrapped in no_grad
+    Example(
+        """
+import torch
+
+def get_batch(split):
+    data = train_data if split == "train" else val_data
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([data[i:i + block_size] for i in ix])
+    y = torch.stack([data[i + 1:i + 1 + block_size] for i in ix])
+    return x, y
+
+def train(model, optimizer, max_iters, eval_interval):
+    for it in range(max_iters):
+        if (it + 1) % eval_interval == 0:
+            model.eval()
+            xv, yv = get_batch("val")
+            logits, val_loss = model(xv, yv)
+            print(it, val_loss.item())
+            model.train()
+        xb, yb = get_batch("train")
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+""",
+        fixed="""
+import torch
+
+def get_batch(split):
+    data = train_data if split == "train" else val_data
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([data[i:i + block_size] for i in ix])
+    y = torch.stack([data[i + 1:i + 1 + block_size] for i in ix])
+    return x, y
+
+def train(model, optimizer, max_iters, eval_interval):
+    for it in range(max_iters):
+        if (it + 1) % eval_interval == 0:
+            model.eval()
+            xv, yv = get_batch("val")
+            with torch.no_grad():
+                logits, val_loss = model(xv, yv)
+            print(it, val_loss.item())
+            model.train()
+        xb, yb = get_batch("train")
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+""",
+    ),
+    # every 100 steps a batch drawn from the validation loader inside the training loop
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def train(model, optimizer, train_loader, val_loader):
+    model.train()
+    for step, (xb, yb) in enumerate(train_loader):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            model.eval()
+            vx, vy = next(iter(val_loader))
+            val_loss = F.cross_entropy(model(vx), vy)
+            print(step, loss.item(), val_loss.item())
+            model.train()
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+def train(model, optimizer, train_loader, val_loader):
+    model.train()
+    for step, (xb, yb) in enumerate(train_loader):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            model.eval()
+            vx, vy = next(iter(val_loader))
+            with torch.no_grad():
+                val_loss = F.cross_entropy(model(vx), vy)
+            print(step, loss.item(), val_loss.item())
+            model.train()
 """,
     ),
 ]

@@ -229,7 +229,8 @@ def _repeated_sampling(phases: Phases, effect: Effect) -> bool:
     if statement is not None and _in_comprehension(phases.m, effect.node, statement):
         return True
     loop = effect.ctx.loop
-    while loop is not None and phases.iterated_data(loop) is None:
+    while loop is not None and phases.iterated_data(loop) is None and not phases.loop_backprops(loop):
+        # (a training loop over ``range(max_iters)`` is not sampling one input again and again)
         if loop.iter_call == "range" and isinstance(loop.node, cst.For):
             return True
         loop = loop.parent
@@ -256,8 +257,15 @@ def _losses_with_targets(phases: Phases, effect: Effect) -> bool:
     if isinstance(statement, cst.SimpleStatementLine):
         for small in statement.body:
             if isinstance(small, cst.Assign) and small.value is node:
-                names = [t.target for t in small.targets]
-                return any("loss" in (phases.m.code_of(t) or "").lower() for t in names)
+                names = []
+                for t in small.targets:
+                    # ``logits, loss = model(x, y)`` (nanoGPT) returns its loss in every mode: each
+                    # value unpacked must be named for losses
+                    if isinstance(t.target, (cst.Tuple, cst.List)):
+                        names.extend(e.value for e in t.target.elements)
+                    else:
+                        names.append(t.target)
+                return bool(names) and all("loss" in (phases.m.code_of(t) or "").lower() for t in names)
     return False
 
 
@@ -816,6 +824,46 @@ def fit(model, steps):
 
 gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 """,
+    # a periodic evaluation in the training loop: eval() in the branch, train() after it
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def train(model, optimizer, train_loader, test_loader, eval_every):
+        model.train()
+        for i, (xb, yb) in enumerate(train_loader):
+            optimizer.zero_grad()
+            F.cross_entropy(model(xb), yb).backward()
+            optimizer.step()
+            if i % eval_every == 0:
+                model.eval()
+                with torch.no_grad():
+                    correct = sum((model(tx).argmax(1) == ty).sum().item() for tx, ty in test_loader)
+                model.train()
+                print(i, correct)
+    """,
+    # get_batch ignores its split: the "val" batch is training data (no evidence of evaluation)
+    """
+    import torch
+
+    def get_batch(split):
+        ix = torch.randint(len(train_data) - block_size, (batch_size,))
+        return torch.stack([train_data[i:i + block_size] for i in ix]), torch.stack([train_data[i + 1:i + 1 + block_size] for i in ix])
+
+    def train(model, optimizer, max_iters, log_every):
+        model.train()
+        for it in range(max_iters):
+            if it % log_every == 0:
+                with torch.no_grad():
+                    xv, yv = get_batch("val")
+                    logits, probe_loss = model(xv, yv)
+                print(it, probe_loss.item())
+            xb, yb = get_batch("train")
+            logits, loss = model(xb, yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    """,
 ]
 
 INVALID = [
@@ -1621,6 +1669,66 @@ opt = torch.optim.SGD(other.parameters(), lr=0.1)
 opt.zero_grad()
 other(torch.randn(8, 4)).sum().backward()
 opt.step()
+""",
+    ),
+    # a periodic evaluation inside the training loop on a batch fetched by split name, in
+    # training mode: eval() before it, and train() back at the start of the training step
+    Example(
+        """
+import torch
+
+def get_batch(split):
+    if split == "train":
+        data = np.memmap("train.bin", dtype=np.uint16, mode="r")
+    else:
+        data = np.memmap("val.bin", dtype=np.uint16, mode="r")
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([torch.from_numpy(data[i:i + block_size]) for i in ix])
+    y = torch.stack([torch.from_numpy(data[i + 1:i + 1 + block_size]) for i in ix])
+    return x, y
+
+def train(model, optimizer, max_iters, eval_interval):
+    model.train()
+    for it in range(max_iters):
+        xb, yb = get_batch("train")
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if it % eval_interval == 0:
+            with torch.no_grad():
+                xv, yv = get_batch("val")
+                logits, val_loss = model(xv, yv)
+            print(it, val_loss.item())
+""",
+        fixed="""
+import torch
+
+def get_batch(split):
+    if split == "train":
+        data = np.memmap("train.bin", dtype=np.uint16, mode="r")
+    else:
+        data = np.memmap("val.bin", dtype=np.uint16, mode="r")
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([torch.from_numpy(data[i:i + block_size]) for i in ix])
+    y = torch.stack([torch.from_numpy(data[i + 1:i + 1 + block_size]) for i in ix])
+    return x, y
+
+def train(model, optimizer, max_iters, eval_interval):
+    model.train()
+    for it in range(max_iters):
+        model.train()
+        xb, yb = get_batch("train")
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if it % eval_interval == 0:
+            model.eval()
+            with torch.no_grad():
+                xv, yv = get_batch("val")
+                logits, val_loss = model(xv, yv)
+            print(it, val_loss.item())
 """,
     ),
 ]

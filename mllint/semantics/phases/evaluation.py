@@ -98,6 +98,77 @@ def _returned_values(node: cst.FunctionDef) -> List[cst.BaseExpression]:
     return found
 
 
+def _string_value(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _selects_by(node: cst.FunctionDef, param: str) -> bool:
+    """Whether a function picks its data by the parameter ``param``: compares it with a
+    string (``if split == "train":``, ``train_data if split == "train" else val_data``),
+    indexes with it (``self.data[split]``), builds a name or path from it (``f"{split}.bin"``)
+    or hands it on as ``split=``; and never rebinds it."""
+    found: List[bool] = []
+
+    def is_param(expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Name) and expr.value == param
+
+    def is_text(expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return bool(expr.elements) and all(_string_value(e.value) is not None for e in expr.elements)
+        return _string_value(expr) is not None
+
+    class Finder(cst.CSTVisitor):
+        def visit_Comparison(self, n: cst.Comparison) -> None:
+            sides = [n.left] + [c.comparator for c in n.comparisons]
+            if any(is_param(a) for a in sides) and any(is_text(a) for a in sides):
+                found.append(True)
+
+        def visit_SubscriptElement(self, n: cst.SubscriptElement) -> None:
+            if isinstance(n.slice, cst.Index) and is_param(n.slice.value):
+                found.append(True)
+
+        def visit_FormattedStringExpression(self, n: cst.FormattedStringExpression) -> None:
+            if is_param(n.expression):
+                found.append(True)
+
+        def visit_Arg(self, n: cst.Arg) -> None:
+            if n.keyword is not None and n.keyword.value == "split" and is_param(n.value):
+                found.append(True)
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            if param in _reads(n.target).refs:
+                found.append(False)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if is_param(n.target):
+                found.append(False)
+
+        def visit_For(self, n: cst.For) -> None:
+            if param in _reads(n.target).refs:
+                found.append(False)
+
+    tree_visit(node.body, Finder())
+    return bool(found) and all(found)
+
+
+def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The value under indexing and device/dtype moves: ``get_batch("val")[0].to(device)``."""
+    for _ in range(6):
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MOVES:
+            expr = expr.func.value
+        else:
+            break
+    return expr
+
+
+_MOVES = frozenset("to cuda cpu float half double long int bfloat16 contiguous".split())
+
+
 # --- results ---------------------------------------------------------------------------------------------
 
 
@@ -443,6 +514,9 @@ class EvaluationFacts:
                     ref = dotted(expr.func)
                     if ref and is_eval_data_ref(ref.rsplit(".", 1)[-1].replace("get_", "")):
                         return self.m.code_of(expr.func) + "()"
+                    fetched = self.eval_split_call(expr, loop.scope)
+                    if fetched is not None:
+                        return fetched  # for x, y in make_loader("test"):
                     continue
                 ref = ref_of(expr)
                 if ref and is_eval_data_ref(ref):
@@ -456,12 +530,36 @@ class EvaluationFacts:
             exprs = nxt
         return None
 
+    def eval_split_call(self, expr: cst.BaseExpression, scope: str) -> Optional[str]:
+        """The text of a call that fetches evaluation data by naming its split, as in
+        ``get_batch("val")``: a function of this file given a string naming an evaluation
+        split (val, valid, validation, test, eval, holdout) for a parameter it picks its data
+        by (``_selects_by``). A function that ignores the name (every split is the training
+        data) is not one. None otherwise."""
+        call = _unwrapped(expr)
+        if not isinstance(call, cst.Call):
+            return None
+        local = self._local_callable(call.func, scope)
+        fn = self.m.functions.get(local or "")
+        if fn is None:
+            return None
+        from mllint.screen import EVAL_SPLITS
+
+        for param, value in self._bind_exprs(fn.key, call).items():
+            if _string_value(value) in EVAL_SPLITS and _selects_by(fn.node, param):
+                return self.m.code_of(call)
+        return None
+
     def data_evidence(self, effect: Effect) -> Optional[Evidence]:
-        """A forward on evaluation data (``model(X_val)``), or on values derived from it."""
+        """A forward on evaluation data (``model(X_val)``), or on values derived from it
+        (also fetched by split: ``xb, yb = get_batch("val")``, ``eval_split_call``)."""
         node = effect.node
         if not isinstance(node, cst.Call):
             return None
         for arg in node.args:
+            fetched = self.eval_split_call(arg.value.value if isinstance(arg.value, cst.StarredElement) else arg.value, effect.ctx.scope)
+            if fetched is not None:
+                return Evidence("data", f"on `{fetched}`")
             for ref in _reads(arg.value).refs:
                 if self._eval_data(ref, effect.ctx, 2):
                     return Evidence("data", f"on `{ref}`")
@@ -481,6 +579,8 @@ class EvaluationFacts:
         for targets, value, actx in self.m.assignments:
             if actx.scope == ctx.scope and head in targets:
                 part = _part_for(targets, value, head)
+                if self.eval_split_call(part if part is not None else value, actx.scope) is not None:
+                    return True  # xb, yb = get_batch("val")
                 refs = [
                     r for r in _reads(part if part is not None else value).refs
                     if _head(r) not in (head, "self", "cls") and _head(r) not in _BUILTINS and _head(r) not in self.m.imports.aliases
