@@ -811,6 +811,16 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
             loss.backward()
             optimizer.step()
     """,
+    # HF generate() runs under torch.no_grad() itself: not a forward with autograd on
+    """
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+
+    model = AutoModelForSeq2SeqLM.from_pretrained("t5-small")
+    model.eval()
+    for batch in val_loader:
+        print(model.generate(batch["input_ids"], max_new_tokens=32))
+    """,
 ]
 
 INVALID = [

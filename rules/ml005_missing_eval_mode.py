@@ -21,7 +21,9 @@ Why it matters
     test data (``val_loader``, ``testloader``), module-level test code after training,
     a model's own ``predict()`` (``self(x)``, ``self.forward(x)``; its fix is offered
     as unsafe, since ``self.eval()`` stays after it returns), and models run through
-    ``model.forward(x)`` or an inference-named method (``model.predict_step(x)``).
+    ``model.forward(x)`` or an inference-named method (``model.predict_step(x)``), or
+    HF ``model.generate(...)`` (which runs the model in the mode it is in) on a model
+    known as one (``from_pretrained``, a module class), not guessed from its name.
     An explicit ``model.train()`` before the evaluation is reported too.
 
 When the code is fine
@@ -101,7 +103,7 @@ def check(model: FileModel) -> Iterable[Finding]:
     if not phases.torch_file:
         return
     reported: Set[Tuple] = set()
-    for effect in phases.forwards():
+    for effect in phases.forwards() + phases.generate_calls():  # HF generate() runs in the model's mode
         evidence = phases.evidence(effect)
         if evidence is None or evidence.weak or _generating(model, effect.ctx.scope):
             continue  # generating or sampling (a GAN's samples in training mode) is not evaluating
@@ -863,6 +865,34 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
+    """,
+    # HF generate() in evaluation, after eval(); generation in a function named for sampling
+    # (often wanted in training mode), and generate() on an object that is not a known model
+    """
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+    from vllm import LLM
+
+    model = AutoModelForSeq2SeqLM.from_pretrained("t5-small")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def sample_outputs(lm, batch):
+        return lm.generate(batch["input_ids"], do_sample=True)
+
+    for epoch in range(3):
+        model.train()
+        for batch in train_loader:
+            model(**batch).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        print(sample_outputs(model, next(iter(train_loader))))
+        model.eval()
+        for batch in val_loader:
+            print(model.generate(batch["input_ids"], max_new_tokens=32))
+
+    llm = LLM(model="facebook/opt-125m")
+    for batch in test_loader:
+        print(llm.generate(batch["prompts"]))
     """,
 ]
 
@@ -1729,6 +1759,43 @@ def train(model, optimizer, max_iters, eval_interval):
                 xv, yv = get_batch("val")
                 logits, val_loss = model(xv, yv)
             print(it, val_loss.item())
+""",
+    ),
+    # HF generate() runs the model in the mode it is in: after training, over the validation
+    # loader, dropout is still on
+    Example(
+        """
+import torch
+from transformers import AutoModelForSeq2SeqLM
+
+model = AutoModelForSeq2SeqLM.from_pretrained("t5-small")
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+for epoch in range(3):
+    model.train()
+    for batch in train_loader:
+        model(**batch).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    for batch in val_loader:
+        print(model.generate(batch["input_ids"], max_new_tokens=32))
+""",
+        fixed="""
+import torch
+from transformers import AutoModelForSeq2SeqLM
+
+model = AutoModelForSeq2SeqLM.from_pretrained("t5-small")
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+for epoch in range(3):
+    model.train()
+    for batch in train_loader:
+        model(**batch).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+    for batch in val_loader:
+        print(model.generate(batch["input_ids"], max_new_tokens=32))
 """,
     ),
 ]

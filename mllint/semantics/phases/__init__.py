@@ -109,4 +109,5 @@ class Phases(FileFacts, BackwardFlow, GradFacts, EvaluationFacts, ModeFacts):
         self._with_owner: Dict[cst.CSTNode, cst.With] = {}
         self._held: Dict[Tuple[str, str], Optional[str]] = {}
         self._forward_reach: Dict[str, Set[str]] = {}
+        self._generate_calls: Optional[List[Effect]] = None
 
