@@ -49,8 +49,17 @@ When the code is fine
     step shares (``y_pred = self.infer(x)`` in ``validation_step``), at the call; and
     one epoch function for training and evaluation whose backward pass runs only
     under its flag (``if is_train:``) while the forward always runs with autograd on,
-    when the file calls it with the flag off (no fix: ``torch.set_grad_enabled(flag)``
+    when the file calls it with the flag off (``False``, an evaluation phase name such as
+    ``"val"``, or a default of those the call leaves out, as in ``_epoch(loader,
+    train=False)``) and not under ``no_grad`` (no fix: ``torch.set_grad_enabled(flag)``
     around the forward is the change to make).
+
+    Evaluation inside the training loop counts as well: a branch such as ``if step % 100
+    == 0:`` that draws a batch from the validation loader (``next(iter(val_loader))``, a
+    loop over ``test_loader``) or fetches one by naming its split (``get_batch("val")``,
+    where ``get_batch`` picks its data by that parameter; one that ignores it returns
+    training data) and whose output reaches no backward pass. HF ``model.generate()``
+    is not reported: it runs under ``torch.no_grad()`` itself.
 
 How to fix
     Run evaluation without autograd. ``--fix`` adds ``@torch.no_grad()`` to a
@@ -63,12 +72,12 @@ How to fix
 from __future__ import annotations
 
 import re
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional
 
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics.model import BACKWARD, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
+from mllint.semantics.model import CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, Phases
 from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
@@ -117,18 +126,22 @@ def check(model: FileModel) -> Iterable[Finding]:
 def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
     """One epoch function for training and evaluation (``run_epoch(model, loader,
     is_train)``): its backward pass runs only under ``if is_train:``, its forward always with
-    autograd on, and the file calls it with the flag off. Reported without a fix (the right
-    one is ``with torch.set_grad_enabled(is_train):`` around the forward)."""
+    autograd on, and the file calls it with the flag off (``False``, an evaluation phase name,
+    or a default of those the call leaves out), not under ``no_grad``. Reported without a fix
+    (the right one is ``with torch.set_grad_enabled(is_train):`` around the forward)."""
     for effect in phases.forwards():
         fn = model.functions.get(effect.ctx.scope)
         if fn is None or phases.protected(effect) or phases.frozen(effect.ref, effect.ctx.scope):
             continue
         if phases.managed(fn) or phases.unit_test(fn):
             continue
-        flag = _training_flag(model, fn.key, fn.params)
+        flag = phases.training_flag(fn.key)
         if flag is None or any(flag in _cond_words(c.text) for c in effect.ctx.conds):
             continue
-        off_sites = [site for site in phases.call_sites(fn.key) if _flag_off_at(phases, fn.key, site, flag)]
+        off_sites = [
+            site for site in phases.call_sites(fn.key)
+            if phases.flag_off_at(fn.key, site, flag) and not phases.protected(site)
+        ]
         if not off_sites:
             continue
         line = model.position(off_sites[0].node).start.line
@@ -146,31 +159,6 @@ def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]
 
 def _cond_words(text: str) -> List[str]:
     return [w for w in re.split(r"\W+", text or "") if w]
-
-
-def _training_flag(model: FileModel, scope: str, params: Sequence[str]) -> Optional[str]:
-    """The parameter every backward pass of the function is conditioned on (``if is_train:``)."""
-    backwards = [e for e in model.effects_in(scope) if e.kind == BACKWARD]
-    if not backwards:
-        return None
-    for param in params:
-        if param in ("self", "cls"):
-            continue
-        if all(any(param in _cond_words(c.text) and c.branch == "if" for c in e.ctx.conds) for e in backwards):
-            return param
-    return None
-
-
-def _flag_off_at(phases: Phases, key: str, site: Effect, flag: str) -> bool:
-    """A call that passes ``False`` (or an evaluation phase name) for the flag."""
-    if not isinstance(site.node, cst.Call):
-        return False
-    expr = phases._bind_exprs(key, site.node).get(flag)
-    if isinstance(expr, cst.Name):
-        return expr.value == "False"
-    if isinstance(expr, cst.SimpleString):
-        return any(w in expr.value.lower() for w in ("val", "eval", "test"))
-    return False
 
 
 def _shared_with_training(model: FileModel, phases: Phases, callee: str) -> bool:
@@ -820,6 +808,54 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
     model.eval()
     for batch in val_loader:
         print(model.generate(batch["input_ids"], max_new_tokens=32))
+    """,
+    # one epoch function for training and validation: grad follows the flag
+    """
+    import torch
+    import torch.nn.functional as F
+
+    class Trainer:
+        def _epoch(self, loader, train=False):
+            self.model.train() if train else self.model.eval()
+            total = 0.0
+            with torch.set_grad_enabled(train):
+                for x, y in loader:
+                    loss = F.cross_entropy(self.model(x), y)
+                    if train:
+                        self.optimizer.zero_grad()
+                        loss.backward()
+                        self.optimizer.step()
+                    total += loss.item()
+            return total
+
+        def fit(self, epochs):
+            for epoch in range(epochs):
+                self._epoch(self.train_loader, train=True)
+                print(epoch, self._epoch(self.val_loader))
+    """,
+    # the shared epoch function is called with its flag off under no_grad
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def run_epoch(model, loader, optimizer, phase):
+        total = 0.0
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            if phase == "train":
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+        return total
+
+    def main(model, optimizer, train_loader, val_loader, epochs):
+        for epoch in range(epochs):
+            model.train()
+            run_epoch(model, train_loader, optimizer, "train")
+            model.eval()
+            with torch.no_grad():
+                print(epoch, run_epoch(model, val_loader, optimizer, "val"))
     """,
 ]
 
@@ -1726,6 +1762,32 @@ def train(model, optimizer, train_loader, val_loader):
                 val_loss = F.cross_entropy(model(vx), vy)
             print(step, loss.item(), val_loss.item())
             model.train()
+""",
+    ),
+    # one epoch function for training and validation, called for validation by leaving its
+    # flag at the default (False): the forward keeps its graph; no fix (set_grad_enabled(train))
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+class Trainer:
+    def _epoch(self, loader, train=False):
+        self.model.train(train)
+        total = 0.0
+        for x, y in loader:
+            loss = F.cross_entropy(self.model(x), y)
+            if train:
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+            total += loss.item()
+        return total
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            self._epoch(self.train_loader, train=True)
+            print(epoch, self._epoch(self.val_loader))
 """,
     ),
 ]

@@ -26,6 +26,16 @@ Why it matters
     known as one (``from_pretrained``, a module class), not guessed from its name.
     An explicit ``model.train()`` before the evaluation is reported too.
 
+    Periodic evaluation inside the training loop (``if step % 100 == 0:`` with a batch
+    from the validation loader, or fetched by naming its split: ``get_batch("val")``) is
+    evaluation like any other. So is a call of one epoch function for training and
+    evaluation with its training flag off (``run_epoch(model, val_loader, opt, False)``,
+    ``self._epoch(self.val_loader)`` with ``train=False`` by default): the model is
+    evaluated in the mode the function leaves it in with that flag (``if train:
+    model.train() else: model.eval()``, ``model.train(train)``), else in the mode the
+    caller left it in; reported at that call. A helper whose effect depends on a constant
+    argument (``set_mode("eval", [model])``) counts as what it does with that argument.
+
 When the code is fine
     - ``model.eval()`` (or ``model.train(False)``) on that model runs on every path
       to the evaluation: in the function, in a helper called before it, or in every
@@ -103,6 +113,7 @@ def check(model: FileModel) -> Iterable[Finding]:
     if not phases.torch_file:
         return
     reported: Set[Tuple] = set()
+    evaluated: Set[cst.CSTNode] = set()  # forwards reported as evaluations
     for effect in phases.forwards() + phases.generate_calls():  # HF generate() runs in the model's mode
         evidence = phases.evidence(effect)
         if evidence is None or evidence.weak or _generating(model, effect.ctx.scope):
@@ -122,6 +133,7 @@ def check(model: FileModel) -> Iterable[Finding]:
         if unit in reported:
             continue
         reported.add(unit)
+        evaluated.add(effect.node)
         why = (
             f"`{ref}.train()` before it puts it there" if _explicit_train(phases, effect)
             else f"nothing calls `{ref}.eval()` on the way here"
@@ -135,6 +147,7 @@ def check(model: FileModel) -> Iterable[Finding]:
             # caller we cannot see (a training loop logging predictions) may rely on train mode.
             fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
         yield model.finding(effect.node, CODE, NAME, message, fix, detail)
+    yield from _flag_evaluations(model, phases, evaluated)
     for item in phases.eval_not_undone():
         where = "in the training loop"
         brief = where
@@ -149,6 +162,56 @@ def check(model: FileModel) -> Iterable[Finding]:
             f"step. {consequence} Call `{item.ref}.train()` at the start of the training step."
         )
         yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item), detail)
+
+
+def _flag_evaluations(model: FileModel, phases: Phases, evaluated: Set[cst.CSTNode]) -> Iterable[Finding]:
+    """One function for training and evaluation called with its training flag off
+    (``run_epoch(model, val_loader, optimizer, False)``): an evaluation of the model, in the
+    mode the function leaves it in with the flag off, or else in the mode the caller left it
+    in. Reported at that call (once per call and model); the fix puts ``model.eval()``
+    before the call when the caller's mode is the one at fault."""
+    seen: Set[Tuple] = set()
+    for item in phases.flag_evaluations():
+        if item.forward.node in evaluated:
+            continue
+        unit = (item.site.node, model.canonical(item.ref, item.site.ctx.scope))
+        if unit in seen:
+            continue
+        seen.add(unit)
+        name = item.function.rsplit(".", 1)[-1]
+        value = phases.argument_value(item.function, item.site.node, item.flag)
+        setting = f"{item.flag}={model.code_of(value)}" if value is not None else f"{item.flag} off"
+        where = f"in `{shorten(name, 20)}({shorten(setting, 20)})`"
+        layers = model.mode_layers(item.ref, item.site.ctx.scope)
+        message, consequence = _evaluated_message(shorten(item.ref), where, layers)
+        if item.in_function:
+            why = f"`{name}()` switches it to training mode also with `{setting}`"
+            fix = None
+        else:
+            why = f"nothing calls `{item.ref}.eval()` before this call, and `{name}()` does not with `{setting}`"
+            fix = _flag_fix(model, phases, item)
+        detail = f"`{item.ref}` is evaluated by `{name}()` with `{setting}` in training mode: {why}. {consequence}"
+        yield model.finding(item.site.node, CODE, NAME, message, fix, detail)
+
+
+def _flag_fix(model: FileModel, phases: Phases, item) -> Optional[Fix]:
+    """``model.eval()`` before the call that evaluates (and, through ``_restore_training``,
+    ``model.train()`` at the start of the training step when that leaves it in eval mode)."""
+    site = item.site
+    statement = site.ctx.statement
+    if statement is None or not phases.valid_at(item.ref, site.ctx.scope, statement, None):
+        return None
+    text = f"{item.ref}.eval()"
+    change = _insert_before(phases, phases.outside_withs(statement, site.ctx.withs), text)
+    if change is None:
+        return None
+    description = f"Insert `{text}` before the evaluation"
+
+    def build() -> Optional[Fix]:
+        module = _restore_training(phases, _replace(model, *change))
+        return None if module is None else model.fix_from_module(module, Applicability.SAFE, description)
+
+    return model.deferred_fix(Applicability.SAFE, description, build)
 
 
 _STANDS = ("The finding stands: layers get added later, and evaluation code relies on eval mode.")
@@ -893,6 +956,83 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
     llm = LLM(model="facebook/opt-125m")
     for batch in test_loader:
         print(llm.generate(batch["prompts"]))
+    """,
+    # one epoch function for training and validation: the mode follows the flag
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def run_epoch(model, loader, optimizer, is_train):
+        if is_train:
+            model.train()
+        else:
+            model.eval()
+        total = 0.0
+        with torch.set_grad_enabled(is_train):
+            for x, y in loader:
+                loss = F.cross_entropy(model(x), y)
+                if is_train:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                total += loss.item()
+        return total
+
+    def main(model, optimizer, train_loader, val_loader, epochs):
+        for epoch in range(epochs):
+            run_epoch(model, train_loader, optimizer, True)
+            print(epoch, run_epoch(model, val_loader, optimizer, False))
+    """,
+    # the same with model.train(train) and the flag left at its default for validation
+    """
+    import torch
+    import torch.nn.functional as F
+
+    class Trainer:
+        def _epoch(self, loader, train=False):
+            self.model.train(train)
+            total = 0.0
+            with torch.set_grad_enabled(train):
+                for x, y in loader:
+                    loss = F.cross_entropy(self.model(x), y)
+                    if train:
+                        self.optimizer.zero_grad()
+                        loss.backward()
+                        self.optimizer.step()
+                    total += loss.item()
+            return total
+
+        def fit(self, epochs):
+            for epoch in range(epochs):
+                self._epoch(self.train_loader, train=True)
+                print(epoch, self._epoch(self.val_loader))
+    """,
+    # a helper whose effect depends on a constant argument: set_mode("eval", ...) switches
+    # every model it is given to eval mode
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def set_mode(mode, models):
+        for m in models:
+            if mode == "train":
+                m.train()
+            else:
+                m.eval()
+
+    def evaluate(model, loader):
+        with torch.no_grad():
+            return sum(F.cross_entropy(model(x), y).item() for x, y in loader)
+
+    def main(model, optimizer, train_loader, val_loader, epochs):
+        for epoch in range(epochs):
+            set_mode("train", [model])
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                optimizer.step()
+            set_mode("eval", [model])
+            print(evaluate(model, val_loader))
     """,
 ]
 
@@ -1796,6 +1936,137 @@ for epoch in range(3):
     model.eval()
     for batch in val_loader:
         print(model.generate(batch["input_ids"], max_new_tokens=32))
+""",
+    ),
+    # one epoch function for training and validation, called with its flag off: the model
+    # is still in training mode from the training call; eval() before the validation call
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, loader, optimizer, is_train):
+    total = 0.0
+    with torch.set_grad_enabled(is_train):
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            if is_train:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+    return total
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        model.train()
+        run_epoch(model, train_loader, optimizer, True)
+        val_loss = run_epoch(model, val_loader, optimizer, False)
+        print(epoch, val_loss)
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, loader, optimizer, is_train):
+    total = 0.0
+    with torch.set_grad_enabled(is_train):
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            if is_train:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+    return total
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        model.train()
+        run_epoch(model, train_loader, optimizer, True)
+        model.eval()
+        val_loss = run_epoch(model, val_loader, optimizer, False)
+        print(epoch, val_loss)
+""",
+    ),
+    # the shared epoch function switches the model to training mode whatever its flag says:
+    # the validation call evaluates in training mode (no fix: the function must change)
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, loader, optimizer, is_train=True):
+    model.train()
+    total = 0.0
+    with torch.set_grad_enabled(is_train):
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            if is_train:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+    return total
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        run_epoch(model, train_loader, optimizer)
+        model.eval()
+        print(epoch, run_epoch(model, val_loader, optimizer, is_train=False))
+""",
+    ),
+    # a helper whose effect depends on a constant argument: set_mode("train", ...) before the
+    # evaluation leaves the model in training mode
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def set_mode(mode, models):
+    for m in models:
+        if mode == "train":
+            m.train()
+        else:
+            m.eval()
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        return sum(F.cross_entropy(model(x), y).item() for x, y in loader)
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        set_mode("train", [model])
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        print(evaluate(model, val_loader))
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+def set_mode(mode, models):
+    for m in models:
+        if mode == "train":
+            m.train()
+        else:
+            m.eval()
+
+def evaluate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(F.cross_entropy(model(x), y).item() for x, y in loader)
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        set_mode("train", [model])
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        print(evaluate(model, val_loader))
 """,
     ),
 ]

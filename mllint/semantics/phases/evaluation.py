@@ -33,6 +33,7 @@ from mllint.semantics.phases.words import (
     _asserts,
     _head,
     _part_for,
+    _words,
     eval_name_strength,
     is_eval_data_ref,
     name_tokens,
@@ -687,6 +688,54 @@ class EvaluationFacts:
             if ctx.scope == scope and any(related(t, ref) or related(t, canonical) for t in targets):
                 if any(self._load_call(c) for c in _reads(value).calls) or (isinstance(value, cst.Call) and self._load_call(value)):
                     return True
+        return False
+
+    # --- one function for training and evaluation, under a flag ------------------------------------------
+    def training_flag(self, key: str) -> Optional[str]:
+        """The parameter every backward pass of function ``key`` is conditioned on
+        (``if is_train: loss.backward()``): one epoch function for training and evaluation
+        (``run_epoch(model, loader, is_train)``, ``_epoch(loader, train=False)``)."""
+        fn = self.m.functions.get(key)
+        if fn is None:
+            return None
+        backwards = [e for e in self.m.effects_in(key) if e.kind == BACKWARD]
+        if not backwards:
+            return None
+        for param in fn.params:
+            if param in ("self", "cls"):
+                continue
+            if all(any(param in _words(c.text) and c.branch == "if" for c in e.ctx.conds) for e in backwards):
+                return param
+        return None
+
+    def argument_value(self, key: str, call: cst.CSTNode, param: str) -> Optional[cst.BaseExpression]:
+        """The expression a call of function ``key`` passes for ``param``, or the parameter's
+        default when the call leaves it out (None: unknown, or no default)."""
+        if not isinstance(call, cst.Call):
+            return None
+        if any(arg.star for arg in call.args):
+            return None
+        found = self._bind_exprs(key, call).get(param)
+        if found is not None:
+            return found
+        fn = self.m.functions[key]
+        params = fn.node.params
+        for p in list(params.params) + list(params.kwonly_params) + list(params.posonly_params):
+            if p.name.value == param:
+                return p.default
+        return None
+
+    def flag_off_at(self, key: str, site: Effect, flag: str) -> bool:
+        """Whether a call of ``key`` turns its training flag off: ``False`` (or ``0``) for it,
+        an evaluation phase name (``"val"``, ``"eval"``, ``"test"``), or a default of those
+        when the call leaves it out."""
+        expr = self.argument_value(key, site.node, flag)
+        if isinstance(expr, cst.Name):
+            return expr.value == "False"
+        if isinstance(expr, cst.Integer):
+            return expr.value == "0"
+        if isinstance(expr, cst.SimpleString):
+            return any(w in expr.value.lower() for w in ("val", "eval", "test"))
         return False
 
     def mode_evidence(self, effect: Effect) -> Optional[Evidence]:

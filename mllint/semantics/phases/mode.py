@@ -4,6 +4,7 @@ training loop that nothing undoes."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
@@ -38,10 +39,70 @@ from mllint.semantics.phases.words import (
     _TEACHER_WORDS,
     _head,
     _part_for,
+    _words,
     name_tokens,
     related,
 )
 from mllint.semantics.tree import visit as tree_visit
+
+
+_NO_VALUE = object()
+
+
+def _constant(expr: Optional[cst.BaseExpression]):
+    """The Python value of a literal (True, False, None, a number, a string), else _NO_VALUE."""
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[expr.value]
+    if isinstance(expr, (cst.Integer, cst.SimpleString)):
+        try:
+            return expr.evaluated_value
+        except Exception:
+            return _NO_VALUE
+    return _NO_VALUE
+
+
+def _truth(expr: cst.BaseExpression, bindings: Dict[str, object]) -> Optional[bool]:
+    """The truth of a test when the names in ``bindings`` hold those constants (None: it
+    depends on something else): ``train``, ``not is_train``, ``mode == "train"``,
+    ``phase in ("val", "test")``, ``and``/``or`` of those."""
+    if isinstance(expr, cst.Name) and expr.value in bindings:
+        return bool(bindings[expr.value])
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = _truth(expr.expression, bindings)
+        return None if inner is None else not inner
+    if isinstance(expr, cst.BooleanOperation):
+        left, right = _truth(expr.left, bindings), _truth(expr.right, bindings)
+        if isinstance(expr.operator, cst.And):
+            if left is False or right is False:
+                return False
+            return True if left and right else None
+        if left is True or right is True:
+            return True
+        return False if left is False and right is False else None
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        target = expr.comparisons[0]
+        sides = [expr.left, target.comparator]
+        names = [a.value for a in sides if isinstance(a, cst.Name) and a.value in bindings]
+        if len(names) != 1:
+            return None
+        value = bindings[names[0]]
+        other = sides[1] if isinstance(sides[0], cst.Name) and sides[0].value == names[0] else sides[0]
+        op = target.operator
+        if isinstance(op, (cst.In, cst.NotIn)) and other is target.comparator:
+            if not isinstance(other, (cst.Tuple, cst.List, cst.Set)):
+                return None
+            values = [_constant(e.value) for e in other.elements]
+            if any(v is _NO_VALUE for v in values):
+                return None
+            return (value in values) == isinstance(op, cst.In)
+        constant = _constant(other)
+        if constant is _NO_VALUE:
+            return None
+        if isinstance(op, (cst.Equal, cst.Is)):
+            return value == constant
+        if isinstance(op, (cst.NotEqual, cst.IsNot)):
+            return value != constant
+    return None
 
 
 @dataclass
@@ -56,6 +117,20 @@ class ModeEvent:
     via: Tuple[Effect, ...] = ()
     cond: bool = False  # may not happen (conditional inside a helper, or one branch of an expression)
     withs: Tuple[cst.With, ...] = ()  # with-blocks around the switch itself (inside the helper too)
+
+
+@dataclass
+class FlagEvaluation:
+    """A call that runs a shared training/evaluation function with its training flag off
+    (``run_epoch(model, val_loader, is_train=False)``), and a forward there that then runs
+    in training mode."""
+
+    site: Effect  # the call with the flag off
+    forward: Effect  # the forward in the shared function
+    function: str  # the shared function
+    flag: str  # its training flag
+    ref: str  # the model, in the caller's terms
+    in_function: bool  # the shared function itself puts the model in training mode (else the caller left it there)
 
 
 @dataclass
@@ -244,20 +319,93 @@ class ModeFacts:
         split = None
         if with_node is not None and self._contextmanager(callee):
             split = self._yield_line_of(callee)
+        bindings = self.constant_arguments(callee, effect.node)
         out = []
         for event in inner:
+            settled = self.settled_event(event, bindings)
+            if settled is None:
+                continue  # ``set_mode("eval", ...)``: the helper's train() branch does not run
+            event = settled
             ref = event.ref
             head = _head(ref)
             if ref != ANY and head not in fn.params and head not in ("self", "cls"):
                 if self.m.assigns_locally(callee, head):
                     continue  # a model the helper makes for itself
-            new_ref = translate(ref, mapping) if ref != ANY else ANY
+            new_refs = [translate(ref, mapping) if ref != ANY else ANY]
+            if new_refs == [ANY] and ref != ANY and head in fn.params:
+                new_refs = self._listed_arguments(callee, effect.node, ref) or new_refs
             order: float = effect.order
             if split is not None and with_node is not None and self.m.position(event.node).start.line > split:
                 order = self._with_end(with_node, effect.ctx.scope)
             cond = event.cond or bool(self._conditions(event.ctx.conds, event.ref))
-            out.append(ModeEvent(order, event.kind, new_ref, event.node, effect.ctx, (effect,) + event.via, cond, event.withs))
+            for new_ref in new_refs:
+                out.append(ModeEvent(order, event.kind, new_ref, event.node, effect.ctx, (effect,) + event.via, cond, event.withs))
         return out
+
+    def _listed_arguments(self, callee: str, call: cst.CSTNode, ref: str) -> List[str]:
+        """``set_mode("eval", [enc, dec])``: the models a list or tuple argument names, for a
+        switch of the parameter's elements (``for m in models: m.eval()``)."""
+        head = _head(ref)
+        expr = self.argument_value(callee, call, head)
+        if not isinstance(expr, (cst.List, cst.Tuple)) or not expr.elements or ref != head:
+            return []
+        refs = [ref_of(e.value) if not isinstance(e, cst.StarredElement) else None for e in expr.elements]
+        return [r for r in refs if r] if all(refs) else []
+
+    def constant_arguments(self, key: str, call: cst.CSTNode) -> Dict[str, object]:
+        """The parameters of function ``key`` a call binds to a literal (or leaves at a
+        literal default): ``set_mode("eval", models)`` -> {"mode": "eval"}."""
+        fn = self.m.functions.get(key)
+        if fn is None or not isinstance(call, cst.Call):
+            return {}
+        found: Dict[str, object] = {}
+        for param in fn.params:
+            if param in ("self", "cls"):
+                continue
+            value = _constant(self.argument_value(key, call, param))
+            if value is not _NO_VALUE:
+                found[param] = value
+        return found
+
+    def settled_event(self, event: ModeEvent, bindings: Dict[str, object]) -> Optional[ModeEvent]:
+        """A switch written in a function (not in a helper it calls), when the parameters in
+        ``bindings`` hold those constants: None when it does not run then (``if mode ==
+        "train": m.train()`` for ``mode="eval"``), with its conditions on them settled when it
+        does, and ``m.train(is_train)`` read as the switch it is. Unchanged when a condition on
+        them cannot be worked out."""
+        if event.via or not bindings:
+            return event
+        conds = []
+        for cond in event.ctx.conds:
+            if cond.branch in ("if", "else") and cond.node is not None and set(_words(cond.text)) & set(bindings):
+                truth = _truth(cond.node, bindings)
+                if truth is None:
+                    return event
+                if truth != (cond.branch == "if"):
+                    return None
+                continue
+            conds.append(cond)
+        kind, cond_flag = event.kind, event.cond
+        child: cst.CSTNode = event.node
+        for ancestor in self.m.parents.ancestors(event.node):
+            if isinstance(ancestor, cst.IfExp):
+                truth = _truth(ancestor.test, bindings)
+                if truth is None:
+                    return event
+                if (child is ancestor.body) != truth:
+                    return None
+                cond_flag = False  # ``m.train() if train else m.eval()``: this side runs
+            if ancestor is event.ctx.statement or isinstance(ancestor, cst.BaseStatement):
+                break
+            child = ancestor
+        node = event.node
+        if kind == "maybe" and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "train":
+            args = [a.value for a in node.args if a.keyword is None or a.keyword.value == "mode"]
+            if len(args) == 1 and isinstance(args[0], cst.Name) and args[0].value in bindings:
+                kind = "train" if bindings[args[0].value] else "eval"  # model.train(is_train)
+        if len(conds) == len(event.ctx.conds) and kind == event.kind and cond_flag == event.cond:
+            return event
+        return dataclasses.replace(event, kind=kind, cond=cond_flag, ctx=dataclasses.replace(event.ctx, conds=tuple(conds)))
 
     def _unknown_mode_calls(self, call: cst.Call, ctx: Context) -> List[ModeEvent]:
         """Calls we cannot see into that may switch a model's mode: ``set_eval(model)``,
@@ -702,6 +850,80 @@ class ModeFacts:
                     continue
                 return True
         return False
+
+    # --- a shared training/evaluation function called with its flag off ---------------------------------
+    def flag_evaluations(self) -> List[FlagEvaluation]:
+        """Evaluations through one function for training and evaluation: a call with the
+        training flag off (``training_flag``, ``flag_off_at``: False, an evaluation phase name,
+        a default of those) is evaluation code, and each forward of the function that runs
+        then (conditions on the flag settled by its value) is evaluated in the mode the
+        function leaves the model in with that value (``if train: model.train() else:
+        model.eval()``, ``model.train(train)``), else in the mode the caller left it in."""
+        found: List[FlagEvaluation] = []
+        forwards: Dict[str, List[Effect]] = {}
+        for effect in self.forwards():
+            forwards.setdefault(effect.ctx.scope, []).append(effect)
+        for key in forwards:
+            fn = self.m.functions.get(key)
+            if fn is None or self.managed(fn) or self.unit_test(fn) or self.module_method(fn):
+                continue
+            flag = self.training_flag(key)
+            if flag is None:
+                continue
+            for site in self.call_sites(key):
+                if not self.flag_off_at(key, site, flag):
+                    continue
+                bindings = self.constant_arguments(key, site.node)
+                for effect in forwards[key]:
+                    item = self._flag_evaluation(key, flag, site, effect, bindings)
+                    if item is not None:
+                        found.append(item)
+        return found
+
+    def _flag_evaluation(self, key: str, flag: str, site: Effect, effect: Effect, bindings: Dict[str, object]) -> Optional[FlagEvaluation]:
+        for cond in effect.ctx.conds:
+            if set(_words(cond.text)) & set(bindings):
+                truth = _truth(cond.node, bindings) if cond.node is not None and cond.branch in ("if", "else") else None
+                if truth is None or truth != (cond.branch == "if"):
+                    return None  # runs only in training, or we cannot tell
+        ref = effect.ref
+        if ref == ANY or self.overrides_mode(ref, key) or self.mode_cm_around(effect.ctx, ref):
+            return None
+        outer = translate(ref, site.args or {})
+        if outer == ANY or self.overrides_mode(outer, site.ctx.scope) or self.mode_cm_around(site.ctx, outer):
+            return None
+        if self.feeds_backward(site.node, site.ctx.scope):
+            return None
+        settled = []
+        for event in self.events(key):
+            if not self.same_model(event.ref, ref, key):
+                continue
+            event = self.settled_event(event, bindings)
+            if event is not None:
+                settled.append(event)
+        modes: Set[str] = set()
+        before = [e for e in settled if e.order < effect.order]
+        loop = effect.ctx.loop
+        decided = False
+        while loop is not None and not decided:
+            inside = [e for e in before if loop.encloses(e.ctx.loop)]
+            if inside:
+                modes.add(self._kind(inside[-1], effect.ctx))
+                decided = True
+                break
+            after = [e for e in settled if e.order > effect.order and loop.encloses(e.ctx.loop)]
+            if after:
+                modes.add(self._kind(after[-1], effect.ctx))
+            loop = loop.parent
+        if not decided and before:
+            modes.add(self._kind(before[-1], effect.ctx))
+            decided = True
+        in_function = bool(modes)
+        if not decided:
+            modes |= self._mode(site.ctx.scope, site.order, site.ctx, outer, 1, frozenset({site.node}))
+        if "train" not in modes or not modes <= {"train", "none"}:
+            return None
+        return FlagEvaluation(site, effect, key, flag, outer, in_function)
 
     # --- eval() never undone --------------------------------------------------------------------------
     def eval_not_undone(self) -> List[NotUndone]:

@@ -187,6 +187,11 @@ def _asserts(node: cst.FunctionDef) -> bool:
     return bool(found)
 
 
+def _words(text: Optional[str]) -> List[str]:
+    """The words of a condition's text (``not is_train`` -> [not, is_train])."""
+    return [w for w in re.split(r"\W+", text or "") if w]
+
+
 def _head(ref: str) -> str:
     return ref.split(".", 1)[0].split("[", 1)[0]
 
