@@ -2069,4 +2069,66 @@ def main(model, optimizer, train_loader, val_loader, epochs):
         print(evaluate(model, val_loader))
 """,
     ),
+    # validation every few steps inside the training loop, over batches a local generator
+    # makes of the validation data (char-rnn): the LSTM's dropout is still on
+    Example(
+        """
+import numpy as np
+import torch
+
+def get_batches(arr, batch_size, seq_length):
+    arr = arr[:len(arr) // (batch_size * seq_length) * batch_size * seq_length].reshape((batch_size, -1))
+    for i in range(0, arr.shape[1], seq_length):
+        x = arr[:, i:i + seq_length]
+        yield x, np.roll(x, -1)
+
+def train(net, data, val_data, criterion, opt, epochs, print_every=10):
+    net.train()
+    counter = 0
+    for e in range(epochs):
+        for x, y in get_batches(data, 10, 50):
+            counter += 1
+            net.zero_grad()
+            loss = criterion(net(torch.from_numpy(x)), torch.from_numpy(y).view(-1))
+            loss.backward()
+            opt.step()
+            if counter % print_every == 0:
+                val_losses = []
+                with torch.no_grad():
+                    for vx, vy in get_batches(val_data, 10, 50):
+                        val_loss = criterion(net(torch.from_numpy(vx)), torch.from_numpy(vy).view(-1))
+                        val_losses.append(val_loss.item())
+                print(counter, loss.item(), np.mean(val_losses))
+""",
+        fixed="""
+import numpy as np
+import torch
+
+def get_batches(arr, batch_size, seq_length):
+    arr = arr[:len(arr) // (batch_size * seq_length) * batch_size * seq_length].reshape((batch_size, -1))
+    for i in range(0, arr.shape[1], seq_length):
+        x = arr[:, i:i + seq_length]
+        yield x, np.roll(x, -1)
+
+def train(net, data, val_data, criterion, opt, epochs, print_every=10):
+    net.train()
+    counter = 0
+    for e in range(epochs):
+        for x, y in get_batches(data, 10, 50):
+            net.train()
+            counter += 1
+            net.zero_grad()
+            loss = criterion(net(torch.from_numpy(x)), torch.from_numpy(y).view(-1))
+            loss.backward()
+            opt.step()
+            if counter % print_every == 0:
+                val_losses = []
+                net.eval()
+                with torch.no_grad():
+                    for vx, vy in get_batches(val_data, 10, 50):
+                        val_loss = criterion(net(torch.from_numpy(vx)), torch.from_numpy(vy).view(-1))
+                        val_losses.append(val_loss.item())
+                print(counter, loss.item(), np.mean(val_losses))
+""",
+    ),
 ]

@@ -395,3 +395,27 @@ def test_generate_calls_on_known_models_only():
     decode(get_model(), val_loader)
     """)
     assert sorted(ph.m.code_of(e.node.func) for e in ph.generate_calls()) == ["lm.generate", "model.generate"]
+
+
+def test_a_loop_over_batches_made_of_evaluation_data():
+    source = """
+    import torch
+    from torch.utils.data import DataLoader
+    def get_batches(arr, n):
+        {body}
+    for step in range(100):
+        loss = model(next(train_iter)).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if step % 10 == 0:
+            for xb in {source}:
+                print(model(xb).mean().item())
+    """
+    yields = "for i in range(0, len(arr), n):\n                yield arr[i:i + n]"
+    assert evidence_kind(phases_of(source.format(body=yields, source="get_batches(val_data, 8)")), "model", 1) == "loop"
+    assert evidence_kind(phases_of(source.format(body=yields, source="DataLoader(val_set, batch_size=8)")), "model", 1) == "loop"
+    # the function ignores what it is given, or training data is handed over too
+    ignores = "for i in range(0, len(train_x), n):\n                yield train_x[i:i + n]"
+    assert evidence_kind(phases_of(source.format(body=ignores, source="get_batches(val_data, 8)")), "model", 1) is None
+    assert evidence_kind(phases_of(source.format(body=yields, source="get_batches(val_x, train_x)")), "model", 1) is None

@@ -515,9 +515,9 @@ class EvaluationFacts:
                     ref = dotted(expr.func)
                     if ref and is_eval_data_ref(ref.rsplit(".", 1)[-1].replace("get_", "")):
                         return self.m.code_of(expr.func) + "()"
-                    fetched = self.eval_split_call(expr, loop.scope)
+                    fetched = self.eval_split_call(expr, loop.scope) or self._batches_of_eval_data(expr, loop.scope)
                     if fetched is not None:
-                        return fetched  # for x, y in make_loader("test"):
+                        return fetched  # for x, y in make_loader("test"), get_batches(val_data, 32):
                     continue
                 ref = ref_of(expr)
                 if ref and is_eval_data_ref(ref):
@@ -549,6 +549,37 @@ class EvaluationFacts:
         for param, value in self._bind_exprs(fn.key, call).items():
             if _string_value(value) in EVAL_SPLITS and _selects_by(fn.node, param):
                 return self.m.code_of(call)
+        return None
+
+    def _batches_of_eval_data(self, call: cst.Call, scope: str) -> Optional[str]:
+        """A call that makes batches out of evaluation data handed to it: a DataLoader
+        (``DataLoader(val_set, batch_size=64)``), or a function of this file that returns or
+        yields what it makes of that parameter (``get_batches(val_data, batch_size, seq_len)``).
+        Not when training data is handed over too."""
+        from mllint.semantics import roles as R
+
+        refs = [ref_of(arg.value) for arg in call.args]
+        data = next((r for r in refs if r and is_eval_data_ref(r)), None)
+        if data is None:
+            return None
+        if any(r and "train" in name_tokens(r.rsplit(".", 1)[-1]) for r in refs):
+            return None
+        text = f"{self.m.code_of(call.func)}({data}{', ...' if len(call.args) > 1 else ''})"  # for messages
+        if R.role_of_constructor(self.qual(call.func)) == R.LOADER:
+            return text
+        local = self._local_callable(call.func, scope)
+        fn = self.m.functions.get(local or "")
+        if fn is None:
+            return None
+        values = _returned_values(fn.node)
+        generator = any(isinstance(v, cst.Name) and v.value == "__yield__" for v in values)
+        if not values or not generator and any(isinstance(v, cst.Name) and v.value == "None" for v in values):
+            return None  # returns nothing (or sometimes nothing): not a maker of batches
+        read = _reads(fn.node.body).refs
+        for param, expr in self._bind_exprs(fn.key, call).items():
+            ref = ref_of(expr)
+            if ref and is_eval_data_ref(ref) and any(_head(r) == param for r in read):
+                return text
         return None
 
     def data_evidence(self, effect: Effect) -> Optional[Evidence]:
