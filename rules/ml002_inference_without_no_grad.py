@@ -49,9 +49,10 @@ When the code is fine
     step shares (``y_pred = self.infer(x)`` in ``validation_step``), at the call; and
     one epoch function for training and evaluation whose backward pass runs only
     under its flag (``if is_train:``) while the forward always runs with autograd on,
-    when the file calls it with the flag off (``False``, an evaluation phase name such as
-    ``"val"``, or a default of those the call leaves out, as in ``_epoch(loader,
-    train=False)``) and not under ``no_grad`` (no fix: ``torch.set_grad_enabled(flag)``
+    when the file calls it with the flag off (a literal, or a default the call leaves out,
+    for which no backward pass runs: ``_epoch(loader, train=False)``, ``phase="val"`` for
+    ``if phase == "train":``, no optimizer for ``if optimizer is not None:``) and not under
+    ``no_grad`` (no fix: ``torch.set_grad_enabled(flag)``
     around the forward is the change to make).
 
     Evaluation inside the training loop counts as well: a branch such as ``if step % 100
@@ -1788,6 +1789,31 @@ class Trainer:
         for epoch in range(epochs):
             self._epoch(self.train_loader, train=True)
             print(epoch, self._epoch(self.val_loader))
+""",
+    ),
+    # one epoch function that trains only when given an optimizer, called for validation
+    # without one: its forward keeps the graph (no fix: set_grad_enabled around it)
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, loader, optimizer=None):
+    model.train(optimizer is not None)
+    total = 0.0
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        if optimizer is not None:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        total += loss.item()
+    return total
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        run_epoch(model, train_loader, optimizer)
+        print(epoch, run_epoch(model, val_loader))
 """,
     ),
 ]

@@ -29,8 +29,10 @@ Why it matters
     Periodic evaluation inside the training loop (``if step % 100 == 0:`` with a batch
     from the validation loader, or fetched by naming its split: ``get_batch("val")``) is
     evaluation like any other. So is a call of one epoch function for training and
-    evaluation with its training flag off (``run_epoch(model, val_loader, opt, False)``,
-    ``self._epoch(self.val_loader)`` with ``train=False`` by default): the model is
+    evaluation with its training flag off, so that no backward pass runs
+    (``run_epoch(model, val_loader, opt, False)``, ``self._epoch(self.val_loader)`` with
+    ``train=False`` by default, ``run_epoch(model, val_loader)`` for ``if optimizer is not
+    None:``): the model is
     evaluated in the mode the function leaves it in with that flag (``if train:
     model.train() else: model.eval()``, ``model.train(train)``), else in the mode the
     caller left it in; reported at that call. A helper whose effect depends on a constant

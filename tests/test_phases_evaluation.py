@@ -370,11 +370,28 @@ def test_shared_function_flag_and_its_value_at_a_call():
                 loss.backward()
     _epoch(train_loader, train=True)
     _epoch(val_loader)
-    _epoch(test_loader, "test")
+    _epoch(test_loader, 0)
+    _epoch(test_loader, "test")  # a non-empty string: ``if train:`` holds, the backward pass runs
     """)
     assert ph.training_flag("_epoch") == "train"
     sites = ph.call_sites("_epoch")
-    assert [ph.flag_off_at("_epoch", s, "train") for s in sites] == [False, True, True]
+    assert [ph.flag_off_at("_epoch", s, "train") for s in sites] == [False, True, True, False]
+    ph = phases_of("""
+    import torch
+    def run(model, loader, optimizer=None, phase="train"):
+        for x, y in loader:
+            loss = model(x).mean()
+            if optimizer is not None and phase == "train":
+                loss.backward()
+                optimizer.step()
+    run(model, train_loader, opt)
+    run(model, val_loader)
+    run(model, val_loader, opt, phase="val")
+    run(model, val_loader, opt, phase=current)
+    """)
+    assert ph.training_flag("run") == "optimizer"
+    sites = ph.call_sites("run")
+    assert [ph.flag_off_at("run", s, "optimizer") for s in sites] == [False, True, False, False]
 
 
 def test_generate_calls_on_known_models_only():

@@ -32,7 +32,10 @@ from mllint.semantics.phases.words import (
     _MODEL_BASE_NAMES,
     _asserts,
     _head,
+    _NO_VALUE,
+    _constant,
     _part_for,
+    _truth,
     _words,
     eval_name_strength,
     is_eval_data_ref,
@@ -757,17 +760,34 @@ class EvaluationFacts:
         return None
 
     def flag_off_at(self, key: str, site: Effect, flag: str) -> bool:
-        """Whether a call of ``key`` turns its training flag off: ``False`` (or ``0``) for it,
-        an evaluation phase name (``"val"``, ``"eval"``, ``"test"``), or a default of those
-        when the call leaves it out."""
+        """Whether a call of ``key`` turns its training flag off: the literal it passes (or
+        the default it leaves) makes every backward pass's condition on the flag false
+        (``is_train=False``, ``phase="val"`` for ``if phase == "train":``, ``optimizer=None``
+        for ``if optimizer is not None:``); where a condition cannot be worked out, False,
+        ``0`` or an evaluation phase name (``"val"``, ``"eval"``, ``"test"``)."""
         expr = self.argument_value(key, site.node, flag)
-        if isinstance(expr, cst.Name):
-            return expr.value == "False"
-        if isinstance(expr, cst.Integer):
-            return expr.value == "0"
-        if isinstance(expr, cst.SimpleString):
-            return any(w in expr.value.lower() for w in ("val", "eval", "test"))
-        return False
+        value = _constant(expr)
+        if value is _NO_VALUE:
+            return False
+        backwards = [e for e in self.m.effects_in(key) if e.kind == BACKWARD]
+        settled = True
+        for effect in backwards:
+            runs = True
+            for cond in effect.ctx.conds:
+                if flag not in _words(cond.text) or cond.branch not in ("if", "else") or cond.node is None:
+                    continue
+                truth = _truth(cond.node, {flag: value})
+                if truth is None:
+                    settled = False
+                elif truth != (cond.branch == "if"):
+                    runs = False
+            if runs and settled:
+                return False  # this backward pass runs with that value: training
+        if settled and backwards:
+            return True
+        if isinstance(value, bool) or isinstance(value, int):
+            return not value
+        return isinstance(value, str) and any(w in value.lower() for w in ("val", "eval", "test"))
 
     def mode_evidence(self, effect: Effect) -> Optional[Evidence]:
         """Code after ``.eval()`` that never calls backward (for ML002): the model is in eval
