@@ -858,6 +858,20 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
             with torch.no_grad():
                 print(epoch, run_epoch(model, val_loader, optimizer, "val"))
     """,
+    # grad turned off through a helper given a constant
+    """
+    import torch
+
+    def set_grad(flag):
+        torch.set_grad_enabled(flag)
+
+    def evaluate(model, loader):
+        set_grad(False)
+        model.eval()
+        outs = [model(x) for x in loader]
+        set_grad(True)
+        return outs
+    """,
 ]
 
 INVALID = [

@@ -765,6 +765,8 @@ class EvaluationFacts:
         (``is_train=False``, ``phase="val"`` for ``if phase == "train":``, ``optimizer=None``
         for ``if optimizer is not None:``); where a condition cannot be worked out, False,
         ``0`` or an evaluation phase name (``"val"``, ``"eval"``, ``"test"``)."""
+        if self.m.assigns_locally(key, flag):
+            return False  # the function rebinds its flag: its value at the call says little
         expr = self.argument_value(key, site.node, flag)
         value = _constant(expr)
         if value is _NO_VALUE:

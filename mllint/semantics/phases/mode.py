@@ -304,8 +304,8 @@ class ModeFacts:
             return {}
         found: Dict[str, object] = {}
         for param in fn.params:
-            if param in ("self", "cls"):
-                continue
+            if param in ("self", "cls") or self.m.assigns_locally(key, param):
+                continue  # (a parameter the function rebinds holds something else later)
             value = _constant(self.argument_value(key, call, param))
             if value is not _NO_VALUE:
                 found[param] = value
