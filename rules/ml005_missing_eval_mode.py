@@ -97,7 +97,7 @@ from mllint.semantics.phases.words import evaluation_possible, torch_file_possib
 CODE = "ML005"
 NAME = "missing-eval-mode"
 MESSAGE = "model evaluated in training mode, or left in eval mode for training"
-TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained")
+TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
 FIX = "safe"
@@ -106,8 +106,12 @@ FIX = "safe"
 def SCREEN(facts) -> bool:
     # Sound: check() needs a torch file and either a forward with evidence of evaluation or a
     # ``.eval()`` left in a training loop; both come only from names, weight loads and mode
-    # switches (words.evaluation_possible).
-    return torch_file_possible(facts) and evaluation_possible(facts)
+    # switches (words.evaluation_possible); or a call turning off the training flag of a shared
+    # epoch function (_flag_evaluations), which needs a backward pass under that flag (a
+    # BACKWARD effect), as ML002's shared-epoch report does.
+    return torch_file_possible(facts) and (
+        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
+    )
 
 
 def check(model: FileModel) -> Iterable[Finding]:
@@ -2131,6 +2135,54 @@ def train(net, data, val_data, criterion, opt, epochs, print_every=10):
                         val_loss = criterion(net(torch.from_numpy(vx)), torch.from_numpy(vy).view(-1))
                         val_losses.append(val_loss.item())
                 print(counter, loss.item(), np.mean(val_losses))
+""",
+    ),
+    # the same with nothing named for evaluation: the flag alone says this call evaluates
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, batches, optimizer, is_train):
+    total = 0.0
+    with torch.set_grad_enabled(is_train):
+        for x, y in batches:
+            loss = F.cross_entropy(model(x), y)
+            if is_train:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+    return total
+
+def main(model, optimizer, batches_a, batches_b, epochs):
+    for epoch in range(epochs):
+        model.train()
+        run_epoch(model, batches_a, optimizer, True)
+        print(epoch, run_epoch(model, batches_b, optimizer, False))
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, batches, optimizer, is_train):
+    total = 0.0
+    with torch.set_grad_enabled(is_train):
+        for x, y in batches:
+            loss = F.cross_entropy(model(x), y)
+            if is_train:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+    return total
+
+def main(model, optimizer, batches_a, batches_b, epochs):
+    for epoch in range(epochs):
+        model.train()
+        run_epoch(model, batches_a, optimizer, True)
+        model.eval()
+        print(epoch, run_epoch(model, batches_b, optimizer, False))
 """,
     ),
 ]
