@@ -77,7 +77,10 @@ How to fix
     again. ``--fix`` inserts ``model.eval()`` at the start of the evaluation
     function (or before the evaluation loop), and ``model.train()`` at the start of
     the training step when an evaluation inside the training loop leaves the model
-    in eval mode.
+    in eval mode. Around a call of a shared training/evaluation function with its flag
+    off, it inserts ``model.eval()`` before the call and ``model.train()`` after it (the
+    function trains in whatever mode it is given); none when the function itself switches
+    the model to training mode.
 """
 
 from __future__ import annotations
@@ -175,7 +178,8 @@ def _flag_evaluations(model: FileModel, phases: Phases, evaluated: Set[cst.CSTNo
     (``run_epoch(model, val_loader, optimizer, False)``): an evaluation of the model, in the
     mode the function leaves it in with the flag off, or else in the mode the caller left it
     in. Reported at that call (once per call and model); the fix puts ``model.eval()``
-    before the call when the caller's mode is the one at fault."""
+    before the call and ``model.train()`` after it when the caller's mode is the one at
+    fault."""
     seen: Set[Tuple] = set()
     for item in phases.flag_evaluations():
         if item.forward.node in evaluated:
@@ -201,23 +205,33 @@ def _flag_evaluations(model: FileModel, phases: Phases, evaluated: Set[cst.CSTNo
 
 
 def _flag_fix(model: FileModel, phases: Phases, item) -> Optional[Fix]:
-    """``model.eval()`` before the call that evaluates (and, through ``_restore_training``,
-    ``model.train()`` at the start of the training step when that leaves it in eval mode)."""
+    """``model.eval()`` before the call that evaluates and ``model.train()`` right after it:
+    the model was in training mode before the call (that is the finding), and the same
+    function trains it when called with the flag on, without switching it back itself, so the
+    mode is restored for whatever training comes next (in this file or another)."""
     site = item.site
     statement = site.ctx.statement
-    if statement is None or not phases.valid_at(item.ref, site.ctx.scope, statement, None):
+    if not isinstance(statement, cst.SimpleStatementLine) or any(isinstance(s, cst.Return) for s in statement.body):
         return None
-    text = f"{item.ref}.eval()"
-    change = _insert_before(phases, phases.outside_withs(statement, site.ctx.withs), text)
-    if change is None:
+    if not phases.valid_at(item.ref, site.ctx.scope, statement, None):
         return None
-    description = f"Insert `{text}` before the evaluation"
-
-    def build() -> Optional[Fix]:
-        module = _restore_training(phases, _replace(model, *change))
-        return None if module is None else model.fix_from_module(module, Applicability.SAFE, description)
-
-    return model.deferred_fix(Applicability.SAFE, description, build)
+    target = phases.outside_withs(statement, site.ctx.withs)
+    block = phases.block_of(target)
+    before, after = _statement(f"{item.ref}.eval()"), _statement(f"{item.ref}.train()")
+    if block is None or before is None or after is None:
+        return None
+    body = []
+    for node in block.body:
+        if node is target:
+            body.append(before.with_changes(leading_lines=node.leading_lines))
+            body.append(node.with_changes(leading_lines=()))
+            body.append(after)
+        else:
+            body.append(node)
+    return model.fix_replacing(
+        block, block.with_changes(body=body), Applicability.SAFE,
+        f"Insert `{item.ref}.eval()` before the evaluation and `{item.ref}.train()` after it",
+    )
 
 
 _STANDS = ("The finding stands: layers get added later, and evaluation code relies on eval mode.")
@@ -1992,6 +2006,7 @@ def main(model, optimizer, train_loader, val_loader, epochs):
         run_epoch(model, train_loader, optimizer, True)
         model.eval()
         val_loss = run_epoch(model, val_loader, optimizer, False)
+        model.train()
         print(epoch, val_loss)
 """,
     ),
@@ -2183,6 +2198,7 @@ def main(model, optimizer, batches_a, batches_b, epochs):
         run_epoch(model, batches_a, optimizer, True)
         model.eval()
         print(epoch, run_epoch(model, batches_b, optimizer, False))
+        model.train()
 """,
     ),
 ]
