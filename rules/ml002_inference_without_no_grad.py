@@ -145,15 +145,17 @@ def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]
         ]
         if not off_sites:
             continue
-        line = model.position(off_sites[0].node).start.line
+        caller = model.code_of(off_sites[0].node.func) if isinstance(off_sites[0].node, cst.Call) else fn.node.name.value
+        # (no line numbers in the message or the detail: they change when a fix elsewhere
+        # moves the call, and the fixer would take the finding for a new one)
         message = (
             f"`{shorten(effect.ref, 16)}(...)` in `{shorten(fn.node.name.value, 20)}()` builds an autograd graph "
-            f"also when `{shorten(flag, 16)}` is off (line {line})"
+            f"also when `{shorten(flag, 16)}` is off"
         )
         detail = (
             f"The forward pass of `{effect.ref}` in `{fn.node.name.value}()` runs with autograd on also when "
-            f"`{flag}` is off (evaluation, as at line {line}): its activations are kept for a backward pass that "
-            f"never comes; run it under `torch.set_grad_enabled({flag})`."
+            f"`{flag}` is off (evaluation, as in the call `{shorten(caller, 40)}(...)` with it off): its activations "
+            f"are kept for a backward pass that never comes; run it under `torch.set_grad_enabled({flag})`."
         )
         yield model.finding(effect.node, CODE, NAME, message, None, detail)
 
