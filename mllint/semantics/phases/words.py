@@ -289,10 +289,12 @@ def _evaluation_possible(facts) -> bool:
     an inference script (``_LOAD_CALLS`` on a call at module level or in main() and the like,
     where ``script_evidence`` looks); or a mode switch (``.eval()``,
     ``.train(False)``); or a string naming an evaluation split handed to a call
-    (``get_batch("val")``, ``eval_split_call``). A caller's evidence ("callers") is one of these further up."""
+    (``get_batch("val")``, ``eval_split_call``). A caller's evidence ("callers") is one of
+    these further up."""
     if facts.eval_switch or facts.eval_split_arg:
-        return True  # (a string naming an evaluation split handed to a call: ``get_batch("val")``)  # x.eval(), x.train(False): the EVAL effects, also inside helpers (a
-        # train(flag) is a "maybe" mode event, which is never evidence of evaluation)
+        return True  # x.eval(), x.train(False): the EVAL effects, also inside helpers (a
+        # train(flag) is a "maybe" mode event, which is never evidence of evaluation); a string
+        # naming an evaluation split handed to a call (``get_batch("val")``)
     # script_evidence: a load in the forward's own scope, module level or main()/run()...
     if any(_LOAD_CALLS.search(name) for name in facts.script_call_quals):
         return True
