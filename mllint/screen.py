@@ -30,6 +30,10 @@ import ast
 from collections import Counter
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+# Strings that name an evaluation split when passed to a function that picks its data by
+# them (``get_batch("val")``; ``Phases.eval_split_call``).
+EVAL_SPLITS = frozenset("val valid validation test eval evaluation holdout heldout".split())
+
 __all__ = ["Facts", "parse", "facts_of", "screened", "passing", "child_nodes", "walk"]
 
 
@@ -96,7 +100,7 @@ class Facts:
         "attr_calls", "zero_arg_attr_calls", "arg_attr_calls", "ref_attr_calls", "name_calls", "script_call_quals",
         "_script_call_dotted", "call_quals", "loop_call_quals", "loop_attr_calls",
         "identifiers", "imported_names", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class",
-        "eval_switch", "tree", "_references", "_memo", "_call_dotted",
+        "eval_switch", "eval_split_arg", "tree", "_references", "_memo", "_call_dotted",
         "_loop_call_dotted", "_call_names", "torch_project", "project_words",
     )
 
@@ -120,6 +124,7 @@ class Facts:
         self.has_loop = False
         self.has_class = False
         self.eval_switch = False
+        self.eval_split_arg = False  # a call given a string naming an evaluation split (``get_batch("val")``)
         self.tree: Optional[ast.AST] = None
         self._references: Optional[Set[str]] = None
         self._memo: Dict[str, bool] = {}
@@ -247,6 +252,10 @@ def facts_of(tree: ast.AST) -> Facts:
                     facts.ref_attr_calls.add(func.attr)
             elif type(func) is Name:
                 facts.name_calls.add(func.id)
+            if not facts.eval_split_arg:
+                for arg in node.args + [k.value for k in node.keywords]:
+                    if type(arg) is Constant and type(arg.value) is str and arg.value in EVAL_SPLITS:
+                        facts.eval_split_arg = True
             dotted = _dotted(func)
             if dotted is not None:
                 facts._call_dotted.add(dotted)

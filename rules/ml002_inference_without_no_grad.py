@@ -52,8 +52,18 @@ When the code is fine
     step shares (``y_pred = self.infer(x)`` in ``validation_step``), at the call; and
     one epoch function for training and evaluation whose backward pass runs only
     under its flag (``if is_train:``) while the forward always runs with autograd on,
-    when the file calls it with the flag off (no fix: ``torch.set_grad_enabled(flag)``
+    when the file calls it with the flag off (a literal, or a default the call leaves out,
+    for which no backward pass runs: ``_epoch(loader, train=False)``, ``phase="val"`` for
+    ``if phase == "train":``, no optimizer for ``if optimizer is not None:``) and not under
+    ``no_grad`` (no fix: ``torch.set_grad_enabled(flag)``
     around the forward is the change to make).
+
+    Evaluation inside the training loop counts as well: a branch such as ``if step % 100
+    == 0:`` that draws a batch from the validation loader (``next(iter(val_loader))``, a
+    loop over ``test_loader``) or fetches one by naming its split (``get_batch("val")``,
+    where ``get_batch`` picks its data by that parameter; one that ignores it returns
+    training data) and whose output reaches no backward pass. HF ``model.generate()``
+    is not reported: it runs under ``torch.no_grad()`` itself.
 
 How to fix
     Run evaluation without autograd. ``--fix`` adds ``@torch.no_grad()`` to a
@@ -66,12 +76,12 @@ How to fix
 from __future__ import annotations
 
 import re
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional
 
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics.model import BACKWARD, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
+from mllint.semantics.model import CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, Phases
 from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
@@ -79,7 +89,7 @@ from mllint.semantics.phases.words import evaluation_possible, torch_file_possib
 CODE = "ML002"
 NAME = "inference-without-no-grad"
 MESSAGE = "forward pass in evaluation code runs with autograd on"
-TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained")
+TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
 FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
@@ -124,60 +134,41 @@ def check(model: FileModel) -> Iterable[Finding]:
 def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
     """One epoch function for training and evaluation (``run_epoch(model, loader,
     is_train)``): its backward pass runs only under ``if is_train:``, its forward always with
-    autograd on, and the file calls it with the flag off. Reported without a fix (the right
-    one is ``with torch.set_grad_enabled(is_train):`` around the forward)."""
+    autograd on, and the file calls it with the flag off (``False``, an evaluation phase name,
+    or a default of those the call leaves out), not under ``no_grad``. Reported without a fix
+    (the right one is ``with torch.set_grad_enabled(is_train):`` around the forward)."""
     for effect in phases.forwards():
         fn = model.functions.get(effect.ctx.scope)
         if fn is None or phases.protected(effect) or phases.frozen(effect.ref, effect.ctx.scope):
             continue
         if phases.managed(fn) or phases.unit_test(fn):
             continue
-        flag = _training_flag(model, fn.key, fn.params)
+        flag = phases.training_flag(fn.key)
         if flag is None or any(flag in _cond_words(c.text) for c in effect.ctx.conds):
             continue
-        off_sites = [site for site in phases.call_sites(fn.key) if _flag_off_at(phases, fn.key, site, flag)]
+        off_sites = [
+            site for site in phases.call_sites(fn.key)
+            if phases.flag_off_at(fn.key, site, flag) and not phases.protected(site)
+        ]
         if not off_sites:
             continue
-        line = model.position(off_sites[0].node).start.line
+        caller = model.code_of(off_sites[0].node.func) if isinstance(off_sites[0].node, cst.Call) else fn.node.name.value
+        # (no line numbers in the message or the detail: they change when a fix elsewhere
+        # moves the call, and the fixer would take the finding for a new one)
         message = (
             f"`{shorten(effect.ref, 16)}(...)` in `{shorten(fn.node.name.value, 20)}()` builds an autograd graph "
-            f"also when `{shorten(flag, 16)}` is off (line {line})"
+            f"also when `{shorten(flag, 16)}` is off"
         )
         detail = (
             f"The forward pass of `{effect.ref}` in `{fn.node.name.value}()` runs with autograd on also when "
-            f"`{flag}` is off (evaluation, as at line {line}): its activations are kept for a backward pass that "
-            f"never comes; run it under `torch.set_grad_enabled({flag})`."
+            f"`{flag}` is off (evaluation, as in the call `{shorten(caller, 40)}(...)` with it off): its activations "
+            f"are kept for a backward pass that never comes; run it under `torch.set_grad_enabled({flag})`."
         )
         yield model.finding(effect.node, CODE, NAME, message, None, detail, basis="structure")
 
 
 def _cond_words(text: str) -> List[str]:
     return [w for w in re.split(r"\W+", text or "") if w]
-
-
-def _training_flag(model: FileModel, scope: str, params: Sequence[str]) -> Optional[str]:
-    """The parameter every backward pass of the function is conditioned on (``if is_train:``)."""
-    backwards = [e for e in model.effects_in(scope) if e.kind == BACKWARD]
-    if not backwards:
-        return None
-    for param in params:
-        if param in ("self", "cls"):
-            continue
-        if all(any(param in _cond_words(c.text) and c.branch == "if" for c in e.ctx.conds) for e in backwards):
-            return param
-    return None
-
-
-def _flag_off_at(phases: Phases, key: str, site: Effect, flag: str) -> bool:
-    """A call that passes ``False`` (or an evaluation phase name) for the flag."""
-    if not isinstance(site.node, cst.Call):
-        return False
-    expr = phases._bind_exprs(key, site.node).get(flag)
-    if isinstance(expr, cst.Name):
-        return expr.value == "False"
-    if isinstance(expr, cst.SimpleString):
-        return any(w in expr.value.lower() for w in ("val", "eval", "test"))
-    return False
 
 
 def _shared_with_training(model: FileModel, phases: Phases, callee: str) -> bool:
@@ -866,6 +857,138 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
         opt.zero_grad()
         encoder(x)[0].sum().backward()
         opt.step()
+    """,
+    # a periodic evaluation in the training loop under no_grad (get_batch picks the split)
+    """
+    import torch
+
+    def get_batch(split):
+        data = train_data if split == "train" else val_data
+        ix = torch.randint(len(data) - block_size, (batch_size,))
+        return torch.stack([data[i:i + block_size] for i in ix]), torch.stack([data[i + 1:i + 1 + block_size] for i in ix])
+
+    def train(model, optimizer, max_iters, eval_interval):
+        for it in range(max_iters):
+            if it % eval_interval == 0:
+                model.eval()
+                with torch.no_grad():
+                    xv, yv = get_batch("val")
+                    logits, val_loss = model(xv, yv)
+                print(it, val_loss.item())
+                model.train()
+            xb, yb = get_batch("train")
+            logits, loss = model(xb, yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    """,
+    # get_batch ignores its split: the "val" batch is training data (no evidence of evaluation)
+    """
+    import torch
+
+    def get_batch(split):
+        ix = torch.randint(len(train_data) - block_size, (batch_size,))
+        return torch.stack([train_data[i:i + block_size] for i in ix]), torch.stack([train_data[i + 1:i + 1 + block_size] for i in ix])
+
+    def train(model, optimizer, max_iters, log_every):
+        for it in range(max_iters):
+            if it % log_every == 0:
+                xv, yv = get_batch("val")
+                logits, probe_loss = model(xv, yv)
+                print(it, probe_loss.item())
+            xb, yb = get_batch("train")
+            logits, loss = model(xb, yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    """,
+    # the branch's forward on held-out data feeds a backward pass (an auxiliary loss): training
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def train(model, optimizer, train_loader, val_loader, aux_every):
+        model.train()
+        for step, (xb, yb) in enumerate(train_loader):
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(xb), yb)
+            if step % aux_every == 0:
+                vx, vy = next(iter(val_loader))
+                loss = loss + 0.1 * F.cross_entropy(model(vx), vy)
+            loss.backward()
+            optimizer.step()
+    """,
+    # HF generate() runs under torch.no_grad() itself: not a forward with autograd on
+    """
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+
+    model = AutoModelForSeq2SeqLM.from_pretrained("t5-small")
+    model.eval()
+    for batch in val_loader:
+        print(model.generate(batch["input_ids"], max_new_tokens=32))
+    """,
+    # one epoch function for training and validation: grad follows the flag
+    """
+    import torch
+    import torch.nn.functional as F
+
+    class Trainer:
+        def _epoch(self, loader, train=False):
+            self.model.train() if train else self.model.eval()
+            total = 0.0
+            with torch.set_grad_enabled(train):
+                for x, y in loader:
+                    loss = F.cross_entropy(self.model(x), y)
+                    if train:
+                        self.optimizer.zero_grad()
+                        loss.backward()
+                        self.optimizer.step()
+                    total += loss.item()
+            return total
+
+        def fit(self, epochs):
+            for epoch in range(epochs):
+                self._epoch(self.train_loader, train=True)
+                print(epoch, self._epoch(self.val_loader))
+    """,
+    # the shared epoch function is called with its flag off under no_grad
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def run_epoch(model, loader, optimizer, phase):
+        total = 0.0
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            if phase == "train":
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+        return total
+
+    def main(model, optimizer, train_loader, val_loader, epochs):
+        for epoch in range(epochs):
+            model.train()
+            run_epoch(model, train_loader, optimizer, "train")
+            model.eval()
+            with torch.no_grad():
+                print(epoch, run_epoch(model, val_loader, optimizer, "val"))
+    """,
+    # grad turned off through a helper given a constant
+    """
+    import torch
+
+    def set_grad(flag):
+        torch.set_grad_enabled(flag)
+
+    def evaluate(model, loader):
+        set_grad(False)
+        model.eval()
+        outs = [model(x) for x in loader]
+        set_grad(True)
+        return outs
     """,
 ]
 
@@ -1704,6 +1827,150 @@ opt = torch.optim.SGD(other.parameters(), lr=0.1)
 opt.zero_grad()
 other(torch.randn(8, 4)).sum().backward()
 opt.step()
+""",
+    ),
+    # a periodic evaluation inside the training loop, on a batch fetched by split name
+    # (get_batch picks its data by the split): the forward is wrapped in no_grad
+    Example(
+        """
+import torch
+
+def get_batch(split):
+    data = train_data if split == "train" else val_data
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([data[i:i + block_size] for i in ix])
+    y = torch.stack([data[i + 1:i + 1 + block_size] for i in ix])
+    return x, y
+
+def train(model, optimizer, max_iters, eval_interval):
+    for it in range(max_iters):
+        if (it + 1) % eval_interval == 0:
+            model.eval()
+            xv, yv = get_batch("val")
+            logits, val_loss = model(xv, yv)
+            print(it, val_loss.item())
+            model.train()
+        xb, yb = get_batch("train")
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+""",
+        fixed="""
+import torch
+
+def get_batch(split):
+    data = train_data if split == "train" else val_data
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([data[i:i + block_size] for i in ix])
+    y = torch.stack([data[i + 1:i + 1 + block_size] for i in ix])
+    return x, y
+
+def train(model, optimizer, max_iters, eval_interval):
+    for it in range(max_iters):
+        if (it + 1) % eval_interval == 0:
+            model.eval()
+            xv, yv = get_batch("val")
+            with torch.no_grad():
+                logits, val_loss = model(xv, yv)
+            print(it, val_loss.item())
+            model.train()
+        xb, yb = get_batch("train")
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+""",
+    ),
+    # every 100 steps a batch drawn from the validation loader inside the training loop
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def train(model, optimizer, train_loader, val_loader):
+    model.train()
+    for step, (xb, yb) in enumerate(train_loader):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            model.eval()
+            vx, vy = next(iter(val_loader))
+            val_loss = F.cross_entropy(model(vx), vy)
+            print(step, loss.item(), val_loss.item())
+            model.train()
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+def train(model, optimizer, train_loader, val_loader):
+    model.train()
+    for step, (xb, yb) in enumerate(train_loader):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            model.eval()
+            vx, vy = next(iter(val_loader))
+            with torch.no_grad():
+                val_loss = F.cross_entropy(model(vx), vy)
+            print(step, loss.item(), val_loss.item())
+            model.train()
+""",
+    ),
+    # one epoch function for training and validation, called for validation by leaving its
+    # flag at the default (False): the forward keeps its graph; no fix (set_grad_enabled(train))
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+class Trainer:
+    def _epoch(self, loader, train=False):
+        self.model.train(train)
+        total = 0.0
+        for x, y in loader:
+            loss = F.cross_entropy(self.model(x), y)
+            if train:
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+            total += loss.item()
+        return total
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            self._epoch(self.train_loader, train=True)
+            print(epoch, self._epoch(self.val_loader))
+""",
+    ),
+    # one epoch function that trains only when given an optimizer, called for validation
+    # without one: its forward keeps the graph (no fix: set_grad_enabled around it)
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, loader, optimizer=None):
+    model.train(optimizer is not None)
+    total = 0.0
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        if optimizer is not None:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        total += loss.item()
+    return total
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        run_epoch(model, train_loader, optimizer)
+        print(epoch, run_epoch(model, val_loader))
 """,
     ),
 ]

@@ -21,8 +21,22 @@ Why it matters
     test data (``val_loader``, ``testloader``), module-level test code after training,
     a model's own ``predict()`` (``self(x)``, ``self.forward(x)``; its fix is offered
     as unsafe, since ``self.eval()`` stays after it returns), and models run through
-    ``model.forward(x)`` or an inference-named method (``model.predict_step(x)``).
+    ``model.forward(x)`` or an inference-named method (``model.predict_step(x)``), or
+    HF ``model.generate(...)`` (which runs the model in the mode it is in) on a model
+    known as one (``from_pretrained``, a module class), not guessed from its name.
     An explicit ``model.train()`` before the evaluation is reported too.
+
+    Periodic evaluation inside the training loop (``if step % 100 == 0:`` with a batch
+    from the validation loader, or fetched by naming its split: ``get_batch("val")``) is
+    evaluation like any other. So is a call of one epoch function for training and
+    evaluation with its training flag off, so that no backward pass runs
+    (``run_epoch(model, val_loader, opt, False)``, ``self._epoch(self.val_loader)`` with
+    ``train=False`` by default, ``run_epoch(model, val_loader)`` for ``if optimizer is not
+    None:``): the model is
+    evaluated in the mode the function leaves it in with that flag (``if train:
+    model.train() else: model.eval()``, ``model.train(train)``), else in the mode the
+    caller left it in; reported at that call. A helper whose effect depends on a constant
+    argument (``set_mode("eval", [model])``) counts as what it does with that argument.
 
 When the code is fine
     - ``model.eval()`` (or ``model.train(False)``) on that model runs on every path
@@ -63,7 +77,10 @@ How to fix
     again. ``--fix`` inserts ``model.eval()`` at the start of the evaluation
     function (or before the evaluation loop), and ``model.train()`` at the start of
     the training step when an evaluation inside the training loop leaves the model
-    in eval mode.
+    in eval mode. Around a call of a shared training/evaluation function with its flag
+    off, it inserts ``model.eval()`` before the call and ``model.train()`` after it (the
+    function trains in whatever mode it is given); none when the function itself switches
+    the model to training mode.
 """
 
 from __future__ import annotations
@@ -83,7 +100,7 @@ from mllint.semantics.phases.words import evaluation_possible, torch_file_possib
 CODE = "ML005"
 NAME = "missing-eval-mode"
 MESSAGE = "model evaluated in training mode, or left in eval mode for training"
-TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained")
+TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
 FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
@@ -93,8 +110,12 @@ FIX = "safe"
 def SCREEN(facts) -> bool:
     # Sound: check() needs a torch file and either a forward with evidence of evaluation or a
     # ``.eval()`` left in a training loop; both come only from names, weight loads and mode
-    # switches (words.evaluation_possible).
-    return torch_file_possible(facts) and evaluation_possible(facts)
+    # switches (words.evaluation_possible); or a call turning off the training flag of a shared
+    # epoch function (_flag_evaluations), which needs a backward pass under that flag (a
+    # BACKWARD effect), as ML002's shared-epoch report does.
+    return torch_file_possible(facts) and (
+        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
+    )
 
 
 def check(model: FileModel) -> Iterable[Finding]:
@@ -102,7 +123,8 @@ def check(model: FileModel) -> Iterable[Finding]:
     if not phases.torch_file:
         return
     reported: Set[Tuple] = set()
-    for effect in phases.forwards():
+    evaluated: Set[cst.CSTNode] = set()  # forwards reported as evaluations
+    for effect in phases.forwards() + phases.generate_calls():  # HF generate() runs in the model's mode
         evidence = phases.evidence(effect)
         if evidence is None or evidence.weak or _generating(model, effect.ctx.scope):
             continue  # generating or sampling (a GAN's samples in training mode) is not evaluating
@@ -121,6 +143,7 @@ def check(model: FileModel) -> Iterable[Finding]:
         if unit in reported:
             continue
         reported.add(unit)
+        evaluated.add(effect.node)
         why = (
             f"`{ref}.train()` before it puts it there" if _explicit_train(phases, effect)
             else f"nothing calls `{ref}.eval()` on the way here"
@@ -134,6 +157,7 @@ def check(model: FileModel) -> Iterable[Finding]:
             # caller we cannot see (a training loop logging predictions) may rely on train mode.
             fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
         yield model.finding(effect.node, CODE, NAME, message, fix, detail, basis=evidence.basis)
+    yield from _flag_evaluations(model, phases, evaluated)
     for item in phases.eval_not_undone():
         where = "in the training loop"
         brief = where
@@ -164,6 +188,67 @@ def _project_helper(model: FileModel, node) -> bool:
         return False
     name = model.imports.qualname(node.func)
     return bool(name) and model.project.function_named(name) is not None
+
+
+def _flag_evaluations(model: FileModel, phases: Phases, evaluated: Set[cst.CSTNode]) -> Iterable[Finding]:
+    """One function for training and evaluation called with its training flag off
+    (``run_epoch(model, val_loader, optimizer, False)``): an evaluation of the model, in the
+    mode the function leaves it in with the flag off, or else in the mode the caller left it
+    in. Reported at that call (once per call and model); the fix puts ``model.eval()``
+    before the call and ``model.train()`` after it when the caller's mode is the one at
+    fault."""
+    seen: Set[Tuple] = set()
+    for item in phases.flag_evaluations():
+        if item.forward.node in evaluated:
+            continue
+        unit = (item.site.node, model.canonical(item.ref, item.site.ctx.scope))
+        if unit in seen:
+            continue
+        seen.add(unit)
+        name = item.function.rsplit(".", 1)[-1]
+        value = phases.argument_value(item.function, item.site.node, item.flag)
+        setting = f"{item.flag}={model.code_of(value)}" if value is not None else f"{item.flag} off"
+        where = f"in `{shorten(name, 20)}({shorten(setting, 20)})`"
+        layers = mode_layers(model, item.ref, item.site.ctx.scope)
+        message, consequence = _evaluated_message(shorten(item.ref), where, layers)
+        if item.in_function:
+            why = f"`{name}()` switches it to training mode also with `{setting}`"
+            fix = None
+        else:
+            why = f"nothing calls `{item.ref}.eval()` before this call, and `{name}()` does not with `{setting}`"
+            fix = _flag_fix(model, phases, item)
+        detail = f"`{item.ref}` is evaluated by `{name}()` with `{setting}` in training mode: {why}. {consequence}"
+        yield model.finding(item.site.node, CODE, NAME, message, fix, detail, basis="structure")
+
+
+def _flag_fix(model: FileModel, phases: Phases, item) -> Optional[Fix]:
+    """``model.eval()`` before the call that evaluates and ``model.train()`` right after it:
+    the model was in training mode before the call (that is the finding), and the same
+    function trains it when called with the flag on, without switching it back itself, so the
+    mode is restored for whatever training comes next (in this file or another)."""
+    site = item.site
+    statement = site.ctx.statement
+    if not isinstance(statement, cst.SimpleStatementLine) or any(isinstance(s, cst.Return) for s in statement.body):
+        return None
+    if not phases.valid_at(item.ref, site.ctx.scope, statement, None):
+        return None
+    target = phases.outside_withs(statement, site.ctx.withs)
+    block = phases.block_of(target)
+    before, after = _statement(f"{item.ref}.eval()"), _statement(f"{item.ref}.train()")
+    if block is None or before is None or after is None:
+        return None
+    body = []
+    for node in block.body:
+        if node is target:
+            body.append(before.with_changes(leading_lines=node.leading_lines))
+            body.append(node.with_changes(leading_lines=()))
+            body.append(after)
+        else:
+            body.append(node)
+    return model.fix_replacing(
+        block, block.with_changes(body=body), Applicability.SAFE,
+        f"Insert `{item.ref}.eval()` before the evaluation and `{item.ref}.train()` after it",
+    )
 
 
 _STANDS = ("The finding stands: layers get added later, and evaluation code relies on eval mode.")
@@ -246,7 +331,8 @@ def _repeated_sampling(phases: Phases, effect: Effect) -> bool:
     if statement is not None and _in_comprehension(phases.m, effect.node, statement):
         return True
     loop = effect.ctx.loop
-    while loop is not None and phases.iterated_data(loop) is None:
+    while loop is not None and phases.iterated_data(loop) is None and not phases.loop_backprops(loop):
+        # (a training loop over ``range(max_iters)`` is not sampling one input again and again)
         if loop.iter_call == "range" and isinstance(loop.node, cst.For):
             return True
         loop = loop.parent
@@ -273,8 +359,15 @@ def _losses_with_targets(phases: Phases, effect: Effect) -> bool:
     if isinstance(statement, cst.SimpleStatementLine):
         for small in statement.body:
             if isinstance(small, cst.Assign) and small.value is node:
-                names = [t.target for t in small.targets]
-                return any("loss" in (phases.m.code_of(t) or "").lower() for t in names)
+                names = []
+                for t in small.targets:
+                    # ``logits, loss = model(x, y)`` (nanoGPT) returns its loss in every mode: each
+                    # value unpacked must be named for losses
+                    if isinstance(t.target, (cst.Tuple, cst.List)):
+                        names.extend(e.value for e in t.target.elements)
+                    else:
+                        names.append(t.target)
+                return bool(names) and all("loss" in (phases.m.code_of(t) or "").lower() for t in names)
     return False
 
 
@@ -840,6 +933,151 @@ def fit(model, steps):
 
 gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 """,
+    # a periodic evaluation in the training loop: eval() in the branch, train() after it
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def train(model, optimizer, train_loader, test_loader, eval_every):
+        model.train()
+        for i, (xb, yb) in enumerate(train_loader):
+            optimizer.zero_grad()
+            F.cross_entropy(model(xb), yb).backward()
+            optimizer.step()
+            if i % eval_every == 0:
+                model.eval()
+                with torch.no_grad():
+                    correct = sum((model(tx).argmax(1) == ty).sum().item() for tx, ty in test_loader)
+                model.train()
+                print(i, correct)
+    """,
+    # get_batch ignores its split: the "val" batch is training data (no evidence of evaluation)
+    """
+    import torch
+
+    def get_batch(split):
+        ix = torch.randint(len(train_data) - block_size, (batch_size,))
+        return torch.stack([train_data[i:i + block_size] for i in ix]), torch.stack([train_data[i + 1:i + 1 + block_size] for i in ix])
+
+    def train(model, optimizer, max_iters, log_every):
+        model.train()
+        for it in range(max_iters):
+            if it % log_every == 0:
+                with torch.no_grad():
+                    xv, yv = get_batch("val")
+                    logits, probe_loss = model(xv, yv)
+                print(it, probe_loss.item())
+            xb, yb = get_batch("train")
+            logits, loss = model(xb, yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    """,
+    # HF generate() in evaluation, after eval(); generation in a function named for sampling
+    # (often wanted in training mode), and generate() on an object that is not a known model
+    """
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+    from vllm import LLM
+
+    model = AutoModelForSeq2SeqLM.from_pretrained("t5-small")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def sample_outputs(lm, batch):
+        return lm.generate(batch["input_ids"], do_sample=True)
+
+    for epoch in range(3):
+        model.train()
+        for batch in train_loader:
+            model(**batch).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        print(sample_outputs(model, next(iter(train_loader))))
+        model.eval()
+        for batch in val_loader:
+            print(model.generate(batch["input_ids"], max_new_tokens=32))
+
+    llm = LLM(model="facebook/opt-125m")
+    for batch in test_loader:
+        print(llm.generate(batch["prompts"]))
+    """,
+    # one epoch function for training and validation: the mode follows the flag
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def run_epoch(model, loader, optimizer, is_train):
+        if is_train:
+            model.train()
+        else:
+            model.eval()
+        total = 0.0
+        with torch.set_grad_enabled(is_train):
+            for x, y in loader:
+                loss = F.cross_entropy(model(x), y)
+                if is_train:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                total += loss.item()
+        return total
+
+    def main(model, optimizer, train_loader, val_loader, epochs):
+        for epoch in range(epochs):
+            run_epoch(model, train_loader, optimizer, True)
+            print(epoch, run_epoch(model, val_loader, optimizer, False))
+    """,
+    # the same with model.train(train) and the flag left at its default for validation
+    """
+    import torch
+    import torch.nn.functional as F
+
+    class Trainer:
+        def _epoch(self, loader, train=False):
+            self.model.train(train)
+            total = 0.0
+            with torch.set_grad_enabled(train):
+                for x, y in loader:
+                    loss = F.cross_entropy(self.model(x), y)
+                    if train:
+                        self.optimizer.zero_grad()
+                        loss.backward()
+                        self.optimizer.step()
+                    total += loss.item()
+            return total
+
+        def fit(self, epochs):
+            for epoch in range(epochs):
+                self._epoch(self.train_loader, train=True)
+                print(epoch, self._epoch(self.val_loader))
+    """,
+    # a helper whose effect depends on a constant argument: set_mode("eval", ...) switches
+    # every model it is given to eval mode
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def set_mode(mode, models):
+        for m in models:
+            if mode == "train":
+                m.train()
+            else:
+                m.eval()
+
+    def evaluate(model, loader):
+        with torch.no_grad():
+            return sum(F.cross_entropy(model(x), y).item() for x, y in loader)
+
+    def main(model, optimizer, train_loader, val_loader, epochs):
+        for epoch in range(epochs):
+            set_mode("train", [model])
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                optimizer.step()
+            set_mode("eval", [model])
+            print(evaluate(model, val_loader))
+    """,
 ]
 
 INVALID = [
@@ -1745,6 +1983,346 @@ opt = torch.optim.SGD(other.parameters(), lr=0.1)
 opt.zero_grad()
 other(torch.randn(8, 4)).sum().backward()
 opt.step()
+""",
+    ),
+    # a periodic evaluation inside the training loop on a batch fetched by split name, in
+    # training mode: eval() before it, and train() back at the start of the training step
+    Example(
+        """
+import torch
+
+def get_batch(split):
+    if split == "train":
+        data = np.memmap("train.bin", dtype=np.uint16, mode="r")
+    else:
+        data = np.memmap("val.bin", dtype=np.uint16, mode="r")
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([torch.from_numpy(data[i:i + block_size]) for i in ix])
+    y = torch.stack([torch.from_numpy(data[i + 1:i + 1 + block_size]) for i in ix])
+    return x, y
+
+def train(model, optimizer, max_iters, eval_interval):
+    model.train()
+    for it in range(max_iters):
+        xb, yb = get_batch("train")
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if it % eval_interval == 0:
+            with torch.no_grad():
+                xv, yv = get_batch("val")
+                logits, val_loss = model(xv, yv)
+            print(it, val_loss.item())
+""",
+        fixed="""
+import torch
+
+def get_batch(split):
+    if split == "train":
+        data = np.memmap("train.bin", dtype=np.uint16, mode="r")
+    else:
+        data = np.memmap("val.bin", dtype=np.uint16, mode="r")
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([torch.from_numpy(data[i:i + block_size]) for i in ix])
+    y = torch.stack([torch.from_numpy(data[i + 1:i + 1 + block_size]) for i in ix])
+    return x, y
+
+def train(model, optimizer, max_iters, eval_interval):
+    model.train()
+    for it in range(max_iters):
+        model.train()
+        xb, yb = get_batch("train")
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if it % eval_interval == 0:
+            model.eval()
+            with torch.no_grad():
+                xv, yv = get_batch("val")
+                logits, val_loss = model(xv, yv)
+            print(it, val_loss.item())
+""",
+    ),
+    # HF generate() runs the model in the mode it is in: after training, over the validation
+    # loader, dropout is still on
+    Example(
+        """
+import torch
+from transformers import AutoModelForSeq2SeqLM
+
+model = AutoModelForSeq2SeqLM.from_pretrained("t5-small")
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+for epoch in range(3):
+    model.train()
+    for batch in train_loader:
+        model(**batch).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    for batch in val_loader:
+        print(model.generate(batch["input_ids"], max_new_tokens=32))
+""",
+        fixed="""
+import torch
+from transformers import AutoModelForSeq2SeqLM
+
+model = AutoModelForSeq2SeqLM.from_pretrained("t5-small")
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+for epoch in range(3):
+    model.train()
+    for batch in train_loader:
+        model(**batch).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+    for batch in val_loader:
+        print(model.generate(batch["input_ids"], max_new_tokens=32))
+""",
+    ),
+    # one epoch function for training and validation, called with its flag off: the model
+    # is still in training mode from the training call; eval() before the validation call
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, loader, optimizer, is_train):
+    total = 0.0
+    with torch.set_grad_enabled(is_train):
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            if is_train:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+    return total
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        model.train()
+        run_epoch(model, train_loader, optimizer, True)
+        val_loss = run_epoch(model, val_loader, optimizer, False)
+        print(epoch, val_loss)
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, loader, optimizer, is_train):
+    total = 0.0
+    with torch.set_grad_enabled(is_train):
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            if is_train:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+    return total
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        model.train()
+        run_epoch(model, train_loader, optimizer, True)
+        model.eval()
+        val_loss = run_epoch(model, val_loader, optimizer, False)
+        model.train()
+        print(epoch, val_loss)
+""",
+    ),
+    # the shared epoch function switches the model to training mode whatever its flag says:
+    # the validation call evaluates in training mode (no fix: the function must change)
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, loader, optimizer, is_train=True):
+    model.train()
+    total = 0.0
+    with torch.set_grad_enabled(is_train):
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            if is_train:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+    return total
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        run_epoch(model, train_loader, optimizer)
+        model.eval()
+        print(epoch, run_epoch(model, val_loader, optimizer, is_train=False))
+""",
+    ),
+    # a helper whose effect depends on a constant argument: set_mode("train", ...) before the
+    # evaluation leaves the model in training mode
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def set_mode(mode, models):
+    for m in models:
+        if mode == "train":
+            m.train()
+        else:
+            m.eval()
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        return sum(F.cross_entropy(model(x), y).item() for x, y in loader)
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        set_mode("train", [model])
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        print(evaluate(model, val_loader))
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+def set_mode(mode, models):
+    for m in models:
+        if mode == "train":
+            m.train()
+        else:
+            m.eval()
+
+def evaluate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(F.cross_entropy(model(x), y).item() for x, y in loader)
+
+def main(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        set_mode("train", [model])
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        print(evaluate(model, val_loader))
+""",
+    ),
+    # validation every few steps inside the training loop, over batches a local generator
+    # makes of the validation data (char-rnn): the LSTM's dropout is still on
+    Example(
+        """
+import numpy as np
+import torch
+
+def get_batches(arr, batch_size, seq_length):
+    arr = arr[:len(arr) // (batch_size * seq_length) * batch_size * seq_length].reshape((batch_size, -1))
+    for i in range(0, arr.shape[1], seq_length):
+        x = arr[:, i:i + seq_length]
+        yield x, np.roll(x, -1)
+
+def train(net, data, val_data, criterion, opt, epochs, print_every=10):
+    net.train()
+    counter = 0
+    for e in range(epochs):
+        for x, y in get_batches(data, 10, 50):
+            counter += 1
+            net.zero_grad()
+            loss = criterion(net(torch.from_numpy(x)), torch.from_numpy(y).view(-1))
+            loss.backward()
+            opt.step()
+            if counter % print_every == 0:
+                val_losses = []
+                with torch.no_grad():
+                    for vx, vy in get_batches(val_data, 10, 50):
+                        val_loss = criterion(net(torch.from_numpy(vx)), torch.from_numpy(vy).view(-1))
+                        val_losses.append(val_loss.item())
+                print(counter, loss.item(), np.mean(val_losses))
+""",
+        fixed="""
+import numpy as np
+import torch
+
+def get_batches(arr, batch_size, seq_length):
+    arr = arr[:len(arr) // (batch_size * seq_length) * batch_size * seq_length].reshape((batch_size, -1))
+    for i in range(0, arr.shape[1], seq_length):
+        x = arr[:, i:i + seq_length]
+        yield x, np.roll(x, -1)
+
+def train(net, data, val_data, criterion, opt, epochs, print_every=10):
+    net.train()
+    counter = 0
+    for e in range(epochs):
+        for x, y in get_batches(data, 10, 50):
+            net.train()
+            counter += 1
+            net.zero_grad()
+            loss = criterion(net(torch.from_numpy(x)), torch.from_numpy(y).view(-1))
+            loss.backward()
+            opt.step()
+            if counter % print_every == 0:
+                val_losses = []
+                net.eval()
+                with torch.no_grad():
+                    for vx, vy in get_batches(val_data, 10, 50):
+                        val_loss = criterion(net(torch.from_numpy(vx)), torch.from_numpy(vy).view(-1))
+                        val_losses.append(val_loss.item())
+                print(counter, loss.item(), np.mean(val_losses))
+""",
+    ),
+    # the same with nothing named for evaluation: the flag alone says this call evaluates
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, batches, optimizer, is_train):
+    total = 0.0
+    with torch.set_grad_enabled(is_train):
+        for x, y in batches:
+            loss = F.cross_entropy(model(x), y)
+            if is_train:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+    return total
+
+def main(model, optimizer, batches_a, batches_b, epochs):
+    for epoch in range(epochs):
+        model.train()
+        run_epoch(model, batches_a, optimizer, True)
+        print(epoch, run_epoch(model, batches_b, optimizer, False))
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+def run_epoch(model, batches, optimizer, is_train):
+    total = 0.0
+    with torch.set_grad_enabled(is_train):
+        for x, y in batches:
+            loss = F.cross_entropy(model(x), y)
+            if is_train:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+    return total
+
+def main(model, optimizer, batches_a, batches_b, epochs):
+    for epoch in range(epochs):
+        model.train()
+        run_epoch(model, batches_a, optimizer, True)
+        model.eval()
+        print(epoch, run_epoch(model, batches_b, optimizer, False))
+        model.train()
 """,
     ),
 ]

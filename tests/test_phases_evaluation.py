@@ -333,3 +333,106 @@ def test_a_shape_check_before_any_training_is_not_evaluation_but_after_training_
     assert evidence_kind(ph, "probe") is None  # a fresh model, nothing trained yet
     assert evidence_kind(ph, "model", 1) == "data"  # trained above, then evaluated
     assert evidence_kind(ph, "loaded") == "data"  # weights loaded
+
+
+def test_a_batch_fetched_by_naming_an_evaluation_split():
+    source = """
+    import torch
+    def get_batch(split):
+        {body}
+        return data[:8], data[1:9]
+    for it in range(100):
+        if it % 10 == 0:
+            xv, yv = get_batch("{split}")
+            model(xv)
+        xb, yb = get_batch("train")
+        loss = model(xb).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    """
+    picks = "data = train_data if split == 'train' else val_data"
+    assert evidence_kind(phases_of(source.format(body=picks, split="val")), "model") == "data"
+    assert evidence_kind(phases_of(source.format(body="data = np.load(f'{split}.npy')", split="test")), "model") == "data"
+    assert evidence_kind(phases_of(source.format(body="data = self.splits[split]", split="val")), "model") == "data"
+    # the split is ignored (training data), or not an evaluation split
+    assert evidence_kind(phases_of(source.format(body="data = train_data", split="val")), "model") is None
+    assert evidence_kind(phases_of(source.format(body=picks, split="train")), "model") is None
+
+
+def test_shared_function_flag_and_its_value_at_a_call():
+    ph = phases_of("""
+    import torch
+    def _epoch(loader, train=False):
+        for x, y in loader:
+            loss = model(x).mean()
+            if train:
+                loss.backward()
+    _epoch(train_loader, train=True)
+    _epoch(val_loader)
+    _epoch(test_loader, 0)
+    _epoch(test_loader, "test")  # a non-empty string: ``if train:`` holds, the backward pass runs
+    """)
+    assert ph.training_flag("_epoch") == "train"
+    sites = ph.call_sites("_epoch")
+    assert [ph.flag_off_at("_epoch", s, "train") for s in sites] == [False, True, True, False]
+    ph = phases_of("""
+    import torch
+    def run(model, loader, optimizer=None, phase="train"):
+        for x, y in loader:
+            loss = model(x).mean()
+            if optimizer is not None and phase == "train":
+                loss.backward()
+                optimizer.step()
+    run(model, train_loader, opt)
+    run(model, val_loader)
+    run(model, val_loader, opt, phase="val")
+    run(model, val_loader, opt, phase=current)
+    """)
+    assert ph.training_flag("run") == "optimizer"
+    sites = ph.call_sites("run")
+    assert [ph.flag_off_at("run", s, "optimizer") for s in sites] == [False, True, False, False]
+
+
+def test_generate_calls_on_known_models_only():
+    ph = phases_of("""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from vllm import LLM
+    lm = AutoModelForCausalLM.from_pretrained("gpt2")
+    llm = LLM(model="gpt2")
+    def evaluate(model, loader):
+        return [model.generate(**b) for b in loader]
+    def decode(net, loader):
+        return [net.generate(**b) for b in loader]
+    lm.generate(ids)
+    llm.generate(prompts)
+    model.generate(ids)
+    evaluate(lm, val_loader)
+    decode(get_model(), val_loader)
+    """)
+    assert sorted(ph.m.code_of(e.node.func) for e in ph.generate_calls()) == ["lm.generate", "model.generate"]
+
+
+def test_a_loop_over_batches_made_of_evaluation_data():
+    source = """
+    import torch
+    from torch.utils.data import DataLoader
+    def get_batches(arr, n):
+        {body}
+    for step in range(100):
+        loss = model(next(train_iter)).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if step % 10 == 0:
+            for xb in {source}:
+                print(model(xb).mean().item())
+    """
+    yields = "for i in range(0, len(arr), n):\n                yield arr[i:i + n]"
+    assert evidence_kind(phases_of(source.format(body=yields, source="get_batches(val_data, 8)")), "model", 1) == "loop"
+    assert evidence_kind(phases_of(source.format(body=yields, source="DataLoader(val_set, batch_size=8)")), "model", 1) == "loop"
+    # the function ignores what it is given, or training data is handed over too
+    ignores = "for i in range(0, len(train_x), n):\n                yield train_x[i:i + n]"
+    assert evidence_kind(phases_of(source.format(body=ignores, source="get_batches(val_data, 8)")), "model", 1) is None
+    assert evidence_kind(phases_of(source.format(body=yields, source="get_batches(val_x, train_x)")), "model", 1) is None

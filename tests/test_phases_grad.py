@@ -112,3 +112,18 @@ def test_an_override_is_called_where_the_base_class_calls_self_method():
     )
     assert [s.ctx.scope for s in ph.call_sites("Translator._score")] == ["Base.translate_batch"]
     assert "Translator._decode" in ph.grad_off_functions()
+
+
+def test_grad_switched_off_by_a_helper_given_a_constant():
+    source = """
+    import torch
+    def set_grad(flag):
+        torch.set_grad_enabled(flag)
+    def evaluate(model, loader):
+        set_grad({value})
+        return [model(x) for x in loader]
+    """
+    ph = phases_of(source.format(value="False"))
+    assert ph.protected(forward(ph, "model"))
+    ph = phases_of(source.format(value="True"))
+    assert not ph.protected(forward(ph, "model"))

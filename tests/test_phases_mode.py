@@ -219,3 +219,60 @@ def test_a_model_rewrapped_under_its_own_name_keeps_how_it_was_made():
         out = model(torch.load("input.pt"))
     """
     assert modes(source, "model") == {"train"}
+
+
+def test_helper_switches_settled_by_constant_arguments():
+    helper = """
+    import torch
+    def set_mode(mode, models):
+        for m in models:
+            if mode == "train":
+                m.train()
+            else:
+                m.eval()
+    set_mode("{mode}", [model])
+    model(x)
+    """
+    assert modes(helper.replace("{mode}", "eval"), "model") == {"eval"}
+    assert modes(helper.replace("{mode}", "train"), "model") == {"train"}
+    either = """
+    import torch
+    def switch(m, train=True):
+        m.train() if train else m.eval()
+    switch(model{args})
+    model(x)
+    """
+    assert modes(either.replace("{args}", ""), "model") == {"train"}  # the default
+    assert modes(either.replace("{args}", ", train=False"), "model") == {"eval"}
+    assert modes(either.replace("{args}", ", flag"), "model") == {"maybe"}  # not a constant
+
+
+def flag_evaluations(source: str):
+    ph = phases_of(source)
+    return [(ph.m.code_of(i.site.node), i.ref, i.in_function) for i in ph.flag_evaluations()]
+
+
+def test_shared_epoch_function_called_with_its_flag_off():
+    source = """
+    import torch
+    def run_epoch(model, loader, opt, is_train):
+        {switch}
+        for x, y in loader:
+            loss = model(x).mean()
+            if is_train:
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    def main(model, opt, train_loader, val_loader):
+        for epoch in range(3):
+            model.train()
+            run_epoch(model, train_loader, opt, True)
+            run_epoch(model, val_loader, opt, {off})
+    """
+    call = "run_epoch(model, val_loader, opt, False)"
+    assert flag_evaluations(source.format(switch="pass", off="False")) == [(call, "model", False)]
+    assert flag_evaluations(source.format(switch="model.train()", off="False")) == [(call, "model", True)]
+    assert flag_evaluations(source.format(switch="model.train(is_train)", off="False")) == []
+    assert flag_evaluations(source.format(switch="model.eval() if not is_train else model.train()", off="False")) == []
+    assert flag_evaluations(source.format(switch="pass", off="True")) == []
+    assert flag_evaluations(source.format(switch="pass", off="flag")) == []  # not a constant: unknown

@@ -114,9 +114,11 @@ def test_ml002_ml005_need_evaluation_evidence():
                      "net.load_state_dict(sd)\nout = net(x)\n"):
         code = "import torch\n" + evidence
         assert passes(code, "ML002") and passes(code, "ML005"), evidence
-    # a training flag switched off at a call: ML002 only
+    # a training flag switched off at a call: an evaluation for both (ML005: in training mode)
     flag = "import torch\ndef run(model, x, is_train):\n    if is_train:\n        model(x).backward()\n"
-    assert passes(flag, "ML002") and not passes(flag, "ML005")
+    assert passes(flag, "ML002") and passes(flag, "ML005")
+    # a string naming an evaluation split handed to a call: get_batch("val")
+    assert passes("import torch\nx = get_batch('val')\nnet(x)\n", "ML005")
     # a test suite's test functions are unit tests, not evaluation; elsewhere test() evaluates
     suite = "import torch, pytest\ndef test_forward():\n    assert net(x).shape\n"
     assert not passes(suite, "ML002") and passes(suite.replace("pytest", "os"), "ML002")

@@ -38,6 +38,16 @@ Facts:
   ``trainer.model`` after ``trainer = Trainer(model)``); when nobody in
   the file calls the function, from how the model was made (``from_pretrained``
   returns it in eval mode) and the code that owns it (``__init__``, the module).
+- **Constant arguments** (``constant_arguments``, ``settled_event``): a helper's mode
+  switches under conditions on a parameter the call binds to a literal (or leaves at a
+  literal default) are settled by that value (``set_mode("eval", [model])``); a list or
+  tuple of models handed over reaches each of them.
+- **Shared training/evaluation functions** (``training_flag``, ``flag_off_at``,
+  ``flag_evaluations``): a function whose every backward pass is under one parameter
+  (``if is_train:``), called with it off (False, "val", a default), evaluates; the mode
+  there is what the function does with that value, else what the caller left.
+- **Evaluation data by split name** (``eval_split_call``): ``get_batch("val")`` for a
+  function that picks its data by that parameter.
 - **Eval never undone** (``eval_not_undone``): an ``.eval()`` inside a training loop
   (directly or through a helper) with no ``.train()`` on that model anywhere in the
   loop, for a model the loop trains, outside unknown context managers that may restore
@@ -63,10 +73,10 @@ from mllint.semantics.phases.base import FileFacts
 from mllint.semantics.phases.evaluation import EvaluationFacts, Evidence
 from mllint.semantics.phases.flow import BackwardFlow, _Stmt
 from mllint.semantics.phases.grad import GradFacts
-from mllint.semantics.phases.mode import ModeEvent, ModeFacts, NotUndone
+from mllint.semantics.phases.mode import FlagEvaluation, ModeEvent, ModeFacts, NotUndone
 from mllint.semantics.phases.words import eval_name_strength, is_eval_data_ref, name_tokens, related
 
-__all__ = ["Evidence", "ModeEvent", "NotUndone", "Phases", "eval_name_strength", "is_eval_data_ref", "name_tokens", "related"]
+__all__ = ["Evidence", "FlagEvaluation", "ModeEvent", "NotUndone", "Phases", "eval_name_strength", "is_eval_data_ref", "name_tokens", "related"]
 
 # --- the analysis ------------------------------------------------------------------------------------------
 
@@ -109,4 +119,5 @@ class Phases(FileFacts, BackwardFlow, GradFacts, EvaluationFacts, ModeFacts):
         self._with_owner: Dict[cst.CSTNode, cst.With] = {}
         self._held: Dict[Tuple[str, str], Optional[str]] = {}
         self._forward_reach: Dict[str, Set[str]] = {}
+        self._generate_calls: Optional[List[Effect]] = None
 

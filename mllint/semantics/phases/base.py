@@ -210,6 +210,49 @@ class FileFacts:
             out.append(effect)
         return out
 
+    def generate_calls(self) -> List[Effect]:
+        """HF ``model.generate(...)`` calls, as forward passes for the mode question (ML005):
+        generation runs the model in whatever mode it is in, dropout included. The receiver is
+        a known torch model (``from_pretrained``, a module class, ``.eval()``/``.parameters()``
+        on it; not a guess from its name), or a parameter every caller of the function hands
+        such a model; ``generate`` is not a method of a class of this file (a local
+        ``generate()`` is a call of that function). Not forwards for ML002: HF's ``generate``
+        runs under ``torch.no_grad()`` itself."""
+        from mllint.semantics import roles as R
+
+        if self._generate_calls is not None:
+            return self._generate_calls
+        with_effects = {e.node for e in self.m.effects}
+        out: List[Effect] = []
+        for call, ctx in self.m.calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute) or func.attr.value != "generate" or call in with_effects:
+                continue
+            ref = dotted(func.value)
+            if not ref or _head(ref) in ("self", "cls") or not self._is_model_call(ref):
+                continue
+            if self._known_model(ref, ctx.scope, 0, R.MODEL):
+                out.append(Effect(FORWARD, ref, call, ctx, self.m.call_order.get(call, 0)))
+        self._generate_calls = out
+        return out
+
+    def _known_model(self, ref: str, scope: str, depth: int, role: str) -> bool:
+        """Whether ``ref`` holds a model by evidence other than its name; a parameter when
+        every caller in the file hands it one (at least one caller)."""
+        fn = self.m.functions.get(scope)
+        if fn is not None and _head(ref) in fn.params and not ref.startswith(("self.", "cls.")):
+            sites = self.call_sites(scope)
+            if not sites or depth > 3:
+                return False
+            for site in sites:
+                outer = (site.args or {}).get(_head(ref))
+                if not outer or outer == ANY:
+                    return False
+                if not self._known_model(outer + ref[len(_head(ref)):], site.ctx.scope, depth + 1, role):
+                    return False
+            return True
+        return self.m.has_role(ref, role, scope, by_name=False)
+
     def _is_model_call(self, ref: str) -> bool:
         head = _head(ref)
         last = ref.rsplit(".", 1)[-1].split("[", 1)[0]

@@ -31,9 +31,13 @@ from mllint.semantics.phases.words import (
     _LOAD_CALLS,
     _MAIN_NAMES,
     _MODEL_BASE_NAMES,
+    _NO_VALUE,
     _asserts,
+    _constant,
     _head,
     _part_for,
+    _truth,
+    _words,
     eval_name_strength,
     is_eval_data_ref,
     name_tokens,
@@ -97,6 +101,77 @@ def _returned_values(node: cst.FunctionDef) -> List[cst.BaseExpression]:
 
     tree_visit(node.body, Finder())
     return found
+
+
+def _string_value(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _selects_by(node: cst.FunctionDef, param: str) -> bool:
+    """Whether a function picks its data by the parameter ``param``: compares it with a
+    string (``if split == "train":``, ``train_data if split == "train" else val_data``),
+    indexes with it (``self.data[split]``), builds a name or path from it (``f"{split}.bin"``)
+    or hands it on as ``split=``; and never rebinds it."""
+    found: List[bool] = []
+
+    def is_param(expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Name) and expr.value == param
+
+    def is_text(expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return bool(expr.elements) and all(_string_value(e.value) is not None for e in expr.elements)
+        return _string_value(expr) is not None
+
+    class Finder(cst.CSTVisitor):
+        def visit_Comparison(self, n: cst.Comparison) -> None:
+            sides = [n.left] + [c.comparator for c in n.comparisons]
+            if any(is_param(a) for a in sides) and any(is_text(a) for a in sides):
+                found.append(True)
+
+        def visit_SubscriptElement(self, n: cst.SubscriptElement) -> None:
+            if isinstance(n.slice, cst.Index) and is_param(n.slice.value):
+                found.append(True)
+
+        def visit_FormattedStringExpression(self, n: cst.FormattedStringExpression) -> None:
+            if is_param(n.expression):
+                found.append(True)
+
+        def visit_Arg(self, n: cst.Arg) -> None:
+            if n.keyword is not None and n.keyword.value == "split" and is_param(n.value):
+                found.append(True)
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            if param in _reads(n.target).refs:
+                found.append(False)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if is_param(n.target):
+                found.append(False)
+
+        def visit_For(self, n: cst.For) -> None:
+            if param in _reads(n.target).refs:
+                found.append(False)
+
+    tree_visit(node.body, Finder())
+    return bool(found) and all(found)
+
+
+def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The value under indexing and device/dtype moves: ``get_batch("val")[0].to(device)``."""
+    for _ in range(6):
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MOVES:
+            expr = expr.func.value
+        else:
+            break
+    return expr
+
+
+_MOVES = frozenset("to cuda cpu float half double long int bfloat16 contiguous".split())
 
 
 # --- results ---------------------------------------------------------------------------------------------
@@ -451,6 +526,9 @@ class EvaluationFacts:
                     ref = dotted(expr.func)
                     if ref and is_eval_data_ref(ref.rsplit(".", 1)[-1].replace("get_", "")):
                         return self.m.code_of(expr.func) + "()"
+                    fetched = self.eval_split_call(expr, loop.scope) or self._batches_of_eval_data(expr, loop.scope)
+                    if fetched is not None:
+                        return fetched  # for x, y in make_loader("test"), get_batches(val_data, 32):
                     continue
                 ref = ref_of(expr)
                 if ref and is_eval_data_ref(ref):
@@ -464,12 +542,67 @@ class EvaluationFacts:
             exprs = nxt
         return None
 
+    def eval_split_call(self, expr: cst.BaseExpression, scope: str) -> Optional[str]:
+        """The text of a call that fetches evaluation data by naming its split, as in
+        ``get_batch("val")``: a function of this file given a string naming an evaluation
+        split (val, valid, validation, test, eval, holdout) for a parameter it picks its data
+        by (``_selects_by``). A function that ignores the name (every split is the training
+        data) is not one. None otherwise."""
+        call = _unwrapped(expr)
+        if not isinstance(call, cst.Call):
+            return None
+        local = self._local_callable(call.func, scope)
+        fn = self.m.functions.get(local or "")
+        if fn is None:
+            return None
+        from mllint.screen import EVAL_SPLITS
+
+        for param, value in self._bind_exprs(fn.key, call).items():
+            if _string_value(value) in EVAL_SPLITS and _selects_by(fn.node, param):
+                return self.m.code_of(call)
+        return None
+
+    def _batches_of_eval_data(self, call: cst.Call, scope: str) -> Optional[str]:
+        """A call that makes batches out of evaluation data handed to it: a DataLoader
+        (``DataLoader(val_set, batch_size=64)``), or a function of this file that returns or
+        yields what it makes of that parameter (``get_batches(val_data, batch_size, seq_len)``).
+        Not when training data is handed over too."""
+        from mllint.semantics import roles as R
+
+        refs = [ref_of(arg.value) for arg in call.args]
+        data = next((r for r in refs if r and is_eval_data_ref(r)), None)
+        if data is None:
+            return None
+        if any(r and "train" in name_tokens(r.rsplit(".", 1)[-1]) for r in refs):
+            return None
+        text = f"{self.m.code_of(call.func)}({data}{', ...' if len(call.args) > 1 else ''})"  # for messages
+        if R.role_of_constructor(self.qual(call.func)) == R.LOADER:
+            return text
+        local = self._local_callable(call.func, scope)
+        fn = self.m.functions.get(local or "")
+        if fn is None:
+            return None
+        values = _returned_values(fn.node)
+        generator = any(isinstance(v, cst.Name) and v.value == "__yield__" for v in values)
+        if not values or not generator and any(isinstance(v, cst.Name) and v.value == "None" for v in values):
+            return None  # returns nothing (or sometimes nothing): not a maker of batches
+        read = _reads(fn.node.body).refs
+        for param, expr in self._bind_exprs(fn.key, call).items():
+            ref = ref_of(expr)
+            if ref and is_eval_data_ref(ref) and any(_head(r) == param for r in read):
+                return text
+        return None
+
     def data_evidence(self, effect: Effect) -> Optional[Evidence]:
-        """A forward on evaluation data (``model(X_val)``), or on values derived from it."""
+        """A forward on evaluation data (``model(X_val)``), or on values derived from it
+        (also fetched by split: ``xb, yb = get_batch("val")``, ``eval_split_call``)."""
         node = effect.node
         if not isinstance(node, cst.Call):
             return None
         for arg in node.args:
+            fetched = self.eval_split_call(arg.value.value if isinstance(arg.value, cst.StarredElement) else arg.value, effect.ctx.scope)
+            if fetched is not None:
+                return Evidence("data", f"on `{fetched}`")
             for ref in _reads(arg.value).refs:
                 if self._eval_data(ref, effect.ctx, 2):
                     return Evidence("data", f"on `{ref}`")
@@ -489,6 +622,8 @@ class EvaluationFacts:
         for targets, value, actx in self.m.assignments:
             if actx.scope == ctx.scope and head in targets:
                 part = _part_for(targets, value, head)
+                if self.eval_split_call(part if part is not None else value, actx.scope) is not None:
+                    return True  # xb, yb = get_batch("val")
                 refs = [
                     r for r in _reads(part if part is not None else value).refs
                     if _head(r) not in (head, "self", "cls") and _head(r) not in _BUILTINS and _head(r) not in self.m.imports.aliases
@@ -613,6 +748,73 @@ class EvaluationFacts:
                 if any(self._load_call(c) for c in _reads(value).calls) or (isinstance(value, cst.Call) and self._load_call(value)):
                     return True
         return False
+
+    # --- one function for training and evaluation, under a flag ------------------------------------------
+    def training_flag(self, key: str) -> Optional[str]:
+        """The parameter every backward pass of function ``key`` is conditioned on
+        (``if is_train: loss.backward()``): one epoch function for training and evaluation
+        (``run_epoch(model, loader, is_train)``, ``_epoch(loader, train=False)``)."""
+        fn = self.m.functions.get(key)
+        if fn is None:
+            return None
+        backwards = [e for e in self.m.effects_in(key) if e.kind == BACKWARD]
+        if not backwards:
+            return None
+        for param in fn.params:
+            if param in ("self", "cls"):
+                continue
+            if all(any(param in _words(c.text) and c.branch == "if" for c in e.ctx.conds) for e in backwards):
+                return param
+        return None
+
+    def argument_value(self, key: str, call: cst.CSTNode, param: str) -> Optional[cst.BaseExpression]:
+        """The expression a call of function ``key`` passes for ``param``, or the parameter's
+        default when the call leaves it out (None: unknown, or no default)."""
+        if not isinstance(call, cst.Call):
+            return None
+        if any(arg.star for arg in call.args):
+            return None
+        found = self._bind_exprs(key, call).get(param)
+        if found is not None:
+            return found
+        fn = self.m.functions[key]
+        params = fn.node.params
+        for p in list(params.params) + list(params.kwonly_params) + list(params.posonly_params):
+            if p.name.value == param:
+                return p.default
+        return None
+
+    def flag_off_at(self, key: str, site: Effect, flag: str) -> bool:
+        """Whether a call of ``key`` turns its training flag off: the literal it passes (or
+        the default it leaves) makes every backward pass's condition on the flag false
+        (``is_train=False``, ``phase="val"`` for ``if phase == "train":``, ``optimizer=None``
+        for ``if optimizer is not None:``); where a condition cannot be worked out, False,
+        ``0`` or an evaluation phase name (``"val"``, ``"eval"``, ``"test"``)."""
+        if self.m.assigns_locally(key, flag):
+            return False  # the function rebinds its flag: its value at the call says little
+        expr = self.argument_value(key, site.node, flag)
+        value = _constant(expr)
+        if value is _NO_VALUE:
+            return False
+        backwards = [e for e in self.m.effects_in(key) if e.kind == BACKWARD]
+        settled = True
+        for effect in backwards:
+            runs = True
+            for cond in effect.ctx.conds:
+                if flag not in _words(cond.text) or cond.branch not in ("if", "else") or cond.node is None:
+                    continue
+                truth = _truth(cond.node, {flag: value})
+                if truth is None:
+                    settled = False
+                elif truth != (cond.branch == "if"):
+                    runs = False
+            if runs and settled:
+                return False  # this backward pass runs with that value: training
+        if settled and backwards:
+            return True
+        if isinstance(value, bool) or isinstance(value, int):
+            return not value
+        return isinstance(value, str) and any(w in value.lower() for w in ("val", "eval", "test"))
 
     def mode_evidence(self, effect: Effect) -> Optional[Evidence]:
         """Code after ``.eval()`` that never calls backward (for ML002): the model is in eval

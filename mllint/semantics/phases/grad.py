@@ -117,6 +117,7 @@ class GradFacts:
             from mllint.semantics.builder import SET_GRAD_ENABLED
 
             found = []
+            helpers: List[Tuple[str, str]] = []
             for call, ctx in self.m.calls:
                 qual = self.qual(call.func)
                 if qual in SET_GRAD_ENABLED or qual == "torch._C._set_grad_enabled":
@@ -127,6 +128,19 @@ class GradFacts:
                             isinstance(s, cst.Expr) and s.value is call for s in stmt.body
                         ):
                             found.append((ctx.scope, self.m.call_order.get(call, 0)))
+                            helpers.append((ctx.scope, call.args[0].value.value))
+            # a helper that does it (``def set_grad(flag): torch.set_grad_enabled(flag)``), from
+            # its calls on, unless the call passes True for that flag
+            for scope, arg in helpers:
+                fn = self.m.functions.get(scope)
+                if fn is None or scope == MODULE_SCOPE:
+                    continue
+                for site in self.call_sites(scope):
+                    if arg in fn.params and not self.m.assigns_locally(scope, arg):
+                        value = self.argument_value(scope, site.node, arg)
+                        if isinstance(value, cst.Name) and value.value == "True":
+                            continue
+                    found.append((site.ctx.scope, site.order))
             self._grad_off_statements = found
         return self._grad_off_statements
 

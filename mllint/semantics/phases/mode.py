@@ -4,6 +4,7 @@ training loop that nothing undoes."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
@@ -35,9 +36,13 @@ from mllint.semantics.phases.words import (
     _MAYBE_INITIAL,
     _MODE_CALL_WORDS,
     _MODE_HINT,
+    _NO_VALUE,
     _TEACHER_WORDS,
+    _constant,
     _head,
     _part_for,
+    _truth,
+    _words,
     name_tokens,
     related,
 )
@@ -56,6 +61,20 @@ class ModeEvent:
     via: Tuple[Effect, ...] = ()
     cond: bool = False  # may not happen (conditional inside a helper, or one branch of an expression)
     withs: Tuple[cst.With, ...] = ()  # with-blocks around the switch itself (inside the helper too)
+
+
+@dataclass
+class FlagEvaluation:
+    """A call that runs a shared training/evaluation function with its training flag off
+    (``run_epoch(model, val_loader, is_train=False)``), and a forward there that then runs
+    in training mode."""
+
+    site: Effect  # the call with the flag off
+    forward: Effect  # the forward in the shared function
+    function: str  # the shared function
+    flag: str  # its training flag
+    ref: str  # the model, in the caller's terms
+    in_function: bool  # the shared function itself puts the model in training mode (else the caller left it there)
 
 
 @dataclass
@@ -244,20 +263,94 @@ class ModeFacts:
         split = None
         if with_node is not None and self._contextmanager(callee):
             split = self._yield_line_of(callee)
+        bindings = self.constant_arguments(callee, effect.node)
         out = []
         for event in inner:
+            settled = self.settled_event(event, bindings)
+            if settled is None:
+                continue  # ``set_mode("eval", ...)``: the helper's train() branch does not run
+            event = settled
             ref = event.ref
             head = _head(ref)
             if ref != ANY and head not in fn.params and head not in ("self", "cls"):
                 if self.m.assigns_locally(callee, head):
                     continue  # a model the helper makes for itself
-            new_ref = translate(ref, mapping) if ref != ANY else ANY
+            new_refs = [translate(ref, mapping) if ref != ANY else ANY]
+            if new_refs == [ANY] and ref != ANY and head in fn.params:
+                new_refs = self._listed_arguments(callee, effect.node, ref) or new_refs
             order: float = effect.order
             if split is not None and with_node is not None and self.m.position(event.node).start.line > split:
                 order = self._with_end(with_node, effect.ctx.scope)
             cond = event.cond or bool(self._conditions(event.ctx.conds, event.ref))
-            out.append(ModeEvent(order, event.kind, new_ref, event.node, effect.ctx, (effect,) + event.via, cond, event.withs))
+            for new_ref in new_refs:
+                out.append(ModeEvent(order, event.kind, new_ref, event.node, effect.ctx, (effect,) + event.via, cond, event.withs))
         return out
+
+    def _listed_arguments(self, callee: str, call: cst.CSTNode, ref: str) -> List[str]:
+        """``set_mode("eval", [enc, dec])``: the models a list or tuple argument names, for a
+        switch of the parameter's elements (``for m in models: m.eval()``)."""
+        head = _head(ref)
+        expr = self.argument_value(callee, call, head)
+        if not isinstance(expr, (cst.List, cst.Tuple)) or not expr.elements or ref != head:
+            return []
+        refs = [ref_of(e.value) if not isinstance(e, cst.StarredElement) else None for e in expr.elements]
+        return [r for r in refs if r] if all(refs) else []
+
+    def constant_arguments(self, key: str, call: cst.CSTNode) -> Dict[str, object]:
+        """The parameters of function ``key`` a call binds to a literal (or leaves at a
+        literal default): ``set_mode("eval", models)`` -> {"mode": "eval"}."""
+        fn = self.m.functions.get(key)
+        if fn is None or not isinstance(call, cst.Call):
+            return {}
+        found: Dict[str, object] = {}
+        for param in fn.params:
+            if param in ("self", "cls") or self.m.assigns_locally(key, param):
+                continue  # (a parameter the function rebinds holds something else later)
+            value = _constant(self.argument_value(key, call, param))
+            if value is not _NO_VALUE:
+                found[param] = value
+        return found
+
+    def settled_event(self, event: ModeEvent, bindings: Dict[str, object]) -> Optional[ModeEvent]:
+        """A switch written in a function (not in a helper it calls), when the parameters in
+        ``bindings`` hold those constants: None when it does not run then (``if mode ==
+        "train": m.train()`` for ``mode="eval"``), with its conditions on them settled when it
+        does, and ``m.train(is_train)`` read as the switch it is. Unchanged when a condition on
+        them cannot be worked out."""
+        if event.via or not bindings:
+            return event
+        conds = []
+        for cond in event.ctx.conds:
+            if cond.branch in ("if", "else") and cond.node is not None and set(_words(cond.text)) & set(bindings):
+                truth = _truth(cond.node, bindings)
+                if truth is None:
+                    return event
+                if truth != (cond.branch == "if"):
+                    return None
+                continue
+            conds.append(cond)
+        kind, cond_flag = event.kind, event.cond
+        child: cst.CSTNode = event.node
+        for ancestor in self.m.parents.ancestors(event.node):
+            if isinstance(ancestor, cst.IfExp):
+                truth = _truth(ancestor.test, bindings)
+                if truth is None:
+                    return event
+                if (child is ancestor.body) != truth:
+                    return None
+                cond_flag = False  # ``m.train() if train else m.eval()``: this side runs
+            if ancestor is event.ctx.statement or isinstance(ancestor, cst.BaseStatement):
+                break
+            child = ancestor
+        node = event.node
+        if kind == "maybe" and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "train":
+            args = [a.value for a in node.args if a.keyword is None or a.keyword.value == "mode"]
+            truth = _truth(args[0], bindings) if len(args) == 1 else None
+            if truth is not None:
+                kind = "train" if truth else "eval"  # model.train(is_train), model.train(optimizer is not None)
+        if len(conds) == len(event.ctx.conds) and kind == event.kind and cond_flag == event.cond:
+            return event
+        return dataclasses.replace(event, kind=kind, cond=cond_flag, ctx=dataclasses.replace(event.ctx, conds=tuple(conds)))
 
     def _unknown_mode_calls(self, call: cst.Call, ctx: Context) -> List[ModeEvent]:
         """Calls we cannot see into that may switch a model's mode: ``set_eval(model)``,
@@ -786,6 +879,80 @@ class ModeFacts:
                     continue
                 return True
         return False
+
+    # --- a shared training/evaluation function called with its flag off ---------------------------------
+    def flag_evaluations(self) -> List[FlagEvaluation]:
+        """Evaluations through one function for training and evaluation: a call with the
+        training flag off (``training_flag``, ``flag_off_at``: False, an evaluation phase name,
+        a default of those) is evaluation code, and each forward of the function that runs
+        then (conditions on the flag settled by its value) is evaluated in the mode the
+        function leaves the model in with that value (``if train: model.train() else:
+        model.eval()``, ``model.train(train)``), else in the mode the caller left it in."""
+        found: List[FlagEvaluation] = []
+        forwards: Dict[str, List[Effect]] = {}
+        for effect in self.forwards():
+            forwards.setdefault(effect.ctx.scope, []).append(effect)
+        for key in forwards:
+            fn = self.m.functions.get(key)
+            if fn is None or self.managed(fn) or self.unit_test(fn) or self.module_method(fn):
+                continue
+            flag = self.training_flag(key)
+            if flag is None:
+                continue
+            for site in self.call_sites(key):
+                if not self.flag_off_at(key, site, flag):
+                    continue
+                bindings = self.constant_arguments(key, site.node)
+                for effect in forwards[key]:
+                    item = self._flag_evaluation(key, flag, site, effect, bindings)
+                    if item is not None:
+                        found.append(item)
+        return found
+
+    def _flag_evaluation(self, key: str, flag: str, site: Effect, effect: Effect, bindings: Dict[str, object]) -> Optional[FlagEvaluation]:
+        for cond in effect.ctx.conds:
+            if set(_words(cond.text)) & set(bindings):
+                truth = _truth(cond.node, bindings) if cond.node is not None and cond.branch in ("if", "else") else None
+                if truth is None or truth != (cond.branch == "if"):
+                    return None  # runs only in training, or we cannot tell
+        ref = effect.ref
+        if ref == ANY or self.overrides_mode(ref, key) or self.mode_cm_around(effect.ctx, ref):
+            return None
+        outer = translate(ref, site.args or {})
+        if outer == ANY or self.overrides_mode(outer, site.ctx.scope) or self.mode_cm_around(site.ctx, outer):
+            return None
+        if self.feeds_backward(site.node, site.ctx.scope):
+            return None
+        settled = []
+        for event in self.events(key):
+            if not self.same_model(event.ref, ref, key):
+                continue
+            event = self.settled_event(event, bindings)
+            if event is not None:
+                settled.append(event)
+        modes: Set[str] = set()
+        before = [e for e in settled if e.order < effect.order]
+        loop = effect.ctx.loop
+        decided = False
+        while loop is not None and not decided:
+            inside = [e for e in before if loop.encloses(e.ctx.loop)]
+            if inside:
+                modes.add(self._kind(inside[-1], effect.ctx))
+                decided = True
+                break
+            after = [e for e in settled if e.order > effect.order and loop.encloses(e.ctx.loop)]
+            if after:
+                modes.add(self._kind(after[-1], effect.ctx))
+            loop = loop.parent
+        if not decided and before:
+            modes.add(self._kind(before[-1], effect.ctx))
+            decided = True
+        in_function = bool(modes)
+        if not decided:
+            modes |= self._mode(site.ctx.scope, site.order, site.ctx, outer, 1, frozenset({site.node}))
+        if "train" not in modes or not modes <= {"train", "none"}:
+            return None
+        return FlagEvaluation(site, effect, key, flag, outer, in_function)
 
     # --- eval() never undone --------------------------------------------------------------------------
     def eval_not_undone(self) -> List[NotUndone]:

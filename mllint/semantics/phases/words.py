@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -187,6 +187,70 @@ def _asserts(node: cst.FunctionDef) -> bool:
     return bool(found)
 
 
+def _words(text: Optional[str]) -> List[str]:
+    """The words of a condition's text (``not is_train`` -> [not, is_train])."""
+    return [w for w in re.split(r"\W+", text or "") if w]
+
+
+_NO_VALUE = object()
+
+
+def _constant(expr: Optional[cst.BaseExpression]):
+    """The Python value of a literal (True, False, None, a number, a string), else _NO_VALUE."""
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[expr.value]
+    if isinstance(expr, (cst.Integer, cst.SimpleString)):
+        try:
+            return expr.evaluated_value
+        except Exception:
+            return _NO_VALUE
+    return _NO_VALUE
+
+
+def _truth(expr: cst.BaseExpression, bindings: Dict[str, object]) -> Optional[bool]:
+    """The truth of a test when the names in ``bindings`` hold those constants (None: it
+    depends on something else): ``train``, ``not is_train``, ``mode == "train"``,
+    ``phase in ("val", "test")``, ``and``/``or`` of those."""
+    if isinstance(expr, cst.Name) and expr.value in bindings:
+        return bool(bindings[expr.value])
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = _truth(expr.expression, bindings)
+        return None if inner is None else not inner
+    if isinstance(expr, cst.BooleanOperation):
+        left, right = _truth(expr.left, bindings), _truth(expr.right, bindings)
+        if isinstance(expr.operator, cst.And):
+            if left is False or right is False:
+                return False
+            return True if left and right else None
+        if left is True or right is True:
+            return True
+        return False if left is False and right is False else None
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        target = expr.comparisons[0]
+        sides = [expr.left, target.comparator]
+        names = [a.value for a in sides if isinstance(a, cst.Name) and a.value in bindings]
+        if len(names) != 1:
+            return None
+        value = bindings[names[0]]
+        other = sides[1] if isinstance(sides[0], cst.Name) and sides[0].value == names[0] else sides[0]
+        op = target.operator
+        if isinstance(op, (cst.In, cst.NotIn)) and other is target.comparator:
+            if not isinstance(other, (cst.Tuple, cst.List, cst.Set)):
+                return None
+            values = [_constant(e.value) for e in other.elements]
+            if any(v is _NO_VALUE for v in values):
+                return None
+            return (value in values) == isinstance(op, cst.In)
+        constant = _constant(other)
+        if constant is _NO_VALUE:
+            return None
+        if isinstance(op, (cst.Equal, cst.Is)):
+            return value == constant
+        if isinstance(op, (cst.NotEqual, cst.IsNot)):
+            return value != constant
+    return None
+
+
 def _head(ref: str) -> str:
     return ref.split(".", 1)[0].split("[", 1)[0]
 
@@ -224,10 +288,13 @@ def _evaluation_possible(facts) -> bool:
     word, and none a setting word, which would reject the whole reference); a weights load for
     an inference script (``_LOAD_CALLS`` on a call at module level or in main() and the like,
     where ``script_evidence`` looks); or a mode switch (``.eval()``,
-    ``.train(False)``). A caller's evidence ("callers") is one of these further up."""
-    if facts.eval_switch:
+    ``.train(False)``); or a string naming an evaluation split handed to a call
+    (``get_batch("val")``, ``eval_split_call``). A caller's evidence ("callers") is one of
+    these further up."""
+    if facts.eval_switch or facts.eval_split_arg:
         return True  # x.eval(), x.train(False): the EVAL effects, also inside helpers (a
-        # train(flag) is a "maybe" mode event, which is never evidence of evaluation)
+        # train(flag) is a "maybe" mode event, which is never evidence of evaluation); a string
+        # naming an evaluation split handed to a call (``get_batch("val")``)
     # script_evidence: a load in the forward's own scope, module level or main()/run()...
     if any(_LOAD_CALLS.search(name) for name in facts.script_call_quals):
         return True
