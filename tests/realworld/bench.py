@@ -525,6 +525,8 @@ def precision(args, work: Path) -> int:
     if not projects:
         sys.exit("bench: no snapshot files in " + str(directory))
     totals: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    # (rule, what the finding rests on: "name", "structure" or None) -> verdict counts
+    bases: Dict[Tuple[str, Optional[str]], collections.Counter] = collections.defaultdict(collections.Counter)
     unreviewed, gone_all, missing, broken = [], [], [], []
     for project in projects:
         select = args.select
@@ -543,8 +545,10 @@ def precision(args, work: Path) -> int:
         matched, new, gone = join_snapshot(chosen, findings, root, {})
         for cur, row in matched:
             totals[cur["rule"]][row["verdict"]] += 1
+            bases[(cur["rule"], cur.get("basis"))][row["verdict"]] += 1
         for cur in new:
             totals[cur["rule"]]["?"] += 1
+            bases[(cur["rule"], cur.get("basis"))]["?"] += 1
             unreviewed.append((project.repo, cur))
         gone_all += [(project.repo, r) for r in gone]
         if args.update:
@@ -566,6 +570,11 @@ def precision(args, work: Path) -> int:
         grand.update(c)
         print(_precision_line(rule, c))
     print(_precision_line("all", grand))
+    rests = sorted((rule, basis) for rule, basis in bases if basis is not None)
+    if rests:
+        print("\nwhat the findings rest on (the rules that tell: ML002, ML005):")
+        for rule, basis in rests:
+            print(_precision_line(f"{rule} {basis}", bases[(rule, basis)]))
     if sealed:
         print(f"\nunreviewed (new) findings: {len(unreviewed)}; judged rows no longer reported: {len(gone_all)}"
               f" ({sum(1 for _, r in gone_all if r['verdict'] == 'true')} of them true)")
