@@ -7,6 +7,12 @@ Run by hand, not by CI (it needs the repositories' git mirrors):
     python tests/realworld/bench.py precision   # compare findings with the reviewed snapshot/
     python tests/realworld/bench.py precision --update   # rewrite snapshot/ (new findings get verdict '?')
     python tests/realworld/bench.py fixes --show missed   # list the rows that were not detected
+    python tests/realworld/bench.py fixes --part sealed --out sealed.json   # held-out rows: aggregates only
+
+--part dev (default) reads fix_commits/*.tsv, --part sealed reads sealed/fix_commits/*.tsv: the sealed rows
+are never printed (no --show, no per-row notes, no repository names in messages). --tree lints each row's
+file inside its repository's whole tree at that commit, from the tree's root (the default for the sealed
+part); --alone extracts the file with the top-level metadata files only (the default for the dev part).
 
 Nothing third-party is stored here: each row names a repository, commits and a path, and the files are
 read from bare git mirrors at run time (``$MLLINT_MIRRORS/<owner>+<name>/repo``, default /work/.mirror;
