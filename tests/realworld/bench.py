@@ -258,12 +258,14 @@ def judge(row: FixRow, buggy: List[dict], fixed: List[dict]) -> None:
 
 # --tree: each row's file is linted inside its whole project, as pre-commit would lint it there.
 
-def materialise(gdir: Path, commit: str, dest: Path) -> bool:
+def materialise(gdir: Path, commit: str, dest: Path, keep: Iterable[str] = ()) -> bool:
     """Write the repository's tree at `commit` into `dest`: every file with a suffix or name of
     TREE_SUFFIXES/TREE_NAMES under TREE_MAX_BYTES (no data, no binaries, no symbolic links, no
-    submodules), and an empty ``.git`` folder, so that `dest` is the project root mllint finds
-    (nearest pyproject.toml / setup.cfg / setup.py / .git) and the .gitignore files apply as in a
-    checkout. False when the commit is not in the mirror."""
+    submodules; the files in `keep`, the rows' own, whatever their size), and an empty ``.git``
+    folder, so that `dest` is the project root mllint finds (nearest pyproject.toml / setup.cfg /
+    setup.py / .git) and the .gitignore files apply as in a checkout. False when the commit is not
+    in the mirror."""
+    keep = set(keep)
     proc = subprocess.run(["git", "--git-dir", str(gdir), "ls-tree", "-r", "-l", "-z", commit],
                           capture_output=True)
     if proc.returncode != 0:
@@ -274,7 +276,12 @@ def materialise(gdir: Path, commit: str, dest: Path) -> bool:
             continue
         meta, name = entry.split("\t", 1)
         mode, kind, sha, size = meta.split()
-        if kind != "blob" or mode == "120000" or not size.isdigit() or int(size) > TREE_MAX_BYTES:
+        if kind != "blob" or mode == "120000":
+            continue
+        if name in keep:
+            wanted.append((sha, name))
+            continue
+        if not size.isdigit() or int(size) > TREE_MAX_BYTES:
             continue
         base = name.rsplit("/", 1)[-1]
         if base in TREE_NAMES or base.lower().endswith(TREE_SUFFIXES):
@@ -330,23 +337,27 @@ def score_fixes_tree(rows: List[FixRow], work: Path, sealed: bool) -> None:
         by_tree[(row.repo, row.parent)].append(row)
         by_tree[(row.repo, row.fix)].append(row)
     found: Dict[Tuple[str, str], Dict[str, List[dict]]] = {}
+    linted: Dict[Tuple[str, str], set] = {}
     for n, ((repo, commit), tree_rows) in enumerate(sorted(by_tree.items())):
         root = work / "trees" / f"{n:04d}"
-        if not materialise(git_dir(repo), commit, root):
+        wanted = {r.path for r in tree_rows}
+        if not materialise(git_dir(repo), commit, root, wanted):
             continue
-        paths = sorted({r.path for r in tree_rows if (root / r.path).is_file()})
+        paths = sorted(p for p in wanted if (root / p).is_file())
         if paths:
             result, error = lint_in_tree(root, paths, {r.rule for r in tree_rows})
             if result is None:
                 failures.append(f"{repo} {commit[:10]}: {error}")
             else:
                 found[(repo, commit)] = result
+                linted[(repo, commit)] = set(paths)
         shutil.rmtree(root, ignore_errors=True)
     for row in rows:
         if row.note == "no mirror":
             continue
         buggy, fixed = found.get((row.repo, row.parent)), found.get((row.repo, row.fix))
-        if buggy is None or fixed is None:
+        if (buggy is None or fixed is None or row.path not in linted[(row.repo, row.parent)]
+                or row.path not in linted[(row.repo, row.fix)]):
             row.note = "not linted (commit or file missing, or mllint failed)"
             continue
         judge(row, buggy.get(row.path, []), fixed.get(row.path, []))
