@@ -7,6 +7,12 @@ Run by hand, not by CI (it needs the repositories' git mirrors):
     python tests/realworld/bench.py precision   # compare findings with the reviewed snapshot/
     python tests/realworld/bench.py precision --update   # rewrite snapshot/ (new findings get verdict '?')
     python tests/realworld/bench.py fixes --show missed   # list the rows that were not detected
+    python tests/realworld/bench.py fixes --part sealed --out sealed.json   # held-out rows: aggregates only
+
+--part dev (default) reads fix_commits/*.tsv, --part sealed reads sealed/fix_commits/*.tsv: the sealed rows
+are never printed (no --show, no per-row notes, no repository names in messages). --tree lints each row's
+file inside its repository's whole tree at that commit, from the tree's root (the default for the sealed
+part); --alone extracts the file with the top-level metadata files only (the default for the dev part).
 
 Nothing third-party is stored here: each row names a repository, commits and a path, and the files are
 read from bare git mirrors at run time (``$MLLINT_MIRRORS/<owner>+<name>/repo``, default /work/.mirror;
@@ -65,6 +71,14 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 FIX_DIR = HERE / "fix_commits"
+SEALED_FIX_DIR = HERE / "sealed" / "fix_commits"
+SEALED_REFUSAL = ("bench: sealed rows are not shown (to look at a row, move it to fix_commits/ "
+                  "and mine a replacement for sealed/)")
+# --tree: the files of a repository that are materialised (everything a project model may read:
+# sources, notebooks, settings and requirement files), each under TREE_MAX_BYTES
+TREE_SUFFIXES = (".py", ".pyi", ".ipynb", ".toml", ".cfg", ".ini", ".txt", ".yaml", ".yml", ".json")
+TREE_NAMES = ("setup.py", "setup.cfg", "pyproject.toml", ".gitignore", "MANIFEST.in")
+TREE_MAX_BYTES = 2 * 1024 * 1024
 SNAPSHOT_DIR = HERE / "snapshot"
 CORE = ["ML001", "ML002", "ML003", "ML004", "ML005"]
 WINDOW = 15
@@ -188,13 +202,14 @@ class FixRow:
         return f"{self.path}:cell {self.cell}:{self.line}" if self.cell is not None else f"{self.path}:{self.line}"
 
 
-def load_fix_rows() -> List[FixRow]:
+def load_fix_rows(directory: Path = FIX_DIR) -> List[FixRow]:
     rows = []
-    for tsv in sorted(FIX_DIR.glob("*.tsv")):
+    for tsv in sorted(directory.glob("*.tsv")):
         for r in read_tsv(tsv)[1]:
             cell, line = parse_position(r["line"])
             if (cell is not None) != is_notebook(r["path"]):
-                sys.exit(f"bench: {tsv.name}: {r['path']}: a notebook's line is CELL:LINE, a .py file's is LINE")
+                where = "a sealed row" if directory == SEALED_FIX_DIR else r["path"]
+                sys.exit(f"bench: {tsv.name}: {where}: a notebook's line is CELL:LINE, a .py file's is LINE")
             rows.append(FixRow(r["repo"], r["fix_commit"], r["parent_commit"], r["path"], line,
                                r["rule"], r["reason"], tsv.name, cell))
     return rows
@@ -225,18 +240,144 @@ def score_fixes(rows: List[FixRow], work: Path) -> None:
               + f" (fetch them into {mirrors_root()}); their rows are not run", file=sys.stderr)
     findings = by_file(run_mllint(work, {r.rule for r, _, _ in placed} or CORE), work)
     for row, b_rel, f_rel in placed:
-        on_buggy = [f for f in findings.get(b_rel, []) if f["code"] == row.rule]
-        on_fixed = [f for f in findings.get(f_rel, []) if f["code"] == row.rule]
-        at_site = [f for f in on_buggy
-                   if f.get("cell") == row.cell and abs(f["line"] - row.line) <= WINDOW]
-        if not at_site:
-            row.outcome = "missed"
-            row.note = f"{len(on_buggy)} elsewhere" if on_buggy else ""
-        elif len(on_fixed) >= len(on_buggy):
-            row.outcome = "fired-both"
-            row.note = "fixed file still: " + ", ".join(position(f) for f in on_fixed)
-        else:
-            row.outcome = "detected"
+        judge(row, findings.get(b_rel, []), findings.get(f_rel, []))
+
+
+def judge(row: FixRow, buggy: List[dict], fixed: List[dict]) -> None:
+    """The row's outcome from the findings on its buggy and its fixed file (any rules)."""
+    on_buggy = [f for f in buggy if f["code"] == row.rule]
+    on_fixed = [f for f in fixed if f["code"] == row.rule]
+    at_site = [f for f in on_buggy
+               if f.get("cell") == row.cell and abs(f["line"] - row.line) <= WINDOW]
+    if not at_site:
+        row.outcome = "missed"
+        row.note = f"{len(on_buggy)} elsewhere" if on_buggy else ""
+    elif len(on_fixed) >= len(on_buggy):
+        row.outcome = "fired-both"
+        row.note = "fixed file still: " + ", ".join(position(f) for f in on_fixed)
+    else:
+        row.outcome = "detected"
+
+
+# --tree: each row's file is linted inside its whole project, as pre-commit would lint it there.
+
+def materialise(gdir: Path, commit: str, dest: Path, keep: Iterable[str] = ()) -> bool:
+    """Write the repository's tree at `commit` into `dest`: every file with a suffix or name of
+    TREE_SUFFIXES/TREE_NAMES under TREE_MAX_BYTES (no data, no binaries, no symbolic links, no
+    submodules; the files in `keep`, the rows' own, whatever their size), and an empty ``.git``
+    folder, so that `dest` is the project root mllint finds (nearest pyproject.toml / setup.cfg /
+    setup.py / .git) and the .gitignore files apply as in a checkout. False when the commit is not
+    in the mirror."""
+    keep = set(keep)
+    proc = subprocess.run(["git", "--git-dir", str(gdir), "ls-tree", "-r", "-l", "-z", commit],
+                          capture_output=True)
+    if proc.returncode != 0:
+        return False
+    wanted = []
+    for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if "\t" not in entry:
+            continue
+        meta, name = entry.split("\t", 1)
+        mode, kind, sha, size = meta.split()
+        if kind != "blob" or mode == "120000":
+            continue
+        if name in keep:
+            wanted.append((sha, name))
+            continue
+        if not size.isdigit() or int(size) > TREE_MAX_BYTES:
+            continue
+        base = name.rsplit("/", 1)[-1]
+        if base in TREE_NAMES or base.lower().endswith(TREE_SUFFIXES):
+            wanted.append((sha, name))
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / ".git").mkdir(exist_ok=True)
+    if wanted:
+        cat = subprocess.run(["git", "--git-dir", str(gdir), "cat-file", "--batch"],
+                             input="".join(sha + "\n" for sha, _ in wanted).encode(), capture_output=True)
+        data, pos = cat.stdout, 0
+        for sha, name in wanted:
+            header_end = data.index(b"\n", pos)
+            header = data[pos:header_end].split()
+            pos = header_end + 1
+            if len(header) < 3 or header[1] == b"missing":
+                continue  # files of 4 MiB and more are absent from the mirrors
+            size = int(header[2])
+            try:
+                write(dest, name, data[pos:pos + size])
+            except OSError:
+                pass  # a name this file system refuses
+            pos += size + 1
+    return True
+
+
+def lint_in_tree(root: Path, paths: List[str], select: Iterable[str]) -> Tuple[Optional[Dict[str, List[dict]]], str]:
+    """mllint run from the tree's root on the given files (relative paths, as pre-commit passes
+    them): findings by relative path, or None and mllint's error when it failed."""
+    # -I: the tree's own directory must not shadow the installed mllint on sys.path
+    cmd = [sys.executable, "-I", "-m", "mllint", "--no-cache", "--exit-zero", "--format", "json",
+           "--select", ",".join(sorted(set(select))), "--", *paths]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root)
+    if proc.returncode != 0:
+        return None, proc.stderr.strip()[-500:]
+    out: Dict[str, List[dict]] = collections.defaultdict(list)
+    for f in json.loads(proc.stdout or "[]"):
+        path = Path(f["path"])
+        path = path if path.is_absolute() else root / path
+        out[os.path.relpath(os.path.abspath(path), os.path.abspath(root)).replace(os.sep, "/")].append(f)
+    return out, ""
+
+
+def score_fixes_tree(rows: List[FixRow], work: Path, sealed: bool) -> None:
+    """Each row's file at the parent and at the fix commit, linted inside the repository's whole
+    tree at that commit (one tree and one mllint run per repository and commit)."""
+    missing_repos, failures = set(), []
+    by_tree: Dict[Tuple[str, str], List[FixRow]] = collections.defaultdict(list)
+    for row in rows:
+        if git_dir(row.repo) is None:
+            missing_repos.add(row.repo)
+            row.note = "no mirror"
+            continue
+        by_tree[(row.repo, row.parent)].append(row)
+        by_tree[(row.repo, row.fix)].append(row)
+    found: Dict[Tuple[str, str], Dict[str, List[dict]]] = {}
+    linted: Dict[Tuple[str, str], set] = {}
+    for n, ((repo, commit), tree_rows) in enumerate(sorted(by_tree.items())):
+        root = work / "trees" / f"{n:04d}"
+        wanted = {r.path for r in tree_rows}
+        if not materialise(git_dir(repo), commit, root, wanted):
+            continue
+        paths = sorted(p for p in wanted if (root / p).is_file())
+        if paths:
+            result, error = lint_in_tree(root, paths, {r.rule for r in tree_rows})
+            if result is None:
+                failures.append(f"{repo} {commit[:10]}: {error}")
+            else:
+                found[(repo, commit)] = result
+                linted[(repo, commit)] = set(paths)
+        shutil.rmtree(root, ignore_errors=True)
+    for row in rows:
+        if row.note == "no mirror":
+            continue
+        buggy, fixed = found.get((row.repo, row.parent)), found.get((row.repo, row.fix))
+        if (buggy is None or fixed is None or row.path not in linted[(row.repo, row.parent)]
+                or row.path not in linted[(row.repo, row.fix)]):
+            row.note = "not linted (commit or file missing, or mllint failed)"
+            continue
+        judge(row, buggy.get(row.path, []), fixed.get(row.path, []))
+    if sealed:
+        if missing_repos:
+            print(f"bench: {len(missing_repos)} repositories of the sealed part have no mirror in "
+                  f"{mirrors_root()}; their rows count as not run "
+                  "(`bench.py mirrors --part sealed` lists them for a fetch script)", file=sys.stderr)
+        if failures:
+            print(f"bench: mllint failed (non-zero exit) on {len(failures)} sealed trees; "
+                  "their rows count as not run", file=sys.stderr)
+        return
+    if missing_repos:
+        print("bench: no mirror for " + ", ".join(sorted(missing_repos))
+              + f" (fetch them into {mirrors_root()}); their rows are not run", file=sys.stderr)
+    for failure in failures:
+        print(f"bench: mllint failed in the tree of {failure}", file=sys.stderr)
 
 
 def check_notebook_fixes(rows: List[FixRow], work: Path) -> None:
@@ -262,14 +403,40 @@ def check_notebook_fixes(rows: List[FixRow], work: Path) -> None:
                                     else "fixed, but the site is still reported")
 
 
-def report_fixes(rows: List[FixRow], show: Optional[str]) -> None:
+OUTCOMES = ("detected", "fired-both", "missed", "not-run")
+
+
+def aggregates(rows: List[FixRow], part: str, mode: str) -> dict:
+    """What `--out` writes: counts only, nothing that names a repository, a file or a line."""
+    table: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for row in rows:
+        table[row.rule][row.outcome] += 1
+        table["all"][row.outcome] += 1
+
+    def entry(c: collections.Counter) -> dict:
+        run = c["detected"] + c["fired-both"] + c["missed"]
+        return dict({"rows": sum(c.values())}, **{o: c[o] for o in OUTCOMES},
+                    rate=round(c["detected"] / run, 4) if run else None)
+
+    mllint = subprocess.run([sys.executable, "-I", "-c", "import mllint, os; print(os.path.dirname(mllint.__file__))"],
+                            capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "-C", mllint, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() if mllint else ""
+    return {"part": part, "mode": mode, "window": WINDOW, "rows": len(rows),
+            "repositories": len({r.repo for r in rows}), "notebook_rows": sum(1 for r in rows if r.cell is not None),
+            "mllint": {"package": mllint, "commit": head or None},
+            "rules": {rule: entry(table[rule]) for rule in sorted(k for k in table if k != "all")},
+            "all": entry(table["all"])}
+
+
+def report_fixes(rows: List[FixRow], show: Optional[str], part: str = "dev", mode: str = "alone") -> None:
     table: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for row in rows:
         table[row.rule][row.outcome] += 1
         table["all"][row.outcome] += 1
     repos = len({r.repo for r in rows})
     notebooks = sum(1 for r in rows if r.cell is not None)
-    print(f"fix commits: {len(rows)} rows ({notebooks} in notebooks) from {repos} repositories "
+    print(f"fix commits ({part} part, {'each file in its project tree' if mode == 'tree' else 'each file alone'}): "
+          f"{len(rows)} rows ({notebooks} in notebooks) from {repos} repositories "
           f"(window +-{WINDOW} lines, in the same cell for a notebook)\n")
     print(f"{'rule':6} {'rows':>5} {'detected':>9} {'fired-both':>11} {'missed':>7} {'not-run':>8} {'rate':>7}")
     for rule in sorted(k for k in table if k != "all") + ["all"]:
@@ -736,7 +903,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     p_fix.add_argument("--check-fixes", action="store_true",
                        help="apply --fix to each detected notebook row's buggy notebook and check the rewrite")
     p_fix.add_argument("--show", choices=["missed", "fired-both", "undetected", "detected", "all"],
-                       help="list rows with this outcome")
+                       help="list rows with this outcome (dev part only)")
+    p_fix.add_argument("--part", choices=["dev", "sealed"], default="dev",
+                       help="dev: fix_commits/*.tsv (default); sealed: sealed/fix_commits/*.tsv, aggregates only")
+    mode = p_fix.add_mutually_exclusive_group()
+    mode.add_argument("--tree", dest="mode", action="store_const", const="tree",
+                      help="lint each file inside its repository's tree at that commit (default for --part sealed)")
+    mode.add_argument("--alone", dest="mode", action="store_const", const="alone",
+                      help="lint each file extracted alone with the top-level metadata files (default for --part dev)")
+    p_fix.add_argument("--out", metavar="FILE", help="also write the aggregates (no rows) as JSON to FILE")
+    p_mir = sub.add_parser("mirrors", help="the repositories a part needs, one a line, marked when the mirror is missing")
+    p_mir.add_argument("--part", choices=["dev", "sealed"], default="dev")
     p_prec = sub.add_parser("precision", help="compare findings with the reviewed snapshot")
     p_prec.add_argument("--update", action="store_true", help="rewrite snapshot/ with the current findings")
     p_prec.add_argument("--project", action="append", help="only this owner/name (repeatable)")
@@ -757,12 +934,29 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mllint-realworld-"))
     try:
+        if args.command == "mirrors":
+            for repo in sorted({r.repo for r in load_fix_rows(SEALED_FIX_DIR if args.part == "sealed" else FIX_DIR)}):
+                print(repo + ("" if git_dir(repo) else "\tmissing"))
+            return 0
         if args.command == "fixes":
-            rows = [r for r in load_fix_rows() if not args.rule or r.rule in args.rule]
-            score_fixes(rows, work)
+            sealed = args.part == "sealed"
+            if sealed and (args.show or args.check_fixes):
+                print(SEALED_REFUSAL, file=sys.stderr)
+                return 2
+            mode = args.mode or ("tree" if sealed else "alone")
+            rows = [r for r in load_fix_rows(SEALED_FIX_DIR if sealed else FIX_DIR)
+                    if not args.rule or r.rule in args.rule]
+            if mode == "tree":
+                score_fixes_tree(rows, work, sealed)
+            else:
+                score_fixes(rows, work)
             if args.check_fixes:
+                if mode == "tree":
+                    sys.exit("bench: --check-fixes reads the extracted files of --alone; run it without --tree")
                 check_notebook_fixes(rows, work)
-            report_fixes(rows, args.show)
+            report_fixes(rows, None if sealed else args.show, args.part, mode)
+            if args.out:
+                Path(args.out).write_text(json.dumps(aggregates(rows, args.part, mode), indent=2) + "\n")
             return 0
         if args.command == "screen":
             return screen_check(args, work)
