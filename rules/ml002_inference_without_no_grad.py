@@ -89,7 +89,7 @@ from mllint.semantics.phases.words import evaluation_possible, torch_file_possib
 CODE = "ML002"
 NAME = "inference-without-no-grad"
 MESSAGE = "forward pass in evaluation code runs with autograd on"
-TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward")
+TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward", "translat", "decod", "dev")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
 FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)

@@ -100,7 +100,7 @@ from mllint.semantics.phases.words import evaluation_possible, torch_file_possib
 CODE = "ML005"
 NAME = "missing-eval-mode"
 MESSAGE = "model evaluated in training mode, or left in eval mode for training"
-TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward")
+TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward", "dev")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
 FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)

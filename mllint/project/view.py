@@ -27,24 +27,27 @@ class ProjectView:
 
     @property
     def torch_through_imports(self) -> bool:
-        """Whether this file imports (directly or through other project files) a module of the
-        project that imports torch: a trainer that imports only ``models`` and ``data`` is torch
-        code even without ``import torch`` of its own."""
+        """Whether this file imports torch models of the project: an ``nn.Module`` class of
+        another file (``from models import Net``), or a module of the project that defines one
+        (``from . import models``). A trainer that imports only those is torch code without an
+        ``import torch`` of its own; a file that imports only the project's helpers is not
+        judged as torch code on that account (a Pyro model function is no torch model)."""
         cached = getattr(self, "_torch_imports", None)
         if cached is None:
             cached = False
             if self.rel in self.project.facts:
-                seen = {self.rel}
-                todo = [self.rel]
-                while todo and not cached:
-                    for other in self.project.imported_files(todo.pop()):
-                        if other in seen:
-                            continue
-                        if "torch" in self.project.frameworks_of(other):
+                for qualified in self.project.imports_of(self.rel).values():
+                    found = self.project.resolve(qualified, self.rel)
+                    if found is not None:
+                        if found.kind == "class" and found.rel != self.rel and self.project.is_module(found.rel, found.facts):
                             cached = True
                             break
-                        seen.add(other)
-                        todo.append(other)
+                        continue
+                    module = self.project.module_file(qualified, self.rel)
+                    if module is not None and module != self.rel and any(
+                            self.project.is_module(module, cls) for cls in self.project.classes_of(module).values()):
+                        cached = True
+                        break
             self._torch_imports = cached
         return cached
 

@@ -20,9 +20,11 @@ _STRONG_EVAL_WORDS = frozenset(
     "eval evaluate evaluation evaluating evaluator validate validation validating val valid test testing "
     "predict prediction predictions predicting infer inference inferencing".split()
 )
-_WEAK_EVAL_WORDS = frozenset("generate generation generating sample sampling score scoring".split())
+_WEAK_EVAL_WORDS = frozenset(
+    "generate generation generating sample sampling score scoring translate translation decode decoding".split()
+)
 # Words in the names of data (loaders, splits, tensors) that hold evaluation data.
-_EVAL_DATA_WORDS = frozenset("val valid validation test eval evaluation holdout heldout".split())
+_EVAL_DATA_WORDS = frozenset("val valid validation test eval evaluation holdout heldout dev".split())
 # Words for data: ``val``/``valid`` need one beside them (``val_loader``, not ``valid_mask``).
 _DATA_WORDS = frozenset(
     "x y data dataset datasets ds set loader loaders dataloader dataloaders dl iter iterator batch batches images "
@@ -123,7 +125,7 @@ def eval_name_strength(name: str) -> Optional[str]:
     return None
 
 
-_GLUED = re.compile(r"^(test|val|valid|validation|eval|holdout)(loader|loaders|dataloader|set|sets|data|dataset|dl|ds|iter|batches|images|imgs|x|y)$")
+_GLUED = re.compile(r"^(test|val|valid|validation|eval|holdout|dev)(loader|loaders|dataloader|set|sets|data|dataset|dl|ds|iter|batches|images|imgs|x|y)$")
 
 
 def _unglued(tokens: List[str]) -> List[str]:
@@ -138,7 +140,8 @@ def _unglued(tokens: List[str]) -> List[str]:
 
 def is_eval_data_ref(ref: Optional[str]) -> bool:
     """Whether a reference names evaluation data (``X_val``, ``val_loader``, ``self.test_data``).
-    ``val``/``valid`` need a word for data beside them (``valid_mask``, ``valid_ratios`` are not data)."""
+    ``val``/``valid``/``dev`` need a word for data beside them (``valid_mask``, ``valid_ratios`` are not
+    data, ``dev`` alone is a device)."""
     if not ref or ref == ANY:
         return False
     parts = [p for p in re.split(r"[.\[\]]", ref) if p and p not in ("self", "cls")]
@@ -147,10 +150,12 @@ def is_eval_data_ref(ref: Optional[str]) -> bool:
     tokens = [t for p in parts for t in _unglued(name_tokens(p))]
     if any(t in _SETTING_WORDS for t in tokens):
         return False
-    if any(t in _EVAL_DATA_WORDS and t not in ("val", "valid") for t in tokens):
+    if any(t in _EVAL_DATA_WORDS and t not in ("val", "valid", "dev") for t in tokens):
         return True
     if any(t in ("val", "valid") for t in tokens):
         return len(tokens) == 1 or any(t in _DATA_WORDS for t in tokens)
+    if "dev" in tokens:  # the development split (``dev_loader``, ``devset``), never ``dev`` alone (a device)
+        return any(t in _DATA_WORDS for t in tokens)
     return False
 
 
