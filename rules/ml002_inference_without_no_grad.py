@@ -386,6 +386,19 @@ def _fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evidence) -
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # ``dev`` alone is a device, not the development split
+    """
+    import torch
+
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = torch.nn.Linear(4, 2).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        opt.zero_grad()
+        out = model(x.to(dev))
+        torch.nn.functional.cross_entropy(out, y.to(dev)).backward()
+        opt.step()
+    """,
     # the evaluation function runs under no_grad
     """
     import torch
@@ -993,6 +1006,32 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 ]
 
 INVALID = [
+    # a loop over the development split (the NLP name for the validation set)
+    Example(
+        """
+import torch
+
+
+def run_dev(model, dev_loader):
+    model.eval()
+    total = 0.0
+    for src, tgt in dev_loader:
+        total += model(src).argmax(-1).eq(tgt).float().mean().item()
+    return total
+""",
+        fixed="""
+import torch
+
+
+@torch.no_grad()
+def run_dev(model, dev_loader):
+    model.eval()
+    total = 0.0
+    for src, tgt in dev_loader:
+        total += model(src).argmax(-1).eq(tgt).float().mean().item()
+    return total
+""",
+    ),
     # a module imported under the name later given to the model (``import model`` then
     # ``model = model.mnist()``): from then on the name is the model
     Example(
