@@ -435,3 +435,33 @@ def test_numpy_helper_that_models_hand_themselves_to(tmp_path):
                 return eval_np(self, obs)
         """})
     assert codes_at(lint_json(tmp_path, "core.py"), "core.py") == []  # the policy's owner sets its mode
+
+
+def test_named_method_of_a_model_of_another_file_is_that_method_s_business(tmp_path):
+    forget()
+    make_project(tmp_path, {"agent.py": """\
+        import torch
+        import torch.nn as nn
+
+
+        class Agent(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 2))
+
+            def forward(self, x):
+                return self.net(x)
+
+            def predict(self, loader):
+                self.eval()
+                with torch.no_grad():
+                    return [self(x).argmax(-1) for x in loader]
+        """, "run.py": """\
+        import torch
+        from agent import Agent
+
+        agent = Agent()
+        agent.load_state_dict(torch.load("agent.pt", weights_only=True))
+        print(agent.predict(test_loader))
+        """})
+    assert lint_json(tmp_path, "run.py") == []

@@ -164,12 +164,26 @@ class Project:
         if len(rest) == 1 and name in self.functions_of(rel):
             return Defined(rel, "function", self.functions_of(rel)[name])
         if len(rest) == 2 and name in self.classes_of(rel):
-            key = f"{name}.{rest[1]}"
-            fn = self.functions_of(rel).get(key)
-            return Defined(rel, "function", fn) if fn is not None else None
+            return self.method_of(rel, self.classes_of(rel)[name], rest[1], set())
         imported = self.imports_of(rel).get(name)  # re-exported: ``from .models import Net``
         if imported is not None:
             return self.resolve(".".join([imported] + rest[1:]), rel, depth + 1)
+        return None
+
+    def method_of(self, rel: str, cls: ClassFacts, method: str, seen: Set) -> Optional[Defined]:
+        """The method a project class runs for ``method``: its own, else a project base class's."""
+        if (rel, cls.name) in seen or len(seen) > _MAX_DEPTH:
+            return None
+        seen.add((rel, cls.name))
+        fn = self.functions_of(rel).get(f"{cls.name}.{method}")
+        if fn is not None:
+            return Defined(rel, "function", fn)
+        for base in cls.bases:
+            parent = self.class_in(rel, base)
+            if parent is not None:
+                found = self.method_of(parent[0], parent[1], method, seen)
+                if found is not None:
+                    return found
         return None
 
     def qualify(self, rel: str, dotted_name: str) -> str:

@@ -388,6 +388,10 @@ class _Builder(cst.CSTVisitor):
                 self.m.optimizer_params.put(self.scope, target, _parameter_owners(value, self._assigned_value, self._grown))
         if isinstance(value, cst.Call) and dotted(value.func) in self.m.classes:
             self.m.instance_of.setdefault(self.scope, target, dotted(value.func))
+        elif isinstance(value, cst.Call) and self.m.project is not None:
+            qual = self.m.imports.qualname(_unwrap_moves(value).func)
+            if qual and self.m.project.class_named(qual) is not None:
+                self.m.project_instance_of.setdefault(self.scope, target, qual)
         if source is not None and source != target:
             self.m.aliases.setdefault(self.scope, target, source)
 
@@ -619,6 +623,7 @@ class _Builder(cst.CSTVisitor):
             if (
                 _INFERENCE_METHOD.match(method) and receiver != ANY and not self._parameter(receiver, ctx.scope)
                 and self.m.has_role(receiver, R.MODEL, ctx.scope, by_name=False)
+                and not self._project_method(receiver, method, ctx.scope)
             ):
                 emit(FORWARD, receiver)  # model.predict_step(batch): the model runs (ML005 reads these); known models only, not by name
                 return
@@ -811,6 +816,16 @@ class _Builder(cst.CSTVisitor):
                 continue
             if self.m.roles.get(ctx.scope, receiver) is None and self.m.instance_of.get(ctx.scope, receiver) is None:
                 self.m.roles.setdefault(ctx.scope, receiver, set()).add(R.MODEL)
+
+    def _project_method(self, receiver: str, method: str, scope: str) -> bool:
+        """``model.evaluate(loader)`` where ``model`` is an instance of a class of another file of
+        the project that defines ``evaluate``: what the call does is that method's own code
+        (judged where it is written, with its own eval()/no_grad), not a bare forward here."""
+        if self.m.project is None:
+            return False
+        qual = self.m.project_instance_of.get(scope, receiver) or self.m.project_instance_of.get(
+            scope, self.m.canonical(receiver, scope))
+        return qual is not None and self.m.project.function_named(f"{qual}.{method}") is not None
 
     def _parameter(self, ref: str, scope: str) -> bool:
         """A parameter of the function (its roles may have been guessed from the callers' names)."""
@@ -1123,3 +1138,11 @@ def _returns(fn: cst.FunctionDef) -> List[Optional[cst.BaseExpression]]:
 
 def _head(ref: str) -> str:
     return ref.split(".", 1)[0].split("[", 1)[0]
+
+
+def _unwrap_moves(call: cst.Call) -> cst.Call:
+    """``Net(...).to(device).cuda()`` -> ``Net(...)``."""
+    while isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "cpu", "float", "half", "double") \
+            and isinstance(call.func.value, cst.Call):
+        call = call.func.value
+    return call

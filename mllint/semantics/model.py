@@ -220,6 +220,7 @@ class FileModel:
         self.locals: Dict[str, Set[str]] = {}  # scope -> names local to it (parameters, assigned names)
         self.roles = ScopedTable(self)  # ref -> roles from assignment/annotation/usage
         self.instance_of = ScopedTable(self)  # ref -> class defined in the file
+        self.project_instance_of = ScopedTable(self)  # ref -> qualified name of a class of another project file
         self.optimizer_params = ScopedTable(self)  # optimizer ref -> frozenset of model refs (None: unknown)
         # ref -> frozenset of what it was bound to: the qualified constructor when an optimizer
         # was built, "" for anything else (see is_torch_optimizer)
