@@ -323,9 +323,10 @@ class _Builder(cst.CSTVisitor):
         for name in targets:
             self._bind_local(name)
             self._maybe_clear_by_assignment(target.target, node)
-            if self.scope == MODULE_SCOPE and name in self.m.imports.aliases:
+            if self.scope == MODULE_SCOPE and name in self.m.imports.aliases and len(targets) == 1 \
+                    and isinstance(node.value, cst.Call) and (dotted(node.value.func) or "").split(".", 1)[0] == name:
                 # ``import model`` then ``model = model.mnist(...)``: from here on the name holds
-                # what was assigned, not the module
+                # what the module built, not the module
                 del self.m.imports.aliases[name]
         self._record_assignment(tuple(targets), node.value)
 
