@@ -76,25 +76,26 @@ def project_for(root: str, settings, cache_dir: Optional[str]) -> Optional[Proje
 
 
 def _compute_in_pool(items):
-    """The facts of many files, in worker processes when there are enough of them to pay."""
-    from mllint.project.store import facts_of_file
+    """The (header, pickled facts) of many files, in worker processes when there are enough of
+    them to pay."""
+    from mllint.project.store import facts_entry
 
     workers = min(os.cpu_count() or 1, 8)
     if workers < 2 or len(items) < 64:
-        return [facts_of_file(rel, data) for rel, data in items]
+        return [facts_entry(rel, data) for rel, data in items]
     try:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(_facts_item, items, chunksize=max(1, len(items) // (workers * 8))))
     except (OSError, NotImplementedError, PermissionError, RuntimeError):
-        return [facts_of_file(rel, data) for rel, data in items]
+        return [facts_entry(rel, data) for rel, data in items]
 
 
 def _facts_item(item):
-    from mllint.project.store import facts_of_file
+    from mllint.project.store import facts_entry
 
-    return facts_of_file(*item)
+    return facts_entry(*item)
 
 
 def install(projects: Dict[Tuple[str, Optional[str]], Optional[Project]]) -> None:

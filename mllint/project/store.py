@@ -119,6 +119,13 @@ def facts_of_file(path: str, data: bytes) -> FileFacts:
     return EMPTY if source is None else facts_of_source(source, path)
 
 
+def facts_entry(rel: str, data: bytes) -> Tuple[Header, bytes]:
+    """(header, pickled facts) of one file: what the store keeps (computed in a worker process,
+    only these bytes travel back, so the whole project's facts are never objects at once)."""
+    facts = facts_of_file(rel, data)
+    return header_of(facts), pickle.dumps(facts, pickle.HIGHEST_PROTOCOL)
+
+
 def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
                compute=None) -> Tuple[LazyFacts, Dict[str, str], Optional[object]]:
     """(facts, {relpath: content hash}, the import graph stored with them or None) of the files,
@@ -126,7 +133,8 @@ def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
     added, removed or changed since it was stored.
 
     `compute`, when given, computes the facts of many files at once (``[(rel, data)] ->
-    [FileFacts]``, e.g. in worker processes); by default they are computed here."""
+    [(header, pickled facts)]``, as `facts_entry` does, e.g. in worker processes); by default
+    they are computed here."""
     store_path = _store_path(cache_dir, root) if cache_dir else None
     stored = _read_store(store_path)
     cached: Dict[str, Entry] = stored.get("files", {})
@@ -159,9 +167,10 @@ def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
         todo.append((rel, info.st_size, info.st_mtime_ns, digest, data))
     if todo:
         computed = compute([(rel, data) for rel, _, _, _, data in todo]) if compute is not None else \
-            [facts_of_file(rel, data) for rel, _, _, _, data in todo]
-        for (rel, size, mtime, digest, _), facts in zip(todo, computed):
-            fresh[rel] = (size, mtime, digest, header_of(facts), pickle.dumps(facts, pickle.HIGHEST_PROTOCOL))
+            [facts_entry(rel, data) for rel, _, _, _, data in todo]
+        for (rel, size, mtime, digest, _), (header, blob) in zip(todo, computed):
+            fresh[rel] = (size, mtime, digest, header, blob)
+        del todo, computed
     changed = changed or len(fresh) != len(cached)
     graph = None if changed else stored.get("graph")
     if store_path is not None and changed:
