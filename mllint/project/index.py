@@ -26,6 +26,7 @@ from mllint.project.facts import BATCH_NORM, DROPOUT, TRAINING_FLAG, CallFacts, 
 from mllint.project.facts import is_module_base
 
 _MAX_DEPTH = 12
+_MEMO_FILES = 256  # files whose classes and functions are kept in dictionaries at once
 
 
 @dataclass(frozen=True)
@@ -88,12 +89,16 @@ class Project:
     def classes_of(self, rel: str) -> Dict[str, ClassFacts]:
         table = self._classes.get(rel)
         if table is None:
+            if len(self._classes) > _MEMO_FILES:
+                self._classes.clear()  # bounded: a whole-package run asks about every file once
             table = self._classes[rel] = {c.name: c for c in self.facts[rel].classes}
         return table
 
     def functions_of(self, rel: str) -> Dict[str, FunctionFacts]:
         table = self._functions.get(rel)
         if table is None:
+            if len(self._functions) > _MEMO_FILES:
+                self._functions.clear()
             table = self._functions[rel] = {f.key: f for f in self.facts[rel].functions}
         return table
 

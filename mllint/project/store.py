@@ -14,6 +14,7 @@ import hashlib
 import os
 import pickle
 import tempfile
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Dict, FrozenSet, Iterable, Iterator, Optional, Tuple
 
@@ -30,18 +31,28 @@ class LazyFacts(Mapping):
     """{relative path: FileFacts}, each file's facts unpickled on first use; ``header(rel)``
     without unpickling anything."""
 
+    KEEP = 64  # decoded facts kept at once (a whole-package run would otherwise decode every file)
+
     def __init__(self, headers: Dict[str, Header], blobs: Dict[str, object]) -> None:
         self._headers = headers
-        self._blobs = blobs  # bytes until first use, then FileFacts
+        self._blobs = blobs  # pickled facts (or, for facts computed here, the objects)
+        self._decoded: "OrderedDict[str, FileFacts]" = OrderedDict()
 
     def header(self, rel: str) -> Header:
         return self._headers[rel]
 
     def __getitem__(self, rel: str) -> FileFacts:
         value = self._blobs[rel]
-        if isinstance(value, bytes):
-            value = self._blobs[rel] = pickle.loads(value)
-        return value  # type: ignore[return-value]
+        if not isinstance(value, bytes):
+            return value  # type: ignore[return-value]
+        found = self._decoded.get(rel)
+        if found is None:
+            found = self._decoded[rel] = pickle.loads(value)
+            if len(self._decoded) > self.KEEP:
+                self._decoded.popitem(last=False)
+        else:
+            self._decoded.move_to_end(rel)
+        return found
 
     def __contains__(self, rel) -> bool:
         return rel in self._headers
@@ -60,7 +71,8 @@ def header_of(facts: FileFacts) -> Header:
 def in_memory(facts: Dict[str, FileFacts]) -> LazyFacts:
     return LazyFacts({rel: header_of(f) for rel, f in facts.items()}, dict(facts))
 
-MAX_FACTS_BYTES = 4 * 1024 * 1024  # a larger file (data tables, generated code) gives no facts
+MAX_FACTS_BYTES = 1024 * 1024  # a larger file (data tables, generated code) gives no facts (its parse alone
+# would take hundreds of MiB)
 
 
 def _store_path(cache_dir: str, root: str) -> str:
@@ -126,21 +138,31 @@ def facts_entry(rel: str, data: bytes) -> Tuple[Header, bytes]:
     return header_of(facts), pickle.dumps(facts, pickle.HIGHEST_PROTOCOL)
 
 
+def facts_entry_of_file(rel: str, full: str) -> Tuple[Header, bytes]:
+    """`facts_entry` of the file at `full` (read here; a file gone meanwhile has no facts)."""
+    try:
+        with open(full, "rb") as handle:
+            data = handle.read(MAX_FACTS_BYTES + 1)
+    except OSError:
+        data = b""
+    return facts_entry(rel, data)
+
+
 def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
                compute=None) -> Tuple[LazyFacts, Dict[str, str], Optional[object]]:
     """(facts, {relpath: content hash}, the import graph stored with them or None) of the files,
     reusing the cache where it is current. The stored graph is returned only when no file was
     added, removed or changed since it was stored.
 
-    `compute`, when given, computes the facts of many files at once (``[(rel, data)] ->
-    [(header, pickled facts)]``, as `facts_entry` does, e.g. in worker processes); by default
-    they are computed here."""
+    `compute`, when given, computes the facts of many files at once (``[(rel, full path)] ->
+    [(header, pickled facts)]``, as `facts_entry_of_file` does, e.g. in worker processes); by
+    default they are computed here."""
     store_path = _store_path(cache_dir, root) if cache_dir else None
     stored = _read_store(store_path)
     cached: Dict[str, Entry] = stored.get("files", {})
     fresh: Dict[str, Entry] = {}
     hashes: Dict[str, str] = {}
-    todo = []  # (rel, size, mtime, digest, data)
+    todo = []  # (rel, size, mtime, digest)
     changed = False
     for rel in relpaths:
         full = os.path.join(root, rel)
@@ -159,16 +181,17 @@ def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
         except OSError:
             continue
         digest = hashlib.sha256(data).hexdigest()
+        del data  # read again where the facts are computed: this process never holds every file
         changed = True
         hashes[rel] = digest
         if entry is not None and entry[2] == digest:
             fresh[rel] = (info.st_size, info.st_mtime_ns, digest, entry[3], entry[4])
             continue
-        todo.append((rel, info.st_size, info.st_mtime_ns, digest, data))
+        todo.append((rel, info.st_size, info.st_mtime_ns, digest))
     if todo:
-        computed = compute([(rel, data) for rel, _, _, _, data in todo]) if compute is not None else \
-            [facts_entry(rel, data) for rel, _, _, _, data in todo]
-        for (rel, size, mtime, digest, _), (header, blob) in zip(todo, computed):
+        items = [(rel, os.path.join(root, rel)) for rel, _, _, _ in todo]
+        computed = compute(items) if compute is not None else [facts_entry_of_file(*item) for item in items]
+        for (rel, size, mtime, digest), (header, blob) in zip(todo, computed):
             fresh[rel] = (size, mtime, digest, header, blob)
         del todo, computed
     changed = changed or len(fresh) != len(cached)
