@@ -579,7 +579,7 @@ def join_snapshot(project: Project, findings: List[dict], root: Path, sources: D
         if row is None or id(row) in used:
             row = next((r for r in by_text.get((rel, f["code"], text), []) if id(r) not in used), None)
         current = {"path": rel, "line": position(f), "rule": f["code"], "source": text,
-                   "message": f["message"]}
+                   "message": f["message"], "basis": f.get("basis")}
         if row is None:
             new.append(current)
         else:
