@@ -578,7 +578,7 @@ class Notebook:
         return Finding(
             path=finding.path, line=line, column=column, end_line=end_line, end_column=end_column,
             code=finding.code, name=finding.name, message=self.map_message(finding.message), severity=finding.severity,
-            fix=fix, cell=cell.number, json_line=json_line,
+            fix=fix, cell=cell.number, json_line=json_line, basis=finding.basis,
         )
 
     def fix_refused(self, fix: Fix) -> Optional[str]:

@@ -465,3 +465,14 @@ def test_named_method_of_a_model_of_another_file_is_that_method_s_business(tmp_p
         print(agent.predict(test_loader))
         """})
     assert lint_json(tmp_path, "run.py") == []
+
+
+def test_notebook_findings_keep_what_they_rest_on(tmp_path):
+    cells = [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
+        for source in (["import torch\n", "model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Dropout(0.1))\n"],
+                       ["def evaluate(loader):\n", "    return [model(x) for x, _ in loader]\n"])
+    ]
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    found = lint_json(tmp_path, "nb.ipynb")
+    assert found and all(f["basis"] == "name" for f in found if f["code"] in ("ML002", "ML005"))
