@@ -1604,5 +1604,16 @@ INVALID = [
         model = keras.Sequential([keras.layers.Dense(1)])
         model.fit(X_train, y_train)
         """,
+        unsafe_fixed="""
+        from tensorflow import keras
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import StandardScaler
+        X_train, X_test, y_train, y_test = train_test_split(X, y)
+        scaler = StandardScaler()
+        X_train = scaler.fit_transform(X_train)
+        X_test = scaler.transform(X_test)
+        model = keras.Sequential([keras.layers.Dense(1)])
+        model.fit(X_train, y_train)
+        """,
     ),
 ]
