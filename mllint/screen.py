@@ -52,7 +52,8 @@ def statement_starts(tree: ast.Module) -> List[int]:
     return starts
 
 
-def _dotted(node) -> Optional[str]:
+def dotted(node) -> Optional[str]:
+    """``a.b.c`` for a Name or an Attribute chain over one, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -61,6 +62,9 @@ def _dotted(node) -> Optional[str]:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+_dotted = dotted
 
 
 class Facts:

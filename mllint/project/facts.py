@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
-from mllint.screen import child_nodes, walk
+from mllint.screen import child_nodes, dotted, walk
 
 # Layer kinds (the words semantics/layers.py uses)
 DROPOUT = "dropout"
@@ -122,17 +122,6 @@ class FileFacts:
 
 
 EMPTY = FileFacts(FACTS_VERSION, (), (), (), (), frozenset(), (), parsed=False)
-
-
-def dotted(node) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _ref(node) -> Optional[str]:

@@ -183,15 +183,6 @@ def role_of_annotation(qualname: Optional[str]) -> Optional[str]:
     return role_of_constructor(qualname)
 
 
-# Base classes that make a class defined in the file a torch model.
-def is_module_base(qualname: Optional[str]) -> bool:
-    if not qualname:
-        return False
-    return bool(
-        qualname in ("torch.nn.Module", "nn.Module", "Module")
-        or qualname.endswith(".nn.Module")
-        or qualname.endswith("LightningModule")
-        or qualname.endswith("PreTrainedModel")
-        or re.match(r"^torch\.nn\.(Sequential|ModuleList|ModuleDict|Linear|Conv\dd|Transformer\w*)$", qualname)
-        or (qualname.startswith("torchvision.models.") and qualname[-1:].isupper() is False)
-    )
+# Base classes that make a class defined in the file a torch model (one list, the project
+# model's: mllint/project/facts.py).
+from mllint.project.facts import is_module_base  # noqa: E402,F401
