@@ -75,6 +75,14 @@ MAX_FACTS_BYTES = 1024 * 1024  # a larger file (data tables, generated code) giv
 # would take hundreds of MiB)
 
 
+def _version() -> str:
+    """The facts' format and the code that reads them (mllint's sources, as the result cache
+    keys on them; computed once per process): a store written by another mllint is read afresh."""
+    from mllint.cache import code_digest
+
+    return f"{FACTS_VERSION}:{code_digest()}"
+
+
 def _store_path(cache_dir: str, root: str) -> str:
     digest = hashlib.sha256(os.path.abspath(root).encode()).hexdigest()[:20]
     return os.path.join(cache_dir, "project", f"{digest}.pickle")
@@ -88,7 +96,7 @@ def _read_store(path: Optional[str]) -> dict:
             data = pickle.load(handle)
     except Exception:  # missing, truncated, from another version: start afresh
         return {}
-    if not isinstance(data, dict) or data.get("version") != FACTS_VERSION:
+    if not isinstance(data, dict) or data.get("version") != _version():
         return {}
     return data
 
@@ -99,7 +107,7 @@ def _write_store(path: str, files: Dict[str, Entry], graph=None) -> None:
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".pickle")
         with os.fdopen(fd, "wb") as handle:
-            pickle.dump({"version": FACTS_VERSION, "files": files, "graph": graph}, handle,
+            pickle.dump({"version": _version(), "files": files, "graph": graph}, handle,
                         protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except OSError:
