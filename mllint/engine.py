@@ -22,7 +22,7 @@ from typing import Callable, List, Optional, Sequence
 from mllint import noqa
 from mllint import screen as _screen
 from mllint.files import is_notebook  # noqa: F401  (engine.is_notebook: used here and by callers)
-from mllint.legacy_syntax import legacy_async
+from mllint.legacy_syntax import compile_error, legacy_async  # noqa: F401  (engine.compile_error: fixing.py)
 from mllint.findings import Finding, Severity
 from mllint.frameworks import OTHER as OTHER_FRAMEWORK, TORCH, framework_of
 from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, Rule
@@ -114,13 +114,6 @@ def _libcst_parses(source: str) -> bool:
     return True
 
 
-def compile_error(source: str, path: str) -> bool:
-    """Whether CPython itself rejects the source."""
-    from mllint.legacy_syntax import _compile_error
-
-    return _compile_error(source, path)
-
-
 def syntax_error(source: str, path: str, exc: Optional[cst.ParserSyntaxError] = None) -> Optional[Finding]:
     """ML000 for a source that does not parse, or None when it parses.
 
@@ -161,7 +154,9 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         suppressions = noqa.scan(source)
         if suppressions is not None and suppressions.skip_file:
             return []
-    view = _project_view(options)
+    from mllint.project import view_from_key
+
+    view = view_from_key(getattr(options, "project", None))
     implied = view.implied_words() if view is not None else frozenset()
     active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source, implied)]
     try:  # CPython's parser: the syntax check of every file, and the screen's facts
@@ -228,15 +223,6 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         findings = [dataclasses.replace(f, message=renamed.restore(f.message), detail=renamed.restore(f.detail))
                     for f in findings]
     return _suppress(findings, source, path, rules, suppressions)
-
-
-def _project_view(options):
-    key = getattr(options, "project", None)
-    if key is None:
-        return None
-    from mllint.project import view_from_key
-
-    return view_from_key(key)
 
 
 def _parse_error(source: str, path: str, exc=None) -> Optional[Finding]:
@@ -562,8 +548,6 @@ def lint_paths(
 def _with_project(digest: str, key) -> str:
     """A file's cache digest with what its findings may depend on in its project (the files it
     imports and the files that import it, see ``ProjectView.digest``)."""
-    if key is None:
-        return digest
     from mllint.project import view_from_key
 
     view = view_from_key(key)

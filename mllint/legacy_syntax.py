@@ -86,13 +86,13 @@ def legacy_async(source: str, path: str = "<unknown>"):
     ``async`` used as a name (pre-3.7 code: ``x.cuda(async=True)``) renamed to a name of the
     same width, when that makes it parse; else None (the file's ML000 stands)."""
     renamed = rename_async_names(source)
-    if renamed is None or _compile_error(renamed.source, path):
+    if renamed is None or compile_error(renamed.source, path):
         return None
     return renamed
 
 
-def _compile_error(source: str, path: str) -> bool:
-    """Whether CPython rejects the source (as engine.compile_error)."""
+def compile_error(source: str, path: str) -> bool:
+    """Whether CPython itself rejects the source (``engine.compile_error``)."""
     try:
         compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

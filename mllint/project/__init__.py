@@ -6,7 +6,8 @@
 ``setup.cfg``, ``setup.py`` or ``.git``. ``project_for(root, settings)`` reads every Python
 file and notebook of that project that the settings do not exclude (``.gitignore`` honoured,
 as discovery does), with facts cached by content hash (store.py), and returns a ``Project``
-(index.py); ``view_for(path, ...)`` the ``ProjectView`` one file asks (view.py). A file with
+(index.py); ``key_for(path, ...)`` names the ``ProjectView`` one file asks (view.py),
+which ``view_from_key`` gives wherever the project was built or installed. A file with
 no project root (one file in a temporary folder, stdin) gets no view: every rule then judges
 the file alone, as before.
 """
@@ -112,18 +113,6 @@ def forget() -> None:
     _PROJECTS.clear()
 
 
-def view_for(path: str, settings, cache_dir: Optional[str]) -> Optional[ProjectView]:
-    """The view of the project that file `path` belongs to, or None without a project."""
-    root = find_root(path)
-    if root is None:
-        return None
-    project = project_for(root, settings, cache_dir)
-    if project is None:
-        return None
-    rel = os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
-    return ProjectView(project, rel)
-
-
 def key_for(path: str, settings, cache_dir: Optional[str]) -> Optional[Tuple[str, Optional[str], str]]:
     """(root, cache dir, relative path) of file `path`'s project, building the project (once per
     process); None without a project. The key travels to worker processes (``ModelOptions.project``);
@@ -134,9 +123,12 @@ def key_for(path: str, settings, cache_dir: Optional[str]) -> Optional[Tuple[str
     return root, cache_dir, os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
 
 
-def view_from_key(key: Tuple[str, Optional[str], str]) -> Optional[ProjectView]:
+def view_from_key(key: Optional[Tuple[str, Optional[str], str]]) -> Optional[ProjectView]:
+    """The view a ``key_for`` key names (None for no key, or a project not built here)."""
+    if key is None:
+        return None
     project = _PROJECTS.get((key[0], key[1]))
     return ProjectView(project, key[2]) if project is not None else None
 
 
-__all__ = ["Project", "ProjectView", "find_root", "project_for", "view_for", "install", "built", "forget", "key_for", "view_from_key"]
+__all__ = ["Project", "ProjectView", "find_root", "project_for", "install", "built", "forget", "key_for", "view_from_key"]

@@ -105,6 +105,10 @@ class CallFacts:
     args: Tuple[str, ...]  # positional arguments: dotted reference, repr of a constant, or "?"
     kwargs: Tuple[Tuple[str, str], ...]
 
+    def argument(self, name: str, index: int) -> Optional[str]:
+        """What the call passes for parameter `name` at position `index` (keyword first)."""
+        return dict(self.kwargs).get(name) or (self.args[index] if index < len(self.args) else None)
+
 
 @dataclass(frozen=True)
 class FileFacts:
@@ -116,9 +120,6 @@ class FileFacts:
     frameworks: FrozenSet[str]  # "torch" and/or the other frameworks' top-level names
     instances: Tuple[Tuple[str, str, str], ...]  # (scope, name, dotted class called) for ``name = Cls(...)``
     parsed: bool = True  # False: the file did not parse (no facts)
-
-    def import_table(self) -> Dict[str, str]:
-        return dict(self.imports)
 
 
 EMPTY = FileFacts(FACTS_VERSION, (), (), (), (), frozenset(), (), parsed=False)

@@ -14,16 +14,7 @@ class ProjectView:
     def __init__(self, project: Project, rel: str) -> None:
         self.project = project
         self.rel = rel  # this file's path relative to the project root
-
-    @property
-    def torch_project(self) -> bool:
-        """Whether some file of the project imports torch (or a library built on it)."""
-        return self.project.torch
-
-    @property
-    def imports_project(self) -> bool:
-        """Whether this file imports a module of the project."""
-        return self.rel in self.project.facts and bool(self.project.imported_files(self.rel))
+        self._torch_imports: Optional[bool] = None
 
     @property
     def torch_through_imports(self) -> bool:
@@ -32,7 +23,7 @@ class ProjectView:
         (``from . import models``). A trainer that imports only those is torch code without an
         ``import torch`` of its own; a file that imports only the project's helpers is not
         judged as torch code on that account (a Pyro model function is no torch model)."""
-        cached = getattr(self, "_torch_imports", None)
+        cached = self._torch_imports
         if cached is None:
             cached = False
             if self.rel in self.project.facts:

@@ -19,24 +19,16 @@ def __getattr__(name):
 def build_model(module, source: str, path: str, options=None) -> "FileModel":
     """The model of one file; `options` (a `ModelOptions`) carries what the settings say
     about the environment (``torch-version``), as ``model.options``."""
+    from mllint.project import view_from_key
     from mllint.semantics import builder, summaries
     from mllint.semantics.options import DEFAULT
 
     options = options if options is not None else DEFAULT
-    model = builder.build(module, source, path, project_view(options.project))
+    model = builder.build(module, source, path, view_from_key(options.project))
     model.options = options
     model.index_effects()
     model.summaries = summaries.compute(model)
     return model
 
 
-def project_view(key):
-    """The `ProjectView` for ``ModelOptions.project`` (root, cache dir, relative path), or None."""
-    if key is None:
-        return None
-    from mllint.project import view_from_key
-
-    return view_from_key(key)
-
-
-__all__ = ["FileModel", "build_model", "project_view"]
+__all__ = ["FileModel", "build_model"]

@@ -546,7 +546,7 @@ class ModeFacts:
             return False
         index = params.index(head)
         for _, call in callers:
-            arg = dict(call.kwargs).get(head) or (call.args[index] if index < len(call.args) else None)
+            arg = call.argument(head, index)
             if not arg or arg == "?" or arg not in call.evals_before:
                 return False
         return True
@@ -561,8 +561,7 @@ class ModeFacts:
         if head not in fn.params:
             return False
         index = fn.params.index(head)
-        return any((dict(call.kwargs).get(head) or (call.args[index] if index < len(call.args) else None)) == "self"
-                   for _, call in self.m.project.callers(fn.key))
+        return any(call.argument(head, index) == "self" for _, call in self.m.project.callers(fn.key))
 
     def training_callers_elsewhere(self, key: str) -> List[str]:
         """``path:line`` of the calls of function `key` from other files of the project that sit
