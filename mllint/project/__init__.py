@@ -14,6 +14,7 @@ the file alone, as before.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Dict, Optional, Tuple
 
@@ -29,16 +30,17 @@ _PROJECTS: Dict[Tuple[str, Optional[str]], Optional[Project]] = {}
 def find_root(path: str) -> Optional[str]:
     """The nearest folder above `path` (a file or folder) with a project marker, or None."""
     current = os.path.abspath(path)
-    if not os.path.isdir(current):
-        current = os.path.dirname(current)
-    while True:
-        for marker in ROOT_MARKERS:
-            if os.path.exists(os.path.join(current, marker)):
-                return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
+    return _root_of(current if os.path.isdir(current) else os.path.dirname(current))
+
+
+@functools.lru_cache(maxsize=4096)
+def _root_of(directory: str) -> Optional[str]:
+    """`find_root` of a folder, remembered (every file of a run asks for its folder's root)."""
+    for marker in ROOT_MARKERS:
+        if os.path.exists(os.path.join(directory, marker)):
+            return directory
+    parent = os.path.dirname(directory)
+    return None if parent == directory else _root_of(parent)
 
 
 def _project_files(root: str, settings) -> Optional[list]:
@@ -111,6 +113,7 @@ def built() -> Dict[Tuple[str, Optional[str]], Optional[Project]]:
 def forget() -> None:
     """Drop the projects built so far (a long-lived process: the language server, tests)."""
     _PROJECTS.clear()
+    _root_of.cache_clear()
 
 
 def key_for(path: str, settings, cache_dir: Optional[str]) -> Optional[Tuple[str, Optional[str], str]]:
