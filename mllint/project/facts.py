@@ -335,9 +335,9 @@ class _Walker:
         for stmt in node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(stmt, node.name)
-        layers, submodules, opaque = _class_layers(node)
+        layers, submodules, opaque, attrs = _class_layers(node)
         self.classes.append(ClassFacts(node.name, node.lineno, tuple(bases), methods, layers, submodules, opaque,
-                                       _forward_returns(node), _forward_grad_off(node, self.imports)))
+                                       _forward_returns(node, attrs), _forward_grad_off(node, self.imports)))
 
     # --- expressions -------------------------------------------------------------------
     def expressions(self, node) -> None:
@@ -393,10 +393,13 @@ class _Walker:
         ))
 
 
-def _class_layers(node: ast.ClassDef) -> Tuple[FrozenSet[str], Tuple[str, ...], bool]:
+def _class_layers(node: ast.ClassDef) -> Tuple[FrozenSet[str], Tuple[str, ...], bool, Dict[str, str]]:
+    """(mode-dependent layer kinds, submodule callees, opaque, probability layers assigned to
+    ``self.<attr>``) of a class, in one walk of its body."""
     layers = set()
     submodules: List[str] = []
     opaque = False
+    attrs: Dict[str, str] = {}  # ``self.log_softmax = nn.LogSoftmax(...)`` -> {"self.log_softmax": "log_softmax"}
     for sub in walk(node):
         if isinstance(sub, ast.Call):
             name = _last(dotted(sub.func))
@@ -414,16 +417,23 @@ def _class_layers(node: ast.ClassDef) -> Tuple[FrozenSet[str], Tuple[str, ...], 
                 and isinstance(sub.ctx, ast.Load):
             layers.add(TRAINING_FLAG)
         elif isinstance(sub, ast.Assign):
+            value = sub.value
+            if isinstance(value, ast.Call):
+                name = _last(dotted(value.func))
+                if name in _PROBABILITY and name[0].isupper():
+                    for target in sub.targets:
+                        ref = dotted(target)
+                        if ref and ref.startswith("self."):
+                            attrs[ref] = _PROBABILITY[name]
             for target in sub.targets:
                 if isinstance(target, ast.Attribute) and dotted(target.value) == "self":
-                    value = sub.value
                     if isinstance(value, ast.Call):
                         callee = dotted(value.func)
                         if callee and not callee.startswith(("nn.", "torch.")):
                             submodules.append(callee)
                     elif isinstance(value, ast.Name):
                         opaque = True  # a module handed in (``self.backbone = backbone``)
-    return frozenset(layers), tuple(dict.fromkeys(submodules)), opaque
+    return frozenset(layers), tuple(dict.fromkeys(submodules)), opaque, attrs
 
 
 def _probability_of(expr, assigned: Dict[str, str], attrs: Dict[str, str]) -> Optional[str]:
@@ -444,16 +454,7 @@ def _probability_of(expr, assigned: Dict[str, str], attrs: Dict[str, str]) -> Op
     return None
 
 
-def _forward_returns(node: ast.ClassDef) -> Optional[str]:
-    attrs: Dict[str, str] = {}
-    for sub in walk(node):
-        if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call):
-            name = _last(dotted(sub.value.func))
-            if name in _PROBABILITY and name[0].isupper():
-                for target in sub.targets:
-                    ref = dotted(target)
-                    if ref and ref.startswith("self."):
-                        attrs[ref] = _PROBABILITY[name]
+def _forward_returns(node: ast.ClassDef, attrs: Dict[str, str]) -> Optional[str]:
     forward = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
     if forward is None:
         return None
