@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
 import io
 import os
 import re
@@ -159,23 +160,36 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     view = view_from_key(getattr(options, "project", None))
     implied = view.implied_words() if view is not None else frozenset()
     active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source, implied)]
-    try:  # CPython's parser: the syntax check of every file, and the screen's facts
-        tree = _screen.parse(source, path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        tree = None
-    parsed_source = source  # what is parsed: the source, or a same-width stand-in for it
-    renamed = None
-    if tree is None and "async" in source:
-        renamed = legacy_async(source, path)
-        if renamed is not None:  # pre-3.7 code with `async` as a name: lint it renamed
-            parsed_source = renamed.source
-            tree = _screen.parse(parsed_source, path)
-    if tree is None and not active:
-        error = _parse_error(source, path)
-        return [error] if error else _suppress([], source, path, rules, suppressions)
     if screen is None:
         screen = getattr(options, "screen", True)
-    if tree is not None and active:
+    parsed_source = source  # what is parsed: the source, or a same-width stand-in for it
+    renamed = None
+    stored = _stored_screen(view, source, implied, active) if screen else None
+    if stored is not None:
+        # The project's facts were read from this very text: it parses, and the screen's verdict
+        # was computed from that parse (screen_verdict). Parse again only for a rule that runs.
+        framework, passing = stored
+        if active and framework == OTHER_FRAMEWORK:
+            rules = without_torch_rules(rules)
+            active = without_torch_rules(active)
+        active = [rule for rule in active if rule.screen is None or rule.code in passing]
+        if not active:
+            return _suppress([], source, path, rules, suppressions)
+        tree = _screen.parse(source, path)
+    else:
+        try:  # CPython's parser: the syntax check of every file, and the screen's facts
+            tree = _screen.parse(source, path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        if tree is None and "async" in source:
+            renamed = legacy_async(source, path)
+            if renamed is not None:  # pre-3.7 code with `async` as a name: lint it renamed
+                parsed_source = renamed.source
+                tree = _screen.parse(parsed_source, path)
+        if tree is None and not active:
+            error = _parse_error(source, path)
+            return [error] if error else _suppress([], source, path, rules, suppressions)
+    if stored is None and tree is not None and active:
         facts = _screen.facts_of(tree)
         facts.torch_project = "torch" in implied
         facts.project_words = implied
@@ -238,6 +252,57 @@ def _parse_error(source: str, path: str, exc=None) -> Optional[Finding]:
     if later is None:
         return error
     return dataclasses.replace(later, message=renamed.restore(later.message))
+
+
+def _text_digest(source: str) -> bytes:
+    return hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def screen_verdict(tree: ast.Module, source: str) -> Optional[tuple]:
+    """The project store's screen hook (``store.set_screen``): from the ``ast`` the project's
+    facts were read from, what ``lint_source``'s screen would decide for this text, for every
+    set of words the project may imply (``view.IMPLIED_WORDS``): (digest of the text, framework,
+    the codes of the screened rules that pass for each set of implied words (indexed by the
+    set's bits), the codes screened). A file then needs no second CPython parse unless a rule
+    goes on to run on it. None when a screen fails (the file is then screened as before)."""
+    from mllint.project.view import IMPLIED_WORDS
+    from mllint.registry import all_rules
+
+    screened = [rule for rule in all_rules().values() if rule.screen is not None]
+    everything = frozenset(IMPLIED_WORDS)  # a rule whose words are missing even so never runs here
+    candidates = [rule for rule in screened if rule.triggered_by(source, everything)]
+    facts = _screen.facts_of(tree)
+    framework = framework_of(facts)
+    passing = []
+    try:
+        for bits in range(1 << len(IMPLIED_WORDS)):
+            implied = frozenset(w for i, w in enumerate(IMPLIED_WORDS) if bits >> i & 1)
+            facts.torch_project = "torch" in implied
+            facts.project_words = implied
+            facts._memo = {}
+            facts.implied_read = False
+            passing.append(frozenset(rule.code for rule in candidates if rule.screen(facts)))
+            if bits == 0 and not facts.implied_read:  # no screen asked: the same for every set
+                passing *= 1 << len(IMPLIED_WORDS)
+                break
+    except Exception:  # a screen that cannot judge this tree: screen the file when it is linted
+        return None
+    return _text_digest(source), framework, tuple(passing), frozenset(rule.code for rule in screened)
+
+
+def _stored_screen(view, source: str, implied: frozenset, active: Sequence[Rule]):
+    """(framework, codes passing the screen) that ``screen_verdict`` stored for this exact text
+    with the project's facts, or None (no project, another text, a rule it did not screen)."""
+    from mllint.project.view import IMPLIED_WORDS
+
+    verdict = view.screen_verdict() if view is not None else None
+    if verdict is None or not implied.issubset(IMPLIED_WORDS) or verdict[0] != _text_digest(source):
+        return None
+    digest, framework, passing, known = verdict
+    if any(rule.screen is not None and rule.code not in known for rule in active):
+        return None
+    bits = sum(1 << i for i, word in enumerate(IMPLIED_WORDS) if word in implied)
+    return framework, passing[bits]
 
 
 def without_torch_rules(rules: Sequence[Rule]) -> List[Rule]:
@@ -597,3 +662,12 @@ def _init_worker(thresholds, projects) -> None:
 
     gc.set_threshold(*thresholds)
     project.install(projects)
+
+
+def _install_screen_hook() -> None:
+    from mllint.project.store import set_screen
+
+    set_screen(screen_verdict)
+
+
+_install_screen_hook()

@@ -105,7 +105,7 @@ class Facts:
         "_script_call_dotted", "call_quals", "loop_call_quals", "loop_attr_calls",
         "identifiers", "imported_names", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class",
         "eval_switch", "eval_split_arg", "tree", "_references", "_memo", "_call_dotted",
-        "_loop_call_dotted", "_call_names", "torch_project", "project_words",
+        "_loop_call_dotted", "_call_names", "_torch_project", "_project_words", "implied_read",
     )
 
     def __init__(self) -> None:
@@ -136,10 +136,29 @@ class Facts:
         self._loop_call_dotted: Set[str] = set()
         self._call_names: Optional[Set[str]] = None
         # set by the engine: the file imports the project's own torch modules (mllint/project/)
-        self.torch_project = False
+        self._torch_project = False
         # set by the engine: words the project implies for this file (``softmax``: a model class it
         # imports ends its forward in one), see ProjectView.implied_words
-        self.project_words: frozenset = frozenset()
+        self._project_words: frozenset = frozenset()
+        self.implied_read = False  # a screen read one of the two (engine.screen_verdict)
+
+    @property
+    def torch_project(self) -> bool:
+        self.implied_read = True
+        return self._torch_project
+
+    @torch_project.setter
+    def torch_project(self, value: bool) -> None:
+        self._torch_project = value
+
+    @property
+    def project_words(self) -> frozenset:
+        self.implied_read = True
+        return self._project_words
+
+    @project_words.setter
+    def project_words(self, value: frozenset) -> None:
+        self._project_words = value
 
     # --- queries used by the rules' predicates -----------------------------------------------
     @property

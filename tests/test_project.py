@@ -476,3 +476,72 @@ def test_notebook_findings_keep_what_they_rest_on(tmp_path):
     (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     found = lint_json(tmp_path, "nb.ipynb")
     assert found and all(f["basis"] == "name" for f in found if f["code"] in ("ML002", "ML005"))
+
+
+# --- the screen's verdict, computed from the parse the facts were read from ----------------------
+
+def _project_findings(files, with_stored_screen: bool, monkeypatch):
+    from mllint import engine
+    from mllint.config import load_settings
+    from mllint.project import store
+
+    forget()
+    monkeypatch.setattr(store, "_SCREEN", engine.screen_verdict if with_stored_screen else None)
+    root = Path(files[0]).parent
+    settings = load_settings([str(root)], {"select": ["ALL"]})
+    stats: dict = {}
+    results = engine.lint_paths(files, settings, use_cache=False, jobs=1, stats=stats)
+    forget()
+    return {Path(r.path).name: [(f.code, f.line, f.column, f.message, f.fix) for f in r.findings] for r in results}
+
+
+def test_stored_screen_verdict_gives_the_same_findings(tmp_path, monkeypatch):
+    """Every rule example, as a file of one project: the screen's verdict stored with the facts
+    (no second CPython parse of a file no rule runs on) decides as the screen at lint time does."""
+    from mllint.registry import all_rules
+
+    (tmp_path / "pyproject.toml").write_text("")
+    files = []
+    for rule in all_rules().values():
+        for kind, examples in (("valid", rule.valid), ("invalid", rule.invalid)):
+            for index, example in enumerate(examples):
+                path = tmp_path / f"{rule.code.lower()}_{kind}_{index}.py"
+                path.write_text(example.code)
+                files.append(str(path))
+    (tmp_path / "keras_model.py").write_text("import tensorflow as tf\nmodel = tf.keras.Sequential()\n")
+    (tmp_path / "broken.py").write_text("def f(:\n    pass\n")
+    files += [str(tmp_path / "keras_model.py"), str(tmp_path / "broken.py")]
+    with_verdict = _project_findings(files, True, monkeypatch)
+    without = _project_findings(files, False, monkeypatch)
+    assert sum(len(v) for v in without.values()) > 100
+    assert with_verdict == without
+
+
+def test_stored_screen_verdict_is_used_only_for_the_text_it_was_computed_from(tmp_path, monkeypatch):
+    from mllint import engine
+    from mllint.config import load_settings
+    from mllint.project import key_for, store, view_from_key
+    from mllint.registry import all_rules
+    from mllint.semantics.options import ModelOptions
+
+    make_project(tmp_path, {"models.py": MODELS, "train.py": "import torch\n"})
+    forget()
+    monkeypatch.setattr(store, "_SCREEN", engine.screen_verdict)
+    settings = load_settings([str(tmp_path)], {})
+    key = key_for(str(tmp_path / "train.py"), settings, None)
+    assert view_from_key(key).screen_verdict() is not None
+    rules = [all_rules()["ML001"]]
+    changed = textwrap.dedent("""\
+        import torch
+        model = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in torch.ones(4, 2, 3):
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+        """)
+    # the file changed after the facts were read: its old verdict (no loop, nothing to screen in)
+    # must not hide the new text's finding
+    found = engine.lint_source(changed, str(tmp_path / "train.py"), rules, ModelOptions(project=key))
+    forget()
+    assert [f.code for f in found] == ["ML001"]

@@ -142,11 +142,20 @@ def _last(name: Optional[str]) -> str:
     return (name or "").rsplit(".", 1)[-1]
 
 
-def facts_of_source(source: str, path: str = "<unknown>") -> FileFacts:
+def parse_source(source: str, path: str = "<unknown>") -> Optional[ast.Module]:
+    """CPython's ``ast`` of `source` (as the screen parses it), or None when it does not parse."""
     try:
-        tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        return compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return EMPTY
+        return None
+
+
+def facts_of_source(source: str, path: str = "<unknown>", tree: Optional[ast.Module] = None) -> FileFacts:
+    """The facts of `source` (`tree`: its ``parse_source``, when the caller has parsed it)."""
+    if tree is None:
+        tree = parse_source(source, path)
+        if tree is None:
+            return EMPTY
     try:
         return facts_of_tree(tree)
     except RecursionError:

@@ -85,6 +85,11 @@ class Project:
     def frameworks_of(self, rel: str) -> FrozenSet[str]:
         return self.facts.header(rel)[1]
 
+    def screen_of(self, rel: str) -> Optional[tuple]:
+        """The screen's verdict the facts were stored with (``store.set_screen``), or None."""
+        header = self.facts.header(rel)
+        return header[2] if len(header) > 2 else None
+
     # --- files and modules ------------------------------------------------------------------
     def classes_of(self, rel: str) -> Dict[str, ClassFacts]:
         table = self._classes.get(rel)

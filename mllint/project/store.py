@@ -10,21 +10,38 @@ without a cache directory everything is computed in memory.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import pickle
 import tempfile
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Dict, FrozenSet, Iterable, Iterator, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Optional, Tuple
 
-from mllint.project.facts import EMPTY, FACTS_VERSION, FileFacts, facts_of_source
+from mllint.project.facts import EMPTY, FACTS_VERSION, FileFacts, facts_of_source, parse_source
 
 # rel path -> (size, mtime_ns, sha256 hex, header, pickled FileFacts). The header (the file's
-# imports and frameworks) is what every run needs of every file; the rest is unpickled only for
-# the files a lint asks about (see LazyFacts).
-Header = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str]]
+# imports and frameworks, and the screen's verdict) is what every run needs of every file; the
+# rest is unpickled only for the files a lint asks about (see LazyFacts).
+Header = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], Optional[tuple]]
 Entry = Tuple[int, int, str, Header, bytes]
+
+# What the layer above (the engine) computes from the same parse, once per file: given the
+# file's ``ast`` tree and its text, a small picklable verdict (the rule screen's outcome), kept in
+# the header so that linting the file later needs no second CPython parse. Set by ``set_screen``;
+# a module-level function, so that it travels to worker processes by name.
+ScreenHook = Callable[[ast.Module, str], Optional[tuple]]
+_SCREEN: Optional[ScreenHook] = None
+
+
+def set_screen(hook: Optional[ScreenHook]) -> None:
+    global _SCREEN
+    _SCREEN = hook
+
+
+def screen_hook() -> Optional[ScreenHook]:
+    return _SCREEN
 
 
 class LazyFacts(Mapping):
@@ -64,8 +81,8 @@ class LazyFacts(Mapping):
         return len(self._headers)
 
 
-def header_of(facts: FileFacts) -> Header:
-    return facts.imports, facts.frameworks
+def header_of(facts: FileFacts, screen: Optional[tuple] = None) -> Header:
+    return facts.imports, facts.frameworks, screen
 
 
 def in_memory(facts: Dict[str, FileFacts]) -> LazyFacts:
@@ -132,28 +149,41 @@ def source_of(path: str, data: bytes) -> Optional[str]:
             return None
 
 
-def facts_of_file(path: str, data: bytes) -> FileFacts:
+def facts_of_file(path: str, data: bytes, screen: Optional[ScreenHook] = None) -> Tuple[FileFacts, Optional[tuple]]:
+    """(facts, the `screen` hook's verdict or None) of a file's bytes, from one parse."""
     if len(data) > MAX_FACTS_BYTES or b"\x00" in data:
-        return EMPTY
+        return EMPTY, None
     source = source_of(path, data)
-    return EMPTY if source is None else facts_of_source(source, path)
+    if source is None:
+        return EMPTY, None
+    if screen is None:
+        return facts_of_source(source, path), None
+    tree = parse_source(source, path)
+    if tree is None:
+        return EMPTY, None
+    facts = facts_of_source(source, path, tree)
+    try:
+        verdict = screen(tree, source)
+    except RecursionError:
+        verdict = None
+    return facts, verdict
 
 
-def facts_entry(rel: str, data: bytes) -> Tuple[Header, bytes]:
+def facts_entry(rel: str, data: bytes, screen: Optional[ScreenHook] = None) -> Tuple[Header, bytes]:
     """(header, pickled facts) of one file: what the store keeps (computed in a worker process,
     only these bytes travel back, so the whole project's facts are never objects at once)."""
-    facts = facts_of_file(rel, data)
-    return header_of(facts), pickle.dumps(facts, pickle.HIGHEST_PROTOCOL)
+    facts, verdict = facts_of_file(rel, data, screen)
+    return header_of(facts, verdict), pickle.dumps(facts, pickle.HIGHEST_PROTOCOL)
 
 
-def facts_entry_of_file(rel: str, full: str) -> Tuple[Header, bytes]:
+def facts_entry_of_file(rel: str, full: str, screen: Optional[ScreenHook] = None) -> Tuple[Header, bytes]:
     """`facts_entry` of the file at `full` (read here; a file gone meanwhile has no facts)."""
     try:
         with open(full, "rb") as handle:
             data = handle.read(MAX_FACTS_BYTES + 1)
     except OSError:
         data = b""
-    return facts_entry(rel, data)
+    return facts_entry(rel, data, screen)
 
 
 def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
@@ -197,7 +227,8 @@ def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
             continue
         todo.append((rel, info.st_size, info.st_mtime_ns, digest))
     if todo:
-        items = [(rel, os.path.join(root, rel)) for rel, _, _, _ in todo]
+        hook = _SCREEN
+        items = [(rel, os.path.join(root, rel), hook) for rel, _, _, _ in todo]
         computed = compute(items) if compute is not None else [facts_entry_of_file(*item) for item in items]
         for (rel, size, mtime, digest), (header, blob) in zip(todo, computed):
             fresh[rel] = (size, mtime, digest, header, blob)

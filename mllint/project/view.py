@@ -9,6 +9,10 @@ from typing import FrozenSet, List, Optional, Tuple
 from mllint.project.facts import CallFacts, ClassFacts
 from mllint.project.index import Project
 
+# Every word ``ProjectView.implied_words`` may return (the engine screens each file once for every
+# set of them, see engine.screen_verdict).
+IMPLIED_WORDS = ("torch", "softmax", "called-in-loop")
+
 
 class ProjectView:
     def __init__(self, project: Project, rel: str) -> None:
@@ -57,6 +61,14 @@ class ProjectView:
         if self.called_in_loops_elsewhere():
             words.add("called-in-loop")
         return frozenset(words)
+
+    def screen_verdict(self) -> Optional[tuple]:
+        """What the engine's screen hook computed for this file when its facts were read (from the
+        same parse), or None. The verdict carries a digest of the text it was computed from: the
+        engine uses it only for that text."""
+        if self.rel not in self.project.facts:
+            return None
+        return self.project.screen_of(self.rel)
 
     def called_in_loops_elsewhere(self) -> bool:
         """Whether a function of this file is called inside a loop of another file of the project."""
