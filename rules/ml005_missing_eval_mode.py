@@ -524,6 +524,26 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a notebook that trains one model, then builds a fresh layer (with dropout) and looks at
+    # the shape of its output on a test image: nothing trained that layer
+    """
+import torch
+from torch import nn
+
+dataset = torch.utils.data.TensorDataset(torch.randn(32, 1, 8, 8), torch.randint(0, 3, (32,)))
+loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+model = nn.Sequential(nn.Flatten(), nn.Linear(64, 3))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+
+# what does a convolution with dropout do to one test image?
+test_image = torch.randn(1, 1, 8, 8)
+conv_block = nn.Sequential(nn.Conv2d(1, 4, 3), nn.Dropout(0.2))
+print(conv_block(test_image).shape)
+""",
     # eval() at the start of the evaluation function
     """
     import torch

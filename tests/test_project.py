@@ -545,3 +545,41 @@ def test_stored_screen_verdict_is_used_only_for_the_text_it_was_computed_from(tm
     found = engine.lint_source(changed, str(tmp_path / "train.py"), rules, ModelOptions(project=key))
     forget()
     assert [f.code for f in found] == ["ML001"]
+
+
+CHAIN_MODEL = """\
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Linear(4, 8)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+    def generate(self, x):
+        features = self.backbone(x)
+        return self.head(features).argmax(-1)
+"""
+
+
+@pytest.mark.parametrize("decorator, expected", [("@torch.no_grad()", []), ("", [("ML002", 15), ("ML002", 16)])])
+def test_model_built_with_a_chained_eval_in_another_file_keeps_its_class(tmp_path, decorator, expected):
+    """``model = Model().eval()`` is a Model (``.eval()``, ``.to()`` return the module itself): its
+    only caller runs ``generate()`` under no_grad, so the method needs no no_grad of its own."""
+    make_project(tmp_path, {"model.py": CHAIN_MODEL, "main.py": f"""\
+import torch
+from model import Model
+
+
+{decorator}
+def test(x):
+    model = Model().to("cpu").eval()
+    model.load_state_dict(torch.load("m.pt", weights_only=True))
+    return model.generate(x)
+"""})
+    assert codes_at(lint_json(tmp_path, "model.py"), "model.py") == expected

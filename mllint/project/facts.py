@@ -44,10 +44,13 @@ _TRANSFORMER_CLASSES = {"Transformer", "TransformerEncoder", "TransformerDecoder
 _DROPOUT_ARGUMENT = {"RNN", "LSTM", "GRU", "MultiheadAttention"}
 _FUNCTIONAL_DROPOUT = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"}
 _GRAD_OFF = {"no_grad", "inference_mode"}
+# Module methods that return the module itself
+_SELF_RETURNING = {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "eval", "train",
+                   "requires_grad_", "share_memory"}
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 3
+FACTS_VERSION = 4
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -290,6 +293,9 @@ class _Walker:
         else:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value = node.value
+                while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                        and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, ast.Call):
+                    value = value.func.value  # ``Net(...).to(device).eval()``: a Net
                 if isinstance(value, ast.Call):
                     callee = dotted(value.func)
                     if callee:

@@ -387,8 +387,8 @@ class _Builder(cst.CSTVisitor):
             self.m.roles.setdefault(self.scope, target, set()).add(role)
             if role == R.OPTIMIZER and isinstance(value, cst.Call):
                 self.m.optimizer_params.put(self.scope, target, _parameter_owners(value, self._assigned_value, self._grown))
-        if isinstance(value, cst.Call) and dotted(value.func) in self.m.classes:
-            self.m.instance_of.setdefault(self.scope, target, dotted(value.func))
+        if isinstance(value, cst.Call) and dotted(_unwrap_moves(value).func) in self.m.classes:
+            self.m.instance_of.setdefault(self.scope, target, dotted(_unwrap_moves(value).func))
         elif isinstance(value, cst.Call) and self.m.project is not None:
             qual = self.m.imports.qualname(_unwrap_moves(value).func)
             if qual and self.m.project.class_named(qual) is not None:
@@ -1141,9 +1141,14 @@ def _head(ref: str) -> str:
     return ref.split(".", 1)[0].split("[", 1)[0]
 
 
+# Module methods that return the module itself (``Net(...).to(device).eval()`` is that ``Net``)
+_SELF_RETURNING = ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "eval", "train",
+                   "requires_grad_", "share_memory")
+
+
 def _unwrap_moves(call: cst.Call) -> cst.Call:
-    """``Net(...).to(device).cuda()`` -> ``Net(...)``."""
-    while isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "cpu", "float", "half", "double") \
+    """``Net(...).to(device).eval()`` -> ``Net(...)``."""
+    while isinstance(call.func, cst.Attribute) and call.func.attr.value in _SELF_RETURNING \
             and isinstance(call.func.value, cst.Call):
         call = call.func.value
     return call

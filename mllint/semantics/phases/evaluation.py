@@ -683,7 +683,7 @@ class EvaluationFacts:
         ]
         if not built:
             return False
-        value = built[-1][0]
+        value, built_ctx = built[-1]
         call = value
         while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "cpu", "float", "double", "half"):
             call = call.func.value
@@ -701,7 +701,7 @@ class EvaluationFacts:
                     return False  # torchvision's resnet50(weights=...): trained weights
         if self._weights_loaded(ref, scope):
             return False
-        return not self.trained_before(at)
+        return not self.trained_before(at, since=self.m.assignment_order.get(value), since_loop=built_ctx.loop)
 
     def _synthetic_input(self, effect: Effect) -> bool:
         """The forward's inputs are made up right there (``torch.randn``, ``torch.randint``,

@@ -152,12 +152,17 @@ class BackwardFlow:
     def trains(self, key: str) -> bool:
         return key in self.backprop_functions or key in self.step_functions
 
-    def trained_before(self, effect: Effect) -> bool:
+    def trained_before(self, effect: Effect, since: Optional[int] = None, since_loop: Optional[Loop] = None) -> bool:
         """Whether training may have run in ``effect``'s scope by the time it runs: a backward
         pass, an optimizer step, ``torch.autograd.grad`` or a call of a training helper
         (``train(model)``) earlier in program order, or anywhere in a loop around it (its next
         iteration comes after). Training that only comes later in straight-line code (a
-        shape check of a fresh model, then the real model is built and trained) does not count."""
+        shape check of a fresh model, then the real model is built and trained) does not count.
+
+        `since` (the order of the statement that built the model, in `since_loop`): only training
+        after it counts. A model built after another one was trained (a notebook that trains
+        one model, then builds a fresh layer and checks its output shape) has not been trained;
+        in a loop around both the build and the forward, each iteration builds it afresh."""
         loops: List[Loop] = []
         loop = effect.ctx.loop
         while loop is not None:
@@ -165,7 +170,11 @@ class BackwardFlow:
             loop = loop.parent
 
         def before(order: int, other_loop: Optional[Loop]) -> bool:
-            return order < effect.order or any(outer.encloses(other_loop) for outer in loops)
+            if since is None:
+                return order < effect.order or any(outer.encloses(other_loop) for outer in loops)
+            if since < order < effect.order:
+                return True
+            return any(outer.encloses(other_loop) and not outer.encloses(since_loop) for outer in loops)
 
         scope = effect.ctx.scope
         for other in self.m.effects_in(scope):
