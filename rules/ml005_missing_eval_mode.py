@@ -524,6 +524,84 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a policy's `evaluate()` samples actions whose log-probabilities train it (its caller runs
+    # backward on them): a training forward, whatever the method is called
+    """
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+device = torch.device("cpu")
+
+
+class PolicyNetwork(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(3, 16), nn.Dropout(0.1))
+        self.mean = nn.Linear(16, 1)
+        self.log_std = nn.Linear(16, 1)
+
+    def forward(self, state):
+        h = self.body(state)
+        return self.mean(h), self.log_std(h).clamp(-20, 2)
+
+    def evaluate(self, state):
+        mean, log_std = self.forward(state)
+        normal = Normal(mean, log_std.exp())
+        z = normal.rsample()
+        action = torch.tanh(z)
+        log_prob = normal.log_prob(z) - torch.log(1 - action.pow(2) + 1e-6)
+        return action, log_prob
+
+
+policy_net = PolicyNetwork().to(device)
+policy_optimizer = torch.optim.Adam(policy_net.parameters(), lr=3e-4)
+
+
+def update(state):
+    new_action, log_prob = policy_net.evaluate(state)
+    policy_loss = (log_prob - new_action).mean()
+    policy_optimizer.zero_grad()
+    policy_loss.backward()
+    policy_optimizer.step()
+
+
+for step in range(100):
+    update(torch.randn(8, 3))
+""",
+    # the training helper restores train mode through a local alias of the attribute
+    """
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, loader, val_loader):
+        self.net = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+        self.loader, self.val_loader = loader, val_loader
+
+    def train_epoch(self):
+        model = self.net
+        model.train()
+        for x, y in self.loader:
+            self.opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            self.opt.step()
+
+    def evaluate(self):
+        self.net.eval()
+        correct = 0
+        with torch.no_grad():
+            for x, y in self.val_loader:
+                correct += (self.net(x).argmax(1) == y).sum().item()
+        return correct
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            self.train_epoch()
+            print(epoch, self.evaluate())
+""",
     # a notebook that trains one model, then builds a fresh layer (with dropout) and looks at
     # the shape of its output on a test image: nothing trained that layer
     """

@@ -273,7 +273,11 @@ class ModeFacts:
             ref = event.ref
             head = _head(ref)
             if ref != ANY and head not in fn.params and head not in ("self", "cls"):
-                if self.m.assigns_locally(callee, head):
+                held = self._local_alias(callee, ref)
+                if held is not None:
+                    ref, head = held, _head(held)  # ``model = self.shared; model.train()``
+                    event = dataclasses.replace(event, ref=ref)
+                elif self.m.assigns_locally(callee, head):
                     continue  # a model the helper makes for itself
             new_refs = [translate(ref, mapping) if ref != ANY else ANY]
             if new_refs == [ANY] and ref != ANY and head in fn.params:
@@ -285,6 +289,18 @@ class ModeFacts:
             for new_ref in new_refs:
                 out.append(ModeEvent(order, event.kind, new_ref, event.node, effect.ctx, (effect,) + event.via, cond, event.withs))
         return out
+
+    def _local_alias(self, scope: str, ref: str) -> Optional[str]:
+        """What a local name of helper `scope` stands for when it is bound once, to an attribute of
+        ``self``/``cls`` or to a parameter (``model = self.shared``), else None."""
+        if ref != _head(ref):
+            return None
+        source = self.m.canonical(ref, scope)
+        fn = self.m.functions.get(scope)
+        if source == ref or fn is None or (_head(source) not in fn.params and _head(source) not in ("self", "cls")):
+            return None
+        bound = [1 for targets, _, ctx in self.m.assignments if ctx.scope == scope and ref in targets]
+        return source if len(bound) == 1 else None
 
     def _listed_arguments(self, callee: str, call: cst.CSTNode, ref: str) -> List[str]:
         """``set_mode("eval", [enc, dec])``: the models a list or tuple argument names, for a
