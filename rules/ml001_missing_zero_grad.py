@@ -681,6 +681,29 @@ def _clears_same_object(model: FileModel, rel: str, call) -> bool:
 from mllint.registry import Example  # noqa: E402
 
 VALID = [
+    # the tensor the optimizer holds is rebuilt in both branches of an if/else before the optimizer
+    # is made afresh: every step starts from new gradients
+    """
+import torch
+
+
+def make_input(seed):
+    return torch.randn(1, 3, 8, 8, generator=torch.Generator().manual_seed(seed))
+
+
+def visualise(model, steps, blur_every):
+    image = make_input(0)
+    for i in range(steps):
+        if i % blur_every == 0:
+            image = torch.nn.functional.avg_pool2d(image.detach(), 3, 1, 1).requires_grad_()
+        else:
+            image = image.detach().clone().requires_grad_()
+        optimizer = torch.optim.SGD([image], lr=1.0)
+        loss = -model(image).mean()
+        loss.backward()
+        optimizer.step()
+    return image
+""",
     # zero_grad at the top of the loop
     """
     import torch

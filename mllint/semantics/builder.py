@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -683,15 +683,22 @@ class _Builder(cst.CSTVisitor):
     def _built_before(self, ref: str, ctx: Context, order: int) -> bool:
         """Whether ``ref`` is (re)built from a new object in the same pass as ``ctx`` (same scope and
         innermost loop, under no extra condition), before ``order``."""
+        branches: Dict[int, Set[str]] = {}  # an if's test -> its branches that build it
+        here = set(ctx.conds)
         for targets, value, other in self.m.assignments:
             if ref not in targets or other.scope != ctx.scope or other.loop is not ctx.loop:
                 continue
-            if self.m.assignment_order[value] >= order or not set(other.conds) <= set(ctx.conds):
+            if self.m.assignment_order[value] >= order:
                 continue
             if len(targets) == 1 and self._value_role(value)[1] is not None:
                 continue  # an alias of an object that lives on (model = base.to(device))
-            return True
-        return False
+            extra = [c for c in other.conds if c not in here]
+            if not extra:
+                return True
+            if len(extra) == 1 and extra[0].branch in ("if", "else") and extra[0].node is not None:
+                branches.setdefault(id(extra[0].node), set()).add(extra[0].branch)
+        # built in both branches of one if/else: built whichever way the test goes
+        return any(found == {"if", "else"} for found in branches.values())
 
     # --- callables held in variables -------------------------------------------------------
     def _collect_callables(self) -> None:
