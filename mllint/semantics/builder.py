@@ -517,6 +517,9 @@ class _Builder(cst.CSTVisitor):
     def leave_Module(self, original_node: cst.Module) -> None:
         # Calls are classified after the walk, when every class and function is known,
         # and after roles have flowed from arguments into the parameters of local helpers.
+        # every class is known now: which are modules decides what a call of an instance does
+        for cls in self.m.classes.values():
+            cls.is_module = self._is_module_class(cls)
         self._roles_from_returns()
         self._roles_from_use()
         self._propagate_roles_to_parameters()
@@ -1124,8 +1127,6 @@ def build(module: cst.Module, source: str, path: str, project=None) -> FileModel
     model.project = project
     builder = _Builder(model)
     builder.walk(module)
-    for cls in model.classes.values():
-        cls.is_module = builder._is_module_class(cls)
     return model
 
 
