@@ -1026,6 +1026,67 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 ]
 
 INVALID = [
+    # a test worker started as a process on the shared model (``mp.Process(target=test,
+    # args=(model, ...))``): the process runs it as a call would
+    Example(
+        """
+import torch
+import torch.multiprocessing as mp
+
+
+def test(shared_model, episodes):
+    for _ in range(episodes):
+        state = torch.randn(1, 4)
+        action = shared_model(state).argmax(-1).item()
+        print(action)
+
+
+def train(shared_model, rank):
+    opt = torch.optim.SGD(shared_model.parameters(), lr=0.01)
+    for _ in range(100):
+        opt.zero_grad()
+        shared_model(torch.randn(8, 4)).pow(2).mean().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(4, 2)
+    model.share_memory()
+    workers = [mp.Process(target=test, args=(model, 10))]
+    workers += [mp.Process(target=train, args=(model, rank)) for rank in range(2)]
+    for p in workers:
+        p.start()
+""",
+        fixed="""
+import torch
+import torch.multiprocessing as mp
+
+
+@torch.no_grad()
+def test(shared_model, episodes):
+    for _ in range(episodes):
+        state = torch.randn(1, 4)
+        action = shared_model(state).argmax(-1).item()
+        print(action)
+
+
+def train(shared_model, rank):
+    opt = torch.optim.SGD(shared_model.parameters(), lr=0.01)
+    for _ in range(100):
+        opt.zero_grad()
+        shared_model(torch.randn(8, 4)).pow(2).mean().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(4, 2)
+    model.share_memory()
+    workers = [mp.Process(target=test, args=(model, 10))]
+    workers += [mp.Process(target=train, args=(model, rank)) for rank in range(2)]
+    for p in workers:
+        p.start()
+""",
+    ),
     # a loop over the development split (the NLP name for the validation set)
     Example(
         """

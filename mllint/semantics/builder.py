@@ -856,6 +856,9 @@ class _Builder(cst.CSTVisitor):
             local = self._resolve_local(call.func, ctx)
             if local is not None:
                 mapping = self._bind_arguments(local, call, call.func)
+            else:
+                local, mapping = self._started_with(call, ctx)
+            if local is not None:
                 for param, arg in mapping.items():
                     bindings.append((local, param, ctx.scope, arg))
                     mappings.append(mapping)
@@ -962,6 +965,26 @@ class _Builder(cst.CSTVisitor):
             if parts[end - 1] in self.m.classes:
                 return parts[end - 1]
         return None
+
+    def _started_with(self, call: cst.Call, ctx: Context) -> Tuple[Optional[str], Dict[str, Optional[str]]]:
+        """``mp.Process(target=test, args=(model,))`` / ``threading.Thread(...)``: the local function
+        a process or thread runs, and what its parameters get from ``args=`` (a literal tuple)."""
+        if (dotted(call.func) or "").rsplit(".", 1)[-1] not in ("Process", "Thread"):
+            return None, {}
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        target = keywords.get("target")
+        local = self._resolve_local(target, ctx) if isinstance(target, cst.Name) else None
+        if local is None or self.m.functions[local].cls is not None:
+            return None, {}
+        args = keywords.get("args")
+        values = [e.value for e in args.elements] if isinstance(args, (cst.Tuple, cst.List)) else []
+        if any(isinstance(e, cst.StarredElement) for e in getattr(args, "elements", ())):
+            return None, {}
+        params = list(self.m.functions[local].params)
+        mapping: Dict[str, Optional[str]] = {p: ANY for p in params}
+        for param, value in zip(params, values):
+            mapping[param] = ref_of(value) or ANY
+        return local, mapping
 
     def _bind_arguments(self, key: str, call: cst.Call, func: cst.BaseExpression) -> Dict[str, Optional[str]]:
         fn = self.m.functions[key]

@@ -22,6 +22,10 @@ from mllint.semantics.phases.words import _FACTORY_WORDS, _NOT_MODEL_WORDS, _hea
 from mllint.semantics.tree import visit as tree_visit
 
 
+# Callables that run the function handed to them as ``target=`` (a process or a thread).
+_RUNNERS = frozenset(("Process", "Thread", "Timer"))
+
+
 class FileFacts:
     """Facts about the file as a whole."""
 
@@ -94,6 +98,14 @@ class FileFacts:
             class Finder(cst.CSTVisitor):
                 def visit_Call(self, node: cst.Call) -> None:
                     called.add(id(node.func))
+                    # a process or thread started on it (``mp.Process(target=test, args=(m,))``,
+                    # ``mp.spawn(test, ...)``): the function is run, as a call would run it
+                    last = (dotted(node.func) or "").rsplit(".", 1)[-1]
+                    for index, arg in enumerate(node.args):
+                        if isinstance(arg.value, cst.Name) and (
+                                (last in _RUNNERS and arg.keyword is not None and arg.keyword.value == "target")
+                                or (last == "spawn" and index == 0 and arg.keyword is None)):
+                            called.add(id(arg.value))
 
                 def visit_Name(self, node: cst.Name) -> None:
                     if id(node) not in called:
