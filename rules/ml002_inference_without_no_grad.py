@@ -1027,62 +1027,84 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 
 INVALID = [
     # a test worker started as a process on the shared model (``mp.Process(target=test,
-    # args=(model, ...))``): the process runs it as a call would
+    # args=(shared, ...))``): the process runs it as a call would, so `agent` is that model
     Example(
         """
 import torch
 import torch.multiprocessing as mp
+from torch import nn
 
 
-def test(shared_model, episodes):
+class ActorCritic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 16)
+        self.policy = nn.Linear(16, 2)
+
+    def pi(self, x):
+        return torch.softmax(self.policy(torch.relu(self.body(x))), dim=-1)
+
+
+def test(agent, episodes):
     for _ in range(episodes):
         state = torch.randn(1, 4)
-        action = shared_model(state).argmax(-1).item()
+        action = agent.pi(state).argmax(-1).item()
         print(action)
 
 
-def train(shared_model, rank):
-    opt = torch.optim.SGD(shared_model.parameters(), lr=0.01)
+def train(agent, rank):
+    opt = torch.optim.SGD(agent.parameters(), lr=0.01)
     for _ in range(100):
         opt.zero_grad()
-        shared_model(torch.randn(8, 4)).pow(2).mean().backward()
+        agent.pi(torch.randn(8, 4)).log().mean().backward()
         opt.step()
 
 
 if __name__ == "__main__":
-    model = torch.nn.Linear(4, 2)
-    model.share_memory()
-    workers = [mp.Process(target=test, args=(model, 10))]
-    workers += [mp.Process(target=train, args=(model, rank)) for rank in range(2)]
+    shared = ActorCritic()
+    shared.share_memory()
+    workers = [mp.Process(target=test, args=(shared, 10))]
+    workers += [mp.Process(target=train, args=(shared, rank)) for rank in range(2)]
     for p in workers:
         p.start()
 """,
         fixed="""
 import torch
 import torch.multiprocessing as mp
+from torch import nn
+
+
+class ActorCritic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 16)
+        self.policy = nn.Linear(16, 2)
+
+    def pi(self, x):
+        return torch.softmax(self.policy(torch.relu(self.body(x))), dim=-1)
 
 
 @torch.no_grad()
-def test(shared_model, episodes):
+def test(agent, episodes):
     for _ in range(episodes):
         state = torch.randn(1, 4)
-        action = shared_model(state).argmax(-1).item()
+        action = agent.pi(state).argmax(-1).item()
         print(action)
 
 
-def train(shared_model, rank):
-    opt = torch.optim.SGD(shared_model.parameters(), lr=0.01)
+def train(agent, rank):
+    opt = torch.optim.SGD(agent.parameters(), lr=0.01)
     for _ in range(100):
         opt.zero_grad()
-        shared_model(torch.randn(8, 4)).pow(2).mean().backward()
+        agent.pi(torch.randn(8, 4)).log().mean().backward()
         opt.step()
 
 
 if __name__ == "__main__":
-    model = torch.nn.Linear(4, 2)
-    model.share_memory()
-    workers = [mp.Process(target=test, args=(model, 10))]
-    workers += [mp.Process(target=train, args=(model, rank)) for rank in range(2)]
+    shared = ActorCritic()
+    shared.share_memory()
+    workers = [mp.Process(target=test, args=(shared, 10))]
+    workers += [mp.Process(target=train, args=(shared, rank)) for rank in range(2)]
     for p in workers:
         p.start()
 """,
