@@ -583,3 +583,55 @@ def test(x):
     return model.generate(x)
 """})
     assert codes_at(lint_json(tmp_path, "model.py"), "model.py") == expected
+
+
+SOFTMAX_MODELS = """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Probs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return F.softmax(self.fc(x), dim=1)
+
+
+class Logits(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+FIT = """\
+import torch
+
+
+def fit(net, loader):
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    criterion = torch.nn.CrossEntropyLoss()
+    for x, y in loader:
+        opt.zero_grad()
+        loss = criterion(net(x), y)
+        loss.backward()
+        opt.step()
+"""
+
+
+@pytest.mark.parametrize("passed, expected", [
+    (["Probs"], [("ML013", 9)]),  # every caller hands over a model whose forward ends in softmax
+    (["Logits"], []),
+    (["Probs", "Logits"], []),  # the callers disagree: which model trains here is not one
+])
+def test_model_the_callers_pass_in_decides_ml013(tmp_path, passed, expected):
+    """``fit(net, loader)`` in a file that never imports the models: the classes its callers in
+    other files build and pass decide what ``net(x)`` returns."""
+    calls = "".join(f"    net{i} = models.{name}().to('cpu')\n    fit(net{i}, loader)\n" for i, name in enumerate(passed))
+    make_project(tmp_path, {"models.py": SOFTMAX_MODELS, "fit.py": FIT,
+                            "main.py": f"import models\nfrom fit import fit\n\n\ndef main(loader):\n{calls}"})
+    assert codes_at(lint_json(tmp_path, "fit.py", extra=("--select", "ML013")), "fit.py") == expected

@@ -352,6 +352,34 @@ class Project:
         fn = self.functions_of(found[0]).get(f"{found[1].name}.{tail}")
         return Defined(found[0], "function", fn) if fn is not None else None
 
+    def argument_classes(self, rel: str, key: str, param: str) -> Optional[List[Tuple[str, ClassFacts]]]:
+        """The project classes whose instances the callers of function `key` of file `rel` (in other
+        files) pass for parameter `param`: ``source_only(encoder, classifier, ...)`` called from
+        ``main.py`` with ``classifier = model.Classifier().cuda()``. None unless there is a caller
+        and every caller passes an instance of a project class it built (``name = Cls(...)``)."""
+        fn = self.functions_of(rel).get(key)
+        if fn is None or param not in fn.params:
+            return None
+        params = list(fn.params)
+        if "." in key and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        if param not in params:
+            return None
+        index = params.index(param)
+        found: List[Tuple[str, ClassFacts]] = []
+        callers = self.callers(rel, key)
+        for caller_rel, call in callers:
+            arg = call.argument(param, index)
+            if not arg or arg == "?" or "." in arg:
+                return None
+            instances = self._instances_of(caller_rel)
+            callee = instances.get((call.caller, arg)) or instances.get(("<module>", arg))
+            cls = self.class_in(caller_rel, callee) if callee else None
+            if cls is None:
+                return None
+            found.append(cls)
+        return found or None
+
     def _instances_of(self, rel: str) -> Dict[Tuple[str, str], str]:
         table = self._instances.get(rel)
         if table is None:

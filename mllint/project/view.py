@@ -60,6 +60,13 @@ class ProjectView:
                     break
         if self.called_in_loops_elsewhere():
             words.add("called-in-loop")
+        if "softmax" not in words and self.rel in self.project.facts:
+            for fn in self.project.facts[self.rel].functions:  # models the callers elsewhere pass in
+                if self.project.callers(self.rel, fn.key) and any(
+                        (self.argument_forward_returns(fn.key, p) or ("",))[0] in ("softmax", "log_softmax")
+                        for p in fn.params if p not in ("self", "cls")):
+                    words.add("softmax")
+                    break
         return frozenset(words)
 
     def screen_verdict(self) -> Optional[tuple]:
@@ -123,6 +130,19 @@ class ProjectView:
     def callers(self, key: str) -> List[Tuple[str, CallFacts]]:
         """Calls of this file's function `key` ("f", "Cls.method") from other files of the project."""
         return self.project.callers(self.rel, key)
+
+    def argument_forward_returns(self, key: str, param: str) -> Optional[Tuple[str, str]]:
+        """(kind, ``path:line``) when every caller elsewhere passes, for parameter `param` of this
+        file's function `key`, an instance of a project class whose ``forward`` returns that one
+        kind of probability (``softmax``, ``log_softmax``, ``sigmoid``); None otherwise."""
+        classes = self.project.argument_classes(self.rel, key, param)
+        if not classes:
+            return None
+        kinds = {self.project.forward_returns(rel, cls) for rel, cls in classes}
+        if len(kinds) != 1 or None in kinds:
+            return None
+        rel, cls = classes[0]
+        return kinds.pop(), f"{rel}:{cls.line}"
 
     # --- caching ----------------------------------------------------------------------------------
     def digest(self) -> str:

@@ -220,7 +220,16 @@ def project_model_origin(m: FileModel, expr: cst.BaseExpression, scope: str, kin
     if ref.endswith(".forward"):
         ref = ref[: -len(".forward")]
     values = _values_of(m, ref, scope, depth)
-    if not values or len(values) != 1:
+    if not values:
+        fn = m.functions.get(scope)
+        if fn is not None and ref in fn.params and not m.assigns_locally(scope, ref):
+            # a parameter: what the callers in other files pass (``train(encoder, classifier)``
+            # called with ``classifier = models.Classifier()``)
+            passed = m.project.argument_forward_returns(scope, ref)
+            if passed is not None and passed[0] == kind.name:
+                return expr, passed[1]
+        return None
+    if len(values) != 1:
         return None
     built = _unwrap(values[0][0])
     if not isinstance(built, cst.Call):
