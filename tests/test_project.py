@@ -635,3 +635,20 @@ def test_model_the_callers_pass_in_decides_ml013(tmp_path, passed, expected):
     make_project(tmp_path, {"models.py": SOFTMAX_MODELS, "fit.py": FIT,
                             "main.py": f"import models\nfrom fit import fit\n\n\ndef main(loader):\n{calls}"})
     assert codes_at(lint_json(tmp_path, "fit.py", extra=("--select", "ML013")), "fit.py") == expected
+
+
+def test_mode_layers_of_the_model_the_callers_pass_in(tmp_path):
+    """``evaluate(net, loader)`` in a file that never sees the model's class: ML005's message says
+    what the model every caller in another file passes has (dropout), not "any dropout"."""
+    make_project(tmp_path, {
+        "models.py": MODELS,
+        "evaluate.py": "import torch\n\n\n@torch.no_grad()\ndef evaluate(net, loader):\n    correct = 0\n"
+                       "    for x, y in loader:\n        correct += (net(x).argmax(1) == y).sum().item()\n"
+                       "    return correct\n",
+        "main.py": TRAIN.replace("from .utils import evaluate, validate, predict_scores\n", "from .evaluate import evaluate\n")
+                        .replace("        print(validate(model, val_loader))\n", "")
+                        .replace("    model.eval()\n    with torch.no_grad():\n        print(predict_scores(model, torch.ones(2, 3)))\n", ""),
+    })
+    found = [f for f in lint_json(tmp_path, "evaluate.py") if f["code"] == "ML005"]
+    assert [f["line"] for f in found] == [8]
+    assert "its dropout acts as in training" in found[0]["message"]

@@ -131,6 +131,15 @@ class ProjectView:
         """Calls of this file's function `key` ("f", "Cls.method") from other files of the project."""
         return self.project.callers(self.rel, key)
 
+    def argument_mode_layers(self, key: str, param: str) -> Optional[FrozenSet[str]]:
+        """The mode-dependent layers of the model every caller elsewhere passes for parameter
+        `param` of this file's function `key`, when they agree and are known; None otherwise."""
+        classes = self.project.argument_classes(self.rel, key, param)
+        if not classes or any(self.project.is_module(rel, cls) is not True for rel, cls in classes):
+            return None
+        answers = {self.project.mode_layers(rel, cls) for rel, cls in classes}
+        return answers.pop() if len(answers) == 1 else None
+
     def argument_forward_returns(self, key: str, param: str) -> Optional[Tuple[str, str]]:
         """(kind, ``path:line``) when every caller elsewhere passes, for parameter `param` of this
         file's function `key`, an instance of a project class whose ``forward`` returns that one

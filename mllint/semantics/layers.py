@@ -99,6 +99,8 @@ def _from_callers(m: FileModel, fn, param: str, depth: int) -> Optional[FrozenSe
         if ref is None:
             return None
         answers.add(mode_layers(m, ref, effect.ctx.scope, depth + 1))
+    if not answers and m.project is not None:
+        return m.project.argument_mode_layers(fn.key, param)  # only callers in other files
     if len(answers) != 1:
         return None
     return answers.pop()
