@@ -95,7 +95,7 @@ from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
-from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
+from mllint.semantics.phases.words import evaluation_possible, name_tokens, torch_file_possible
 
 CODE = "ML005"
 NAME = "missing-eval-mode"
@@ -126,8 +126,10 @@ def check(model: FileModel) -> Iterable[Finding]:
     evaluated: Set[cst.CSTNode] = set()  # forwards reported as evaluations
     for effect in phases.forwards() + phases.generate_calls():  # HF generate() runs in the model's mode
         evidence = phases.evidence(effect)
-        if evidence is None or evidence.weak or _generating(model, effect.ctx.scope):
+        if evidence is None or _generating(model, effect.ctx.scope):
             continue  # generating or sampling (a GAN's samples in training mode) is not evaluating
+        if evidence.weak and not (evidence.function and _used_after_training(phases, evidence.function)):
+            continue  # ``translate()``/``score()``: evaluation once the model it runs has been trained
         ref = effect.ref
         scope = effect.ctx.scope
         if phases.overrides_mode(ref, scope) or phases.mode_cm_around(effect.ctx, ref):
@@ -297,11 +299,27 @@ def _undone_message(ref: str, where: str, layers) -> Tuple[str, str]:
             f"(no dropout, frozen batch-norm statistics).")
 
 
+_GENERATING_WORDS = frozenset("generate generation generating sample samples sampling sampler".split())
+
+
 def _generating(model: FileModel, scope: str) -> bool:
     """Code in a function named for generating or sampling (``sample_images``), where
     training-mode dropout and batch norm are often wanted."""
     fn = model.functions.get(scope)
-    return fn is not None and eval_name_strength(fn.node.name.value) == "weak"
+    return fn is not None and eval_name_strength(fn.node.name.value) == "weak" and bool(
+        _GENERATING_WORDS.intersection(name_tokens(fn.node.name.value)))
+
+
+def _used_after_training(phases: Phases, key: str, depth: int = 0) -> bool:
+    """Whether every call of function `key` in the file runs after training (a backward, a step,
+    a training helper earlier in its scope), itself or through the functions that call it
+    (``score()`` calling ``translate()``, called after ``train()``): structure that makes a
+    ``translate``/``decode``/``score`` function the trained model's evaluation."""
+    sites = phases.call_sites(key)
+    if not sites or depth > 2:
+        return False
+    return all(phases.trained_before(site) or (
+        site.ctx.scope in phases.m.functions and _used_after_training(phases, site.ctx.scope, depth + 1)) for site in sites)
 
 
 def _deliberate_train(phases: Phases, effect: Effect, evidence: Evidence) -> bool:
@@ -524,6 +542,41 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # the same `translate()` run only on a freshly built model (nothing is trained before it)
+    """
+import torch
+from torch import nn
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, vocab, hidden):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.rnn = nn.GRU(hidden, hidden, num_layers=2, dropout=0.3)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):
+        states, _ = self.rnn(self.embed(tokens))
+        return self.out(states)
+
+
+def fit(net, batches):
+    opt = torch.optim.Adam(net.parameters())
+    for src, tgt in batches:
+        opt.zero_grad()
+        logits = net(src)
+        nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten()).backward()
+        opt.step()
+
+
+def translate(net, src):
+    with torch.no_grad():
+        return net(src).argmax(-1)
+
+
+net = Seq2Seq(100, 32)
+print(translate(net, torch.randint(0, 100, (5, 1))).shape)  # what the untrained model gives
+""",
     # a policy's `evaluate()` samples actions whose log-probabilities train it (its caller runs
     # backward on them): a training forward, whatever the method is called
     """
@@ -1179,6 +1232,81 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 ]
 
 INVALID = [
+    # a `translate()` helper the script calls once the model is trained: the trained model's
+    # evaluation, whatever the name (a name like it alone, `sample()`, is left alone)
+    Example(
+        """
+import torch
+from torch import nn
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, vocab, hidden):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.rnn = nn.GRU(hidden, hidden, num_layers=2, dropout=0.3)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):
+        states, _ = self.rnn(self.embed(tokens))
+        return self.out(states)
+
+
+def fit(net, batches):
+    opt = torch.optim.Adam(net.parameters())
+    for src, tgt in batches:
+        opt.zero_grad()
+        logits = net(src)
+        nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten()).backward()
+        opt.step()
+
+
+def translate(net, src):
+    with torch.no_grad():
+        return net(src).argmax(-1)
+
+
+net = Seq2Seq(100, 32)
+fit(net, [(torch.randint(0, 100, (5, 4)), torch.randint(0, 100, (5, 4)))])
+print(translate(net, torch.randint(0, 100, (5, 1))))
+""",
+        fixed="""
+import torch
+from torch import nn
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, vocab, hidden):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.rnn = nn.GRU(hidden, hidden, num_layers=2, dropout=0.3)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):
+        states, _ = self.rnn(self.embed(tokens))
+        return self.out(states)
+
+
+def fit(net, batches):
+    opt = torch.optim.Adam(net.parameters())
+    for src, tgt in batches:
+        opt.zero_grad()
+        logits = net(src)
+        nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten()).backward()
+        opt.step()
+
+
+def translate(net, src):
+    net.eval()
+    with torch.no_grad():
+        return net(src).argmax(-1)
+
+
+net = Seq2Seq(100, 32)
+fit(net, [(torch.randint(0, 100, (5, 4)), torch.randint(0, 100, (5, 4)))])
+print(translate(net, torch.randint(0, 100, (5, 1))))
+""",
+    ),
     # the optimizer comes from a method of the class (built there on some paths, handed in on
     # others); evaluation switches the model to eval mode through two helpers and nothing
     # switches it back for the next epoch
