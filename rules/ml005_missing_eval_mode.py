@@ -1232,6 +1232,56 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 ]
 
 INVALID = [
+    # a test block inside the training loop rebinds the loop's batch name to test data: what
+    # reaches the forward there is the test batch (the assignment that reaches it, not the name)
+    Example(
+        """
+import torch
+from torch import nn
+from data import random_batch
+
+net = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.3), nn.Linear(16, 8))
+opt = torch.optim.Adam(net.parameters())
+train_set = torch.randn(256, 8)
+test_set = torch.randn(64, 8)
+loader = torch.utils.data.DataLoader(train_set, batch_size=16)
+
+for step, x in enumerate(loader):
+    opt.zero_grad()
+    loss = (net(x) - x).pow(2).mean()
+    loss.backward()
+    opt.step()
+    if step % 10 == 0:
+        with torch.no_grad():
+            x = random_batch(test_set, 16)
+            error = (net(x) - x).pow(2).mean()
+        print(step, error.item())
+""",
+        fixed="""
+import torch
+from torch import nn
+from data import random_batch
+
+net = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.3), nn.Linear(16, 8))
+opt = torch.optim.Adam(net.parameters())
+train_set = torch.randn(256, 8)
+test_set = torch.randn(64, 8)
+loader = torch.utils.data.DataLoader(train_set, batch_size=16)
+
+for step, x in enumerate(loader):
+    net.train()
+    opt.zero_grad()
+    loss = (net(x) - x).pow(2).mean()
+    loss.backward()
+    opt.step()
+    if step % 10 == 0:
+        net.eval()
+        with torch.no_grad():
+            x = random_batch(test_set, 16)
+            error = (net(x) - x).pow(2).mean()
+        print(step, error.item())
+""",
+    ),
     # a `translate()` helper the script calls once the model is trained: the trained model's
     # evaluation, whatever the name (a name like it alone, `sample()`, is left alone)
     Example(

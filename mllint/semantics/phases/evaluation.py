@@ -604,9 +604,49 @@ class EvaluationFacts:
             if fetched is not None:
                 return Evidence("data", f"on `{fetched}`")
             for ref in _reads(arg.value).refs:
-                if self._eval_data(ref, effect.ctx, 2):
+                if self._eval_data(ref, effect.ctx, 2) or self._reaching_eval_data(ref, effect.ctx, effect.order, 4):
                     return Evidence("data", f"on `{ref}`")
         return None
+
+    def _reaching_eval_data(self, ref: str, ctx: Context, order: int, depth: int) -> bool:
+        """Whether the value `ref` holds where `order` runs was computed from evaluation data,
+        following the assignment that reaches that point: the last one before it in the same
+        pass (its loop, or a loop around it), on every path there. A name the training loop
+        binds and a test block rebinds (``x = sample_batch(test_set)`` under ``if step % k ==
+        0:``) holds the test batch in that block."""
+        if is_eval_data_ref(ref):
+            return True
+        head = _head(ref)
+        if depth <= 0 or head in ("self", "cls") or head in _BUILTINS or head in self.m.imports.aliases:
+            return False
+        here = set(ctx.conds)
+        best = None
+        for targets, value, actx in self.m.assignments:
+            if actx.scope != ctx.scope or head not in targets:
+                continue
+            at = self.m.assignment_order.get(value)
+            if at is None or at >= order or not set(actx.conds) <= here:
+                continue
+            if actx.loop is not None and not actx.loop.encloses(ctx.loop):
+                continue  # in a loop that has ended (or another branch's loop)
+            if best is None or at > best[0]:
+                best = (at, targets, value, actx)
+        if best is None:
+            return False
+        at, targets, value, actx = best
+        loop = ctx.loop
+        while loop is not None and loop is not actx.loop:
+            if head in loop.targets and (actx.loop is None or loop is not actx.loop and actx.loop.encloses(loop)):
+                return False  # a loop between the assignment and here binds it afresh
+            loop = loop.parent
+        part = _part_for(targets, value, head)
+        expr = part if part is not None else value
+        if self.eval_split_call(expr, actx.scope) is not None:
+            return True
+        if isinstance(expr, cst.Call) and self._batches_of_eval_data(_unwrap_to(expr), actx.scope) is not None:
+            return True
+        refs = [r for r in _reads(expr).refs if _head(r) != head]
+        return any(self._reaching_eval_data(r, actx, at, depth - 1) for r in refs)
 
     def _eval_data(self, ref: str, ctx: Context, depth: int) -> bool:
         if is_eval_data_ref(ref):
@@ -865,3 +905,10 @@ class EvaluationFacts:
                 return False
         return True
 
+
+def _unwrap_to(call: cst.Call) -> cst.Call:
+    """``make_batch(val_set).to(device)`` -> ``make_batch(val_set)``."""
+    while isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "cpu", "float", "half") \
+            and isinstance(call.func.value, cst.Call):
+        call = call.func.value
+    return call
