@@ -652,3 +652,36 @@ def test_mode_layers_of_the_model_the_callers_pass_in(tmp_path):
     found = [f for f in lint_json(tmp_path, "evaluate.py") if f["code"] == "ML005"]
     assert [f["line"] for f in found] == [8]
     assert "its dropout acts as in training" in found[0]["message"]
+
+
+FACTORY_MODELS = MODELS + """
+
+def load_model(path):
+    model = Net()
+    model.load_state_dict(torch.load(path, weights_only=True))
+{switch}    return model
+"""
+
+SERVE = """\
+import torch
+from models import load_model
+
+classifier = load_model("weights.pt")
+
+
+def predict(x):
+    with torch.no_grad():
+        return classifier(x).argmax(1)
+"""
+
+
+@pytest.mark.parametrize("switch, expected", [("", [("ML005", 9)]), ("    model.eval()\n", [])])
+def test_model_from_a_factory_of_another_file(tmp_path, switch, expected):
+    """``classifier = load_model(path)`` where ``load_model`` (models.py) builds and returns a
+    ``Net`` with dropout: a model in training mode, unless the factory switches it to eval."""
+    models = "import torch\n" + FACTORY_MODELS.format(switch=switch)
+    make_project(tmp_path, {"models.py": models, "serve.py": SERVE})
+    found = lint_json(tmp_path, "serve.py")
+    assert codes_at(found, "serve.py") == expected
+    if expected:
+        assert "its dropout acts as in training" in found[0]["message"]

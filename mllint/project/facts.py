@@ -50,7 +50,7 @@ _SELF_RETURNING = {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 4
+FACTS_VERSION = 5
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -92,6 +92,10 @@ class FunctionFacts:
     steps: FrozenSet[str]  # optimizers it steps
     backward: bool  # calls backward
     forwards: FrozenSet[str]  # references it calls like a model (``model(x)``)
+    # the dotted callees that build what it returns, when every return builds one (``return
+    # Net(...)``, or ``m = Net(); ...; return m``), and whether it switches that to eval mode first
+    returns: Tuple[str, ...] = ()
+    returns_eval: bool = False
 
 
 @dataclass(frozen=True)
@@ -188,13 +192,15 @@ def facts_of_tree(tree: ast.Module) -> FileFacts:
 
 class _Scope:
     __slots__ = ("key", "cls", "params", "grad_off", "evals", "trains", "clears", "steps", "backward", "forwards",
-                 "evaluated", "line")
+                 "evaluated", "line", "returned", "built")
 
     def __init__(self, key: str, cls: Optional[str], params: Tuple[str, ...], grad_off: bool, line: int) -> None:
         self.key, self.cls, self.params, self.grad_off, self.line = key, cls, params, grad_off, line
         self.evals, self.trains, self.clears, self.steps, self.forwards = set(), set(), set(), set(), set()
         self.backward = False
         self.evaluated: set = set()  # eval() seen so far in textual order (for CallFacts.evals_before)
+        self.returned: List[Optional[Tuple[str, bool]]] = []  # per return: (callee that built it, eval()ed)
+        self.built: Dict[str, str] = {}  # name -> dotted callee of ``name = Callee(...)`` in this scope
 
 
 def _is_grad_off_cm(expr, imports: Dict[str, str]) -> bool:
@@ -291,6 +297,8 @@ class _Walker:
             for case in node.cases:
                 self.body(case.body, cls)
         else:
+            if isinstance(node, ast.Return):
+                self.returned(node.value)
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value = node.value
                 while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
@@ -300,7 +308,25 @@ class _Walker:
                     callee = dotted(value.func)
                     if callee:
                         self.instances.append((self.scopes[-1].key, node.targets[0].id, callee))
+                        self.scopes[-1].built[node.targets[0].id] = callee
             self.expressions(node)
+
+    def returned(self, value) -> None:
+        """Record what a ``return`` gives back: the callee that built it, and whether it was
+        switched to eval mode (``return Net().eval()``, ``m.eval(); return m``)."""
+        scope = self.scopes[-1]
+        evaled = False
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, (ast.Call, ast.Name)):
+            evaled = evaled or (value.func.attr == "eval" and not value.args)
+            value = value.func.value
+        if isinstance(value, ast.Call):
+            callee = dotted(value.func)
+            scope.returned.append((callee, evaled) if callee else None)
+        elif isinstance(value, ast.Name) and value.id in scope.built:
+            scope.returned.append((scope.built[value.id], evaled or value.id in scope.evaluated))
+        else:
+            scope.returned.append(None)
 
     def import_(self, node) -> None:
         if isinstance(node, ast.Import):
@@ -333,9 +359,13 @@ class _Walker:
         self.body(node.body, None)
         self.scopes.pop()
         self.loops, self.grad_off = saved_loops, saved_grad
+        returned = scope.returned
+        complete = bool(returned) and all(r is not None for r in returned)
         self.functions.append(FunctionFacts(
             key, node.lineno, params, grad_off, frozenset(scope.evals), frozenset(scope.trains),
             frozenset(scope.clears), frozenset(scope.steps), scope.backward, frozenset(scope.forwards),
+            tuple(dict.fromkeys(r[0] for r in returned)) if complete else (),
+            complete and all(r[1] for r in returned),
         ))
 
     def class_(self, node: ast.ClassDef) -> None:

@@ -352,6 +352,16 @@ class Project:
         fn = self.functions_of(found[0]).get(f"{found[1].name}.{tail}")
         return Defined(found[0], "function", fn) if fn is not None else None
 
+    def returned_classes(self, rel: str, fn: FunctionFacts) -> Optional[List[Tuple[str, ClassFacts]]]:
+        """The project module classes function `fn` of file `rel` builds and returns, when every
+        return builds one (``def load_model(path): m = Net(); ...; return m``); None otherwise."""
+        if not fn.returns:
+            return None
+        found = [self.class_in(rel, callee) for callee in fn.returns]
+        if any(c is None or self.is_module(c[0], c[1]) is not True for c in found):
+            return None
+        return found  # type: ignore[return-value]
+
     def argument_classes(self, rel: str, key: str, param: str) -> Optional[List[Tuple[str, ClassFacts]]]:
         """The project classes whose instances the callers of function `key` of file `rel` (in other
         files) pass for parameter `param`: ``source_only(encoder, classifier, ...)`` called from

@@ -114,6 +114,21 @@ class ProjectView:
             return None
         return found.facts
 
+    def returned_model(self, qualified: str) -> Optional[Tuple[bool, Optional[FrozenSet[str]]]]:
+        """For a project function of another file that builds and returns an ``nn.Module`` of the
+        project on every path (a factory: ``model = load_model(path)``): (whether it switches
+        that model to eval mode before returning it, its mode-dependent layers or None when
+        unknown). None when the function is not such a factory."""
+        found = self.project.resolve(qualified, self.rel)
+        if found is None or found.kind != "function" or found.rel == self.rel:
+            return None
+        classes = self.project.returned_classes(found.rel, found.facts)  # type: ignore[arg-type]
+        if not classes:
+            return None
+        layers = {self.project.mode_layers(rel, cls) for rel, cls in classes}
+        known = None if None in layers else frozenset().union(*layers)
+        return found.facts.returns_eval, known  # type: ignore[union-attr]
+
     def forward_grad_off(self, qualified: str) -> bool:
         """Whether the forward of a project class turns autograd off itself (some path of it)."""
         found = self.class_named(qualified)

@@ -443,6 +443,8 @@ class _Builder(cst.CSTVisitor):
                 verdict = self.m.project.is_module(qual)  # a class of another file of the project
                 if verdict is not None:
                     return (R.MODEL if verdict else R.OTHER), None
+                if self.m.project.returned_model(qual) is not None:
+                    return R.MODEL, None  # a factory of another file that builds and returns a module
             role = R.role_of_constructor(qual)
             if role is not None:
                 if role == R.MODEL and qual and qual.endswith(_MODEL_WRAPPERS) and value.args:

@@ -216,8 +216,16 @@ def _project_layers(m: FileModel, qual: str, found: Set[str]) -> bool:
     """A class of another file of the project (``from models import Net``): add its layers to
     `found` and return True; raise _Unknown when the project cannot tell; False when `qual` is
     no class of the project."""
-    if m.project is None or not qual or m.project.class_named(qual) is None:
+    if m.project is None or not qual:
         return False
+    if m.project.class_named(qual) is None:
+        made = m.project.returned_model(qual)  # a factory of another file: what it builds
+        if made is None:
+            return False
+        if made[1] is None:
+            raise _Unknown
+        found.update(made[1])
+        return True
     layers = m.project.mode_layers(qual)
     if layers is None:
         raise _Unknown

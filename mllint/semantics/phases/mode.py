@@ -773,6 +773,9 @@ class ModeFacts:
             if not isinstance(expr, cst.Call):
                 return "maybe"
             name = self.qual(expr.func)
+            made = self.m.project.returned_model(name) if self.m.project is not None and name else None
+            if made is not None:  # a factory of another file of the project: how it hands the model over
+                return "eval" if made[0] else "train"
             if _EVAL_INITIAL.search(name):
                 return "eval_initial"
             if (
