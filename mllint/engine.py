@@ -268,9 +268,14 @@ def screen_verdict(tree: ast.Module, source: str) -> Optional[tuple]:
     from mllint.project.view import IMPLIED_WORDS
     from mllint.registry import all_rules
 
-    screened = [rule for rule in all_rules().values() if rule.screen is not None]
+    rules = list(all_rules().values())
+    screened = [rule for rule in rules if rule.screen is not None]
     everything = frozenset(IMPLIED_WORDS)  # a rule whose words are missing even so never runs here
     candidates = [rule for rule in screened if rule.triggered_by(source, everything)]
+    known = frozenset(rule.code for rule in screened)
+    if not candidates and not any(rule.triggered_by(source, everything) for rule in rules):
+        # no rule can run on this text: it is linted for its syntax alone (the framework is moot)
+        return _text_digest(source), None, (frozenset(),) * (1 << len(IMPLIED_WORDS)), known
     facts = _screen.facts_of(tree)
     framework = framework_of(facts)
     passing = []
@@ -287,7 +292,7 @@ def screen_verdict(tree: ast.Module, source: str) -> Optional[tuple]:
                 break
     except Exception:  # a screen that cannot judge this tree: screen the file when it is linted
         return None
-    return _text_digest(source), framework, tuple(passing), frozenset(rule.code for rule in screened)
+    return _text_digest(source), framework, tuple(passing), known
 
 
 def _stored_screen(view, source: str, implied: frozenset, active: Sequence[Rule]):
