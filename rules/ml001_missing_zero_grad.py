@@ -85,6 +85,7 @@ from mllint.semantics.model import (
     never_with_period_one,
 )
 from mllint.semantics.invariance import analysis
+from mllint.semantics.phases import Phases
 from mllint.semantics.names import after_docstring, dotted, ref_of, shorten
 from mllint.semantics.tree import children as tree_children
 from mllint.semantics.tree import visit as tree_visit
@@ -106,7 +107,7 @@ def SCREEN(facts) -> bool:
     # helpers of the file, which are calls in the file too). A file without loops of its own
     # can still be reported when a loop of another file of the project calls its functions.
     return (
-        (facts.has_loop or "called-in-loop" in facts.project_words)
+        (facts.has_loop or "called-in-loop" in facts.project_words or "Engine" in facts.call_names)
         and not facts.call_names.isdisjoint({"backward", "manual_backward"})
         and not facts.call_names.isdisjoint({"step", "optimizer_step"})
     )
@@ -626,6 +627,29 @@ def check(model: FileModel) -> Iterable[Finding]:
             message, detail = _message(model, loop, effects, steps)
             yield model.finding(node, CODE, NAME, message, fix, detail)
     yield from _stepped_from_other_files(model, reported)
+    yield from _stepped_by_an_engine(model, Phases.of(model), reported)
+
+
+def _stepped_by_an_engine(model: FileModel, phases: Phases, reported: set) -> Iterable[Finding]:
+    """A process function an ignite ``Engine`` is built on (``trainer = Engine(train_step)``) that
+    runs backward and steps an optimizer without clearing it: the engine calls it once per
+    batch and clears nothing, so the gradients of every batch add up."""
+    for key, engines in phases.engine_functions().items():
+        summary = model.summaries.get(key)
+        if summary is None:
+            continue
+        for step in summary.top_steps:
+            if step.feeder is None or step.covered or step.conds or step.feeder in reported:
+                continue
+            reported.add(step.feeder)
+            name = key.rsplit(".", 1)[-1]
+            engine = engines[0][0]
+            message = (f"gradients accumulate: `{name}()` steps `{shorten(step.ref, 24)}` on every batch `{engine}` "
+                       f"runs it on, and nothing clears them")
+            detail = (f"`{engine} = Engine({name})` calls `{key}()` once per batch; it runs backward and "
+                      f"`{step.ref}.step()` without clearing the gradients, so each update uses the sum of all past "
+                      f"gradients. Call `{step.ref}.zero_grad()` at the start of `{name}()`.")
+            yield model.finding(step.feeder, CODE, NAME, message, None, detail)
 
 
 def _stepped_from_other_files(model: FileModel, reported: set) -> Iterable[Finding]:
@@ -681,6 +705,30 @@ def _clears_same_object(model: FileModel, rel: str, call) -> bool:
 from mllint.registry import Example  # noqa: E402
 
 VALID = [
+    # an ignite Engine's process function that clears the gradients itself
+    """
+import torch
+from torch import nn
+from ignite.engine import Engine
+
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+train_loader = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(10)]
+
+
+def train_step(engine, batch):
+    model.train()
+    x, y = batch
+    optimizer.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+trainer = Engine(train_step)
+trainer.run(train_loader, max_epochs=2)
+""",
     # the tensor the optimizer holds is rebuilt in both branches of an if/else before the optimizer
     # is made afresh: every step starts from new gradients
     """
@@ -1238,6 +1286,29 @@ def visualise(model, steps, blur_every):
 ]
 
 INVALID = [
+    # an ignite Engine's process function: the engine calls it once per batch and clears nothing
+    """
+import torch
+from torch import nn
+from ignite.engine import Engine
+
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+train_loader = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(10)]
+
+
+def train_step(engine, batch):
+    model.train()
+    x, y = batch
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+trainer = Engine(train_step)
+trainer.run(train_loader, max_epochs=2)
+""",
     # no clearing at all
     Example(
         """

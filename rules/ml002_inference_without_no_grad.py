@@ -1026,6 +1026,70 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 ]
 
 INVALID = [
+    # the process function of an ignite Engine that is run on the validation loader
+    Example(
+        """
+import torch
+from torch import nn
+from ignite.engine import Engine
+
+model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+train_loader = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(10)]
+val_loader = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(3)]
+
+
+def train_step(engine, batch):
+    model.train()
+    x, y = batch
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def eval_step(engine, batch):
+    x, y = batch
+    return model(x).argmax(1).eq(y).float().mean().item()
+
+
+trainer = Engine(train_step)
+evaluator = Engine(eval_step)
+trainer.run(train_loader, max_epochs=2)
+evaluator.run(val_loader)
+""",
+        fixed="""
+import torch
+from torch import nn
+from ignite.engine import Engine
+
+model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+train_loader = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(10)]
+val_loader = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(3)]
+
+
+def train_step(engine, batch):
+    model.train()
+    x, y = batch
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+@torch.no_grad()
+def eval_step(engine, batch):
+    x, y = batch
+    return model(x).argmax(1).eq(y).float().mean().item()
+
+
+trainer = Engine(train_step)
+evaluator = Engine(eval_step)
+trainer.run(train_loader, max_epochs=2)
+evaluator.run(val_loader)
+""",
+    ),
     # a test worker started as a process on the shared model (``mp.Process(target=test,
     # args=(shared, ...))``): the process runs it as a call would, so `agent` is that model
     Example(

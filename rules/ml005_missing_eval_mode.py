@@ -154,6 +154,10 @@ def check(model: FileModel) -> Iterable[Finding]:
         message, consequence = _evaluated_message(shorten(ref), evidence.brief, layers)
         detail = f"`{ref}` is evaluated {evidence.text} in training mode: {why}. {consequence}"
         fix = _missing_fix(model, phases, effect, evidence)
+        if fix is not None and evidence.function in phases.engine_functions():
+            # an engine's process function: when the engines run (event handlers between
+            # epochs) is not in the code, so whether training switches back is not either
+            fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
         if fix is not None and ref == "self":
             # A model's own predict(): ``self.eval()`` there sticks after it returns, and a
             # caller we cannot see (a training loop logging predictions) may rely on train mode.
@@ -1232,6 +1236,39 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 ]
 
 INVALID = [
+    # the same evaluator engine: the model (with dropout) is never switched to eval mode; the fix is
+    # unsafe (when the engines run is decided by event handlers the code does not show)
+    """
+import torch
+from torch import nn
+from ignite.engine import Engine
+
+model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+train_loader = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(10)]
+val_loader = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(3)]
+
+
+def train_step(engine, batch):
+    model.train()
+    x, y = batch
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+@torch.no_grad()
+def eval_step(engine, batch):
+    x, y = batch
+    return model(x).argmax(1).eq(y).float().mean().item()
+
+
+trainer = Engine(train_step)
+evaluator = Engine(eval_step)
+trainer.run(train_loader, max_epochs=2)
+evaluator.run(val_loader)
+""",
     # a test block inside the training loop rebinds the loop's batch name to test data: what
     # reaches the forward there is the test batch (the assignment that reaches it, not the name)
     Example(

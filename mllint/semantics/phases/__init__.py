@@ -102,6 +102,7 @@ class Phases(FileFacts, BackwardFlow, GradFacts, EvaluationFacts, ModeFacts):
         self._feeds: Dict[cst.CSTNode, bool] = {}
         self._call_sites: Optional[Dict[str, List[Effect]]] = None
         self._value_refs: Optional[Set[str]] = None
+        self._engines: Optional[Dict[str, List[Tuple[str, Context]]]] = None
         self._backprop_fns: Optional[Set[str]] = None
         self._step_fns: Optional[Set[str]] = None
         self._grad_off_fns: Optional[Set[str]] = None

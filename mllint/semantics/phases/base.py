@@ -89,6 +89,39 @@ class FileFacts:
             self._call_sites = table
         return self._call_sites.get(key, [])
 
+    def engine_functions(self) -> Dict[str, List[Tuple[str, Context]]]:
+        """Functions of the file an ignite ``Engine`` is built on (``trainer = Engine(train_step)``):
+        the engine calls them once per batch, in a loop that does nothing else. Function key ->
+        the engines' names (with where they are bound)."""
+        if self._engines is None:
+            found: Dict[str, List[Tuple[str, Context]]] = {}
+            for targets, value, ctx in self.m.assignments:
+                if len(targets) != 1 or not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None:
+                    continue
+                qual = self.qual(value.func)
+                if not (qual.startswith("ignite.") and qual.rsplit(".", 1)[-1] == "Engine"):
+                    continue
+                name = dotted(value.args[0].value)
+                key = name if name in self.m.functions else None
+                if key is None and name and name.startswith("self.") and name.count(".") == 1:
+                    cls = self.m.class_scope_of(ctx.scope)
+                    key = f"{cls}.{name[5:]}" if cls and f"{cls}.{name[5:]}" in self.m.functions else None
+                if key is not None:
+                    found.setdefault(key, []).append((targets[0], ctx))
+            self._engines = found
+        return self._engines
+
+    def engine_run_data(self, key: str) -> List[cst.BaseExpression]:
+        """What the engines built on function `key` are run on (``evaluator.run(val_loader)``)."""
+        out: List[cst.BaseExpression] = []
+        for engine, ctx in self.engine_functions().get(key, ()):
+            for call, call_ctx in self.m.calls:
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "run" and dotted(func.value) == engine \
+                        and call.args and call.args[0].keyword is None:
+                    out.append(call.args[0].value)
+        return out
+
     def referenced_as_value(self, key: str) -> bool:
         """Whether a local function's name is used other than by calling it (a callback)."""
         if self._value_refs is None:

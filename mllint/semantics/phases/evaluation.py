@@ -451,6 +451,10 @@ class EvaluationFacts:
         sites = self.call_sites(key)
         if any(self.feeds_backward(site.node, site.ctx.scope) for site in sites):
             return None
+        runs = self.engine_run_data(key)
+        if runs and all(self._evaluation_data(data, key) for data in runs):
+            data = shorten(self.m.code_of(runs[0]), 30)
+            return Evidence("function", f"in `{name}()` (an engine runs it on `{data}`)", key)
         strength = eval_name_strength(name)
         if strength and self._building_block(fn, sites):
             strength = None
@@ -607,6 +611,14 @@ class EvaluationFacts:
                 if self._eval_data(ref, effect.ctx, 2) or self._reaching_eval_data(ref, effect.ctx, effect.order, 4):
                     return Evidence("data", f"on `{ref}`")
         return None
+
+    def _evaluation_data(self, expr: cst.BaseExpression, scope: str) -> bool:
+        """Whether an expression handed to a runner is evaluation data: a reference that names it
+        (``val_loader``) or a call that makes batches of it (``DataLoader(test_set)``)."""
+        ref = ref_of(expr)
+        if ref is not None:
+            return is_eval_data_ref(ref)
+        return isinstance(expr, cst.Call) and self._batches_of_eval_data(_unwrap_to(expr), scope) is not None
 
     def _reaching_eval_data(self, ref: str, ctx: Context, order: int, depth: int) -> bool:
         """Whether the value `ref` holds where `order` runs was computed from evaluation data,
