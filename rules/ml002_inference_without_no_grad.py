@@ -1026,6 +1026,59 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
 ]
 
 INVALID = [
+    # a model class an evaluation harness drives (lm-eval's `LM`): its methods evaluate; the
+    # no_grad goes on the method that consumes the forward's output
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+from lm_eval.api.model import LM
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+class MyLM(LM):
+    def __init__(self, name):
+        super().__init__()
+        self.model = AutoModelForCausalLM.from_pretrained(name)
+        self.tokenizer = AutoTokenizer.from_pretrained(name)
+
+    def _model_call(self, inps):
+        return self.model(inps).logits
+
+    def loglikelihood(self, requests):
+        results = []
+        for context, continuation in [r.args for r in requests]:
+            ids = torch.tensor([self.tokenizer.encode(context + continuation)])
+            logprobs = F.log_softmax(self._model_call(ids), dim=-1)
+            results.append((logprobs[0, -1].max().item(), True))
+        return results
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+from lm_eval.api.model import LM
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+class MyLM(LM):
+    def __init__(self, name):
+        super().__init__()
+        self.model = AutoModelForCausalLM.from_pretrained(name)
+        self.tokenizer = AutoTokenizer.from_pretrained(name)
+
+    def _model_call(self, inps):
+        return self.model(inps).logits
+
+    @torch.no_grad()
+    def loglikelihood(self, requests):
+        results = []
+        for context, continuation in [r.args for r in requests]:
+            ids = torch.tensor([self.tokenizer.encode(context + continuation)])
+            logprobs = F.log_softmax(self._model_call(ids), dim=-1)
+            results.append((logprobs[0, -1].max().item(), True))
+        return results
+""",
+    ),
     # the process function of an ignite Engine that is run on the validation loader
     Example(
         """

@@ -412,6 +412,23 @@ class EvaluationFacts:
                 return True
         return False
 
+    def _harness_class(self, name: str, seen: Optional[Set[str]] = None) -> bool:
+        """A class an evaluation harness drives (its bases reach ``lm_eval``'s ``LM``): every
+        method of it serves evaluation (``loglikelihood``, ``generate_until``, ``_model_call``)."""
+        seen = seen or set()
+        info = self.m.classes.get(name)
+        if info is None or name in seen:
+            return False
+        seen.add(name)
+        for base in info.bases:
+            short = base.rsplit(".", 1)[-1]
+            if short in self.m.classes:
+                if self._harness_class(short, seen):
+                    return True
+            elif (self.m.imports.qualify(base) or "").startswith("lm_eval."):
+                return True
+        return False
+
     def unit_test(self, fn: Function) -> bool:
         """A unit test (forward passes there check the model, they do not evaluate it): a
         ``test`` function in a test suite (pytest/unittest imported, a ``Test`` class), or a
@@ -451,6 +468,8 @@ class EvaluationFacts:
         sites = self.call_sites(key)
         if any(self.feeds_backward(site.node, site.ctx.scope) for site in sites):
             return None
+        if fn.cls is not None and name != "__init__" and self._harness_class(fn.cls):
+            return Evidence("function", f"in `{name}()` of an evaluation-harness model", key)
         runs = self.engine_run_data(key)
         if runs and all(self._evaluation_data(data, key) for data in runs):
             data = shorten(self.m.code_of(runs[0]), 30)

@@ -294,12 +294,15 @@ def _evaluation_possible(facts) -> bool:
     an inference script (``_LOAD_CALLS`` on a call at module level or in main() and the like,
     where ``script_evidence`` looks); or a mode switch (``.eval()``,
     ``.train(False)``); or a string naming an evaluation split handed to a call
-    (``get_batch("val")``, ``eval_split_call``). A caller's evidence ("callers") is one of
+    (``get_batch("val")``, ``eval_split_call``); or an evaluation harness imported
+    (``lm_eval``: its model classes evaluate). A caller's evidence ("callers") is one of
     these further up."""
     if facts.eval_switch or facts.eval_split_arg:
         return True  # x.eval(), x.train(False): the EVAL effects, also inside helpers (a
         # train(flag) is a "maybe" mode event, which is never evidence of evaluation); a string
         # naming an evaluation split handed to a call (``get_batch("val")``)
+    if facts.imports_module("lm_eval"):
+        return True  # an evaluation harness's model class: every method of it evaluates
     # script_evidence: a load in the forward's own scope, module level or main()/run()...
     if any(_LOAD_CALLS.search(name) for name in facts.script_call_quals):
         return True
