@@ -1102,6 +1102,7 @@ def train_step(engine, batch):
 
 
 def eval_step(engine, batch):
+    model.eval()
     x, y = batch
     return model(x).argmax(1).eq(y).float().mean().item()
 
@@ -1133,6 +1134,7 @@ def train_step(engine, batch):
 
 @torch.no_grad()
 def eval_step(engine, batch):
+    model.eval()
     x, y = batch
     return model(x).argmax(1).eq(y).float().mean().item()
 
