@@ -644,8 +644,8 @@ def _stepped_by_an_engine(model: FileModel, phases: Phases, reported: set) -> It
             reported.add(step.feeder)
             name = key.rsplit(".", 1)[-1]
             engine = engines[0][0]
-            message = (f"gradients accumulate: `{name}()` steps `{shorten(step.ref, 24)}` on every batch `{engine}` "
-                       f"runs it on, and nothing clears them")
+            message = (f"gradients accumulate: `{shorten(name, 24)}()` steps `{shorten(step.ref, 24)}` once per batch of "
+                       f"`{shorten(engine, 20)}`, and nothing clears them")
             detail = (f"`{engine} = Engine({name})` calls `{key}()` once per batch; it runs backward and "
                       f"`{step.ref}.step()` without clearing the gradients, so each update uses the sum of all past "
                       f"gradients. Call `{step.ref}.zero_grad()` at the start of `{name}()`.")
