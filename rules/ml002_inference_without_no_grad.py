@@ -1003,6 +1003,27 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
         set_grad(True)
         return outs
     """,
+    # a capitalised name bound to a class (no instance, no parameters anywhere) is a constructor
+    """
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, width), nn.BatchNorm1d(width))
+
+    def forward(self, z):
+        return self.body(z)
+
+
+Arch = Generator  # the class, chosen once
+
+
+def sample_shapes(widths):
+    return [Arch(w) for w in widths]
+""",
 ]
 
 INVALID = [
@@ -2010,6 +2031,85 @@ def main(model, optimizer, train_loader, val_loader, epochs):
     for epoch in range(epochs):
         run_epoch(model, train_loader, optimizer)
         print(epoch, run_epoch(model, val_loader))
+""",
+    ),
+    # GAN code names its networks G and D: a capitalised name built from a module class
+    # (its parameters handed to an optimizer) is a model, not a constructor; sample() evaluates it
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self, z_dim):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(z_dim, 64), nn.BatchNorm1d(64), nn.Tanh())
+
+    def forward(self, z):
+        return self.body(z)
+
+
+G = Generator(16)
+D = nn.Sequential(nn.Linear(64, 1))
+G_opt = torch.optim.Adam(G.parameters(), lr=2e-4)
+D_opt = torch.optim.Adam(D.parameters(), lr=2e-4)
+
+
+def sample(z):
+    G.eval()
+    return G(z)
+
+
+def train(loader, epochs):
+    fixed_z = torch.randn(8, 16)
+    for epoch in range(epochs):
+        for step, real in enumerate(loader):
+            G.train()
+            G_opt.zero_grad()
+            loss = -D(G(torch.randn(real.size(0), 16))).mean()
+            loss.backward()
+            G_opt.step()
+            if step % 500 == 0:
+                torch.save(sample(fixed_z), f"sample_{epoch}_{step}.pt")
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self, z_dim):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(z_dim, 64), nn.BatchNorm1d(64), nn.Tanh())
+
+    def forward(self, z):
+        return self.body(z)
+
+
+G = Generator(16)
+D = nn.Sequential(nn.Linear(64, 1))
+G_opt = torch.optim.Adam(G.parameters(), lr=2e-4)
+D_opt = torch.optim.Adam(D.parameters(), lr=2e-4)
+
+
+@torch.no_grad()
+def sample(z):
+    G.eval()
+    return G(z)
+
+
+def train(loader, epochs):
+    fixed_z = torch.randn(8, 16)
+    for epoch in range(epochs):
+        for step, real in enumerate(loader):
+            G.train()
+            G_opt.zero_grad()
+            loss = -D(G(torch.randn(real.size(0), 16))).mean()
+            loss.backward()
+            G_opt.step()
+            if step % 500 == 0:
+                torch.save(sample(fixed_z), f"sample_{epoch}_{step}.pt")
 """,
     ),
 ]

@@ -1078,6 +1078,29 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
             set_mode("eval", [model])
             print(evaluate(model, val_loader))
     """,
+    # teacher = teacher.half() keeps the module made in eval mode (Net().eval())
+    """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+teacher = Net().eval()
+teacher = teacher.half()
+
+
+def predict(x):
+    with torch.no_grad():
+        return teacher(x.half())
+""",
 ]
 
 INVALID = [
@@ -2323,6 +2346,111 @@ def main(model, optimizer, batches_a, batches_b, epochs):
         model.eval()
         print(epoch, run_epoch(model, batches_b, optimizer, False))
         model.train()
+""",
+    ),
+    # self.G, built from a module class in __init__, sampled after loading its weights
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, 64), nn.BatchNorm1d(64), nn.Tanh())
+
+    def forward(self, z):
+        return self.body(z)
+
+
+class GANModel:
+    def __init__(self, device):
+        self.G = Generator().to(device)
+        self.g_opt = torch.optim.Adam(self.G.parameters(), lr=2e-4)
+
+    def evaluate(self, path, n):
+        self.G.load_state_dict(torch.load(path))
+        z = torch.randn(n, 16)
+        with torch.no_grad():
+            return self.G(z)
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, 64), nn.BatchNorm1d(64), nn.Tanh())
+
+    def forward(self, z):
+        return self.body(z)
+
+
+class GANModel:
+    def __init__(self, device):
+        self.G = Generator().to(device)
+        self.g_opt = torch.optim.Adam(self.G.parameters(), lr=2e-4)
+
+    def evaluate(self, path, n):
+        self.G.eval()
+        self.G.load_state_dict(torch.load(path))
+        z = torch.randn(n, 16)
+        with torch.no_grad():
+            return self.G(z)
+""",
+    ),
+    # net = net.to(device) is the same module (in training mode), not an unknown new one
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+net = nn.Sequential(nn.Linear(20, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 2))
+net = net.to(device)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+criterion = nn.CrossEntropyLoss()
+train_loader = torch.utils.data.DataLoader(torch.randn(64, 20), batch_size=8)
+test_loader = torch.utils.data.DataLoader(torch.randn(16, 20), batch_size=8)
+
+for epoch in range(5):
+    for step, x in enumerate(train_loader):
+        optimizer.zero_grad()
+        loss = criterion(net(x.to(device)), torch.zeros(len(x), dtype=torch.long))
+        loss.backward()
+        optimizer.step()
+        if (step + 1) % 4 == 0:
+            with torch.no_grad():
+                for tx in test_loader:
+                    print(net(tx.to(device)).argmax(1))
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+net = nn.Sequential(nn.Linear(20, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 2))
+net = net.to(device)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+criterion = nn.CrossEntropyLoss()
+train_loader = torch.utils.data.DataLoader(torch.randn(64, 20), batch_size=8)
+test_loader = torch.utils.data.DataLoader(torch.randn(16, 20), batch_size=8)
+
+for epoch in range(5):
+    for step, x in enumerate(train_loader):
+        net.train()
+        optimizer.zero_grad()
+        loss = criterion(net(x.to(device)), torch.zeros(len(x), dtype=torch.long))
+        loss.backward()
+        optimizer.step()
+        if (step + 1) % 4 == 0:
+            net.eval()
+            with torch.no_grad():
+                for tx in test_loader:
+                    print(net(tx.to(device)).argmax(1))
 """,
     ),
 ]

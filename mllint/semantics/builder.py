@@ -1001,8 +1001,10 @@ def _source_ref(value: cst.BaseExpression) -> Optional[str]:
             return ref
         func = value.func
         name = dotted(func) or ""
-        if isinstance(func, cst.Attribute) and func.attr.value in _MODEL_RETURNING_METHODS:
-            value = func.value
+        if isinstance(func, cst.Attribute) and (
+            func.attr.value in _MODEL_RETURNING_METHODS or (func.attr.value == "type" and len(value.args) == 1)
+        ):
+            value = func.value  # ``net.type(dtype)``: nn.Module.type casts in place and returns the module
         elif (name.rsplit(".", 1)[-1] in _MODEL_WRAPPERS or name.endswith(("prepare", "setup"))) and len(value.args) == 1:
             value = value.args[0].value
         else:

@@ -772,8 +772,16 @@ class ModeFacts:
                 return "maybe"
             if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "eval" and not expr.args:
                 return "eval"  # teacher = Net().eval()
-            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "share_memory"):
+            if isinstance(expr.func, cst.Attribute) and (
+                expr.func.attr.value in ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "share_memory")
+                or (expr.func.attr.value == "type" and expr.args)
+            ):
+                # the same module, moved or cast in place, in whatever mode it had:
+                # ``net = net.type(dtype)`` / ``net = net.to(device)`` rebinds the earlier ``net``
                 expr = expr.func.value
+                inner = ref_of(expr)
+                if inner is not None:
+                    return self._initial(scope, inner, depth + 1, bound)
                 continue
             short = name.rsplit(".", 1)[-1]
             if short in ("DataParallel", "DistributedDataParallel", "compile", "prepare", "prepare_model") and expr.args:
