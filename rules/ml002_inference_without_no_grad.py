@@ -2112,4 +2112,57 @@ def train(loader, epochs):
                 torch.save(sample(fixed_z), f"sample_{epoch}_{step}.pt")
 """,
     ),
+    # one test batch drawn with next(enumerate(test_loader)) rebinds the training loop's variable
+    # every few steps; the forward on it feeds no backward pass
+    Example(
+        """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+net = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
+optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+train_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 3), torch.zeros(64).long()), batch_size=8)
+test_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 3), torch.zeros(16).long()), batch_size=8)
+
+for epoch in range(5):
+    for i, batch in enumerate(train_loader):
+        inputs, labels = batch
+        optimizer.zero_grad()
+        loss = F.cross_entropy(net(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        if i % 4 == 0:
+            _, batch = next(enumerate(test_loader))
+            inputs, labels = batch
+            inputs = inputs.float()
+            accuracy = (net(inputs).argmax(1) == labels).float().mean()
+            print(epoch, i, accuracy.item())
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+net = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
+optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+train_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 3), torch.zeros(64).long()), batch_size=8)
+test_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 3), torch.zeros(16).long()), batch_size=8)
+
+for epoch in range(5):
+    for i, batch in enumerate(train_loader):
+        inputs, labels = batch
+        optimizer.zero_grad()
+        loss = F.cross_entropy(net(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        if i % 4 == 0:
+            _, batch = next(enumerate(test_loader))
+            inputs, labels = batch
+            inputs = inputs.float()
+            with torch.no_grad():
+                accuracy = (net(inputs).argmax(1) == labels).float().mean()
+            print(epoch, i, accuracy.item())
+""",
+    ),
 ]
