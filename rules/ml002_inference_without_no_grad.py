@@ -2165,4 +2165,52 @@ for epoch in range(5):
             print(epoch, i, accuracy.item())
 """,
     ),
+    # the validation loop iterates a progress bar bound first to tqdm(iter(valid_loader))
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+
+class Trainer:
+    def fit(self, model, train_loader, valid_loader, optimizer, epochs):
+        for epoch in range(epochs):
+            model.train()
+            for x, y in tqdm(train_loader):
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+            model.eval()
+            progress = tqdm(iter(valid_loader), total=len(valid_loader))
+            total = 0.0
+            for step, (x, y) in enumerate(progress):
+                total += F.cross_entropy(model(x), y).item()
+                progress.set_description(f"valid loss {total / (step + 1):.4f}")
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+
+class Trainer:
+    def fit(self, model, train_loader, valid_loader, optimizer, epochs):
+        for epoch in range(epochs):
+            model.train()
+            for x, y in tqdm(train_loader):
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+            model.eval()
+            progress = tqdm(iter(valid_loader), total=len(valid_loader))
+            total = 0.0
+            with torch.no_grad():
+                for step, (x, y) in enumerate(progress):
+                    total += F.cross_entropy(model(x), y).item()
+                    progress.set_description(f"valid loss {total / (step + 1):.4f}")
+""",
+    ),
 ]

@@ -493,3 +493,30 @@ def test_batch_drawn_before_the_loop_is_not_what_the_loop_variable_holds():
             print(model(x).shape)
     """)
     assert ph.data_evidence(forward(ph, "model")) is None
+
+
+# --- a loop over a variable that holds a wrapper of the evaluation loader --------------------------
+
+_WRAPPED = """
+import torch
+from tqdm import tqdm
+
+def run(model, train_loader, valid_loader, flag):
+    {bind}
+    for i, batch in enumerate(bar):
+        print(model(batch).sum())
+"""
+
+
+@pytest.mark.parametrize("bind,expected", [
+    ("bar = tqdm(iter(valid_loader), total=len(valid_loader))", "valid_loader"),
+    ("bar = tqdm(train_loader)\n    bar = tqdm(valid_loader)", "valid_loader"),  # the last binding
+    ("bar = tqdm(valid_loader)\n    bar = tqdm(train_loader)", None),
+    ("bar = tqdm(train_loader)\n    if flag:\n        bar = tqdm(valid_loader)", None),  # either
+    ("bar = iter(train_loader)", None),
+])
+def test_loop_over_a_variable_bound_to_a_wrapped_loader(bind, expected):
+    from phases_helpers import forward
+
+    ph = phases_of(_WRAPPED.format(bind=bind))
+    assert ph.iterated_data(forward(ph, "model").ctx.loop) == expected

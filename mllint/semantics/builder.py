@@ -258,7 +258,8 @@ class _Builder(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> bool:
         self.walk(node.iter)
         iter_ref, iter_call = self._iterated(node.iter)
-        loop = Loop(node, self.scope, self.loop, self._loop_targets(node.target), iter_ref, iter_call, node.body, self._next(), _trip_count(node.iter))
+        loop = Loop(node, self.scope, self.loop, self._loop_targets(node.target), iter_ref, iter_call, node.body, self._next(),
+                    _trip_count(node.iter), self.conds)
         self.m.loops.append(loop)
         self._visit_in(node.body, loop=loop, conditional=False, statement=None, guard=None)
         self._visit_in(node.orelse, statement=None, conditional=True)

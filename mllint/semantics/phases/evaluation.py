@@ -537,10 +537,33 @@ class EvaluationFacts:
                     attr = dotted(expr)
                     if attr and is_eval_data_ref(attr):
                         return attr
+                if isinstance(expr, cst.Name) and expr.value not in loop.targets:
+                    value = self._iterable_bound_before(expr.value, loop)
+                    if value is not None:
+                        nxt.append(value)  # pbar = tqdm(iter(valid_loader)); for i, b in enumerate(pbar):
             if not nxt:
                 break
             exprs = nxt
         return None
+
+    def _iterable_bound_before(self, name: str, loop: Loop) -> Optional[cst.BaseExpression]:
+        """What the variable ``name`` a loop iterates certainly holds when the loop starts: the
+        value of the last assignment to it alone before the loop, in the same scope, that runs
+        whenever the loop does (not in an inner loop or another branch). None otherwise."""
+        best = None
+        for targets, value, actx in self.m.assignments:
+            if targets != (name,) or actx.scope != loop.scope:
+                continue
+            at = self.m.assignment_order.get(value)
+            if at is None or at >= loop.order:
+                continue
+            if actx.loop is not None and not actx.loop.encloses(loop.parent):
+                continue
+            if not set(actx.conds) <= set(loop.conds):
+                continue
+            if best is None or at > best[0]:
+                best = (at, value)
+        return best[1] if best is not None else None
 
     def eval_split_call(self, expr: cst.BaseExpression, scope: str) -> Optional[str]:
         """The text of a call that fetches evaluation data by naming its split, as in
