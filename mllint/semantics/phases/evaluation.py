@@ -641,8 +641,8 @@ class EvaluationFacts:
         head = _head(ref)
         if order is not None:
             reaching = self._rebinding(head, ctx, order)
-            if reaching is not None:
-                return self._assigned_eval_data(head, reaching, depth)
+            if reaching is not None and self._assigned_eval_data(head, reaching, depth):
+                return True
         loop = ctx.loop
         while loop is not None:
             if head in loop.targets:
@@ -673,7 +673,8 @@ class EvaluationFacts:
         a loop) rebinds it first: the last one before, in the same scope, not in a loop or
         branch the read is outside of (``j, data = next(enumerate(test_loader))`` in the body
         of ``for i, data in enumerate(train_loader):``, then ``model(data)``). None when
-        there is none (the loop variable, or whatever the looser search finds, is the value)."""
+        there is none (the loop variable, or whatever the looser search finds, is the value;
+        that search also runs when this assignment gives no evaluation data)."""
         binding = ctx.loop
         while binding is not None and head not in binding.targets:
             binding = binding.parent
