@@ -1101,6 +1101,65 @@ def predict(x):
     with torch.no_grad():
         return teacher(x.half())
 """,
+    # the factory switches the model it returns to eval mode
+    """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def load_model(path):
+    m = Net()
+    m.load_state_dict(torch.load(path))
+    m.eval()
+    return m
+
+
+model = load_model("weights.pt")
+
+
+def predict(x):
+    with torch.no_grad():
+        return model(x).argmax(1)
+""",
+    # the factory's returns disagree (a scripted model, of unknown mode, on one path)
+    """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def load_model(path, scripted):
+    if scripted:
+        return torch.jit.load(path)
+    m = Net()
+    m.load_state_dict(torch.load(path))
+    return m
+
+
+model = load_model("weights.pt", scripted=True)
+
+
+def predict(x):
+    with torch.no_grad():
+        return model(x).argmax(1)
+""",
 ]
 
 INVALID = [
@@ -2505,6 +2564,65 @@ for epoch in range(5):
             net.eval()
             accuracy = (net(inputs).argmax(1) == labels).float().mean()
             print(epoch, i, accuracy.item())
+""",
+    ),
+    # a model made and returned by a function of the file (weights loaded, mode untouched)
+    # starts in training mode where the function is called
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def load_model(path):
+    m = Net()
+    m.load_state_dict(torch.load(path))
+    return m
+
+
+model = load_model("weights.pt")
+
+
+def predict(x):
+    with torch.no_grad():
+        return model(x).argmax(1)
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def load_model(path):
+    m = Net()
+    m.load_state_dict(torch.load(path))
+    return m
+
+
+model = load_model("weights.pt")
+
+
+def predict(x):
+    model.eval()
+    with torch.no_grad():
+        return model(x).argmax(1)
 """,
     ),
 ]

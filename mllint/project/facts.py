@@ -47,7 +47,7 @@ _GRAD_OFF = {"no_grad", "inference_mode"}
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 3
+FACTS_VERSION = 4
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -120,6 +120,7 @@ class FileFacts:
     frameworks: FrozenSet[str]  # "torch" and/or the other frameworks' top-level names
     instances: Tuple[Tuple[str, str, str], ...]  # (scope, name, dotted class called) for ``name = Cls(...)``
     parsed: bool = True  # False: the file did not parse (no facts)
+    switched: FrozenSet[str] = frozenset()  # references some scope of the file (module level too) switches the mode of
 
 
 EMPTY = FileFacts(FACTS_VERSION, (), (), (), (), frozenset(), (), parsed=False)
@@ -180,6 +181,7 @@ def facts_of_tree(tree: ast.Module) -> FileFacts:
         tuple(walker.calls),
         frozenset(frameworks),
         tuple(walker.instances),
+        switched=frozenset(walker.top.evals | walker.top.trains).union(*(f.evals | f.trains for f in walker.functions)),
     )
 
 
@@ -245,7 +247,7 @@ class _Walker:
 
     # --- structure -------------------------------------------------------------------
     def module(self, tree: ast.Module) -> None:
-        top = _Scope("<module>", None, (), False, 1)
+        top = self.top = _Scope("<module>", None, (), False, 1)
         self.scopes.append(top)
         self.body(tree.body, None)
 

@@ -757,6 +757,9 @@ class ModeFacts:
             if not isinstance(expr, cst.Call):
                 return "maybe"
             name = self.qual(expr.func)
+            factory = self.m.functions.get(expr.func.value) if isinstance(expr.func, cst.Name) else None
+            if factory is not None and factory.cls is None:
+                return self._initial_from_factory(factory, depth + 1)
             if _EVAL_INITIAL.search(name):
                 return "eval_initial"
             if (
@@ -797,6 +800,53 @@ class ModeFacts:
             return "train"
         return "maybe"
 
+    def _imported_instance(self, name: str) -> str:
+        """How a model that another file of the project makes at module level, and this file
+        imports, starts out (``CatfishModel = models.resnet50()`` there): a fresh module of a torch
+        constructor or of a module class of the project is in training mode, when that file
+        switches nothing by that name. "maybe" otherwise (made where we cannot see)."""
+        if self.m.project is None:
+            return "maybe"
+        made = self.m.project.module_instance(self.m.imports.qualify(name) or name)
+        if made is None:
+            return "maybe"
+        callee, project_module = made
+        if _EVAL_INITIAL.search(callee):
+            return "eval_initial"
+        if _MAYBE_INITIAL.search(callee) or "load" in callee.rsplit(".", 1)[-1]:
+            return "maybe"
+        if project_module or (project_module is None and R.role_of_constructor(callee) == R.MODEL):
+            return "train"
+        return "maybe"
+
+    def _initial_from_factory(self, fn, depth: int) -> str:
+        """How a model that a function of this file makes and returns starts out (``def
+        load_model(): m = Net(); m.load_state_dict(...); return m``): how it was made there, or
+        the last switch of it there when that runs on every call. "maybe" when the returns
+        disagree, or return something handed in, or what the function does not make."""
+        from mllint.semantics.phases.evaluation import _returned_values
+
+        if depth > 4:
+            return "maybe"
+        found: Set[str] = set()
+        for value in _returned_values(fn.node):
+            ref = ref_of(value)
+            if ref is None:
+                found.add(self._initial_of_value(value, fn.key, depth))
+                continue
+            head = _head(ref)
+            if ref in ("None", "__yield__") or head in fn.params or head in ("self", "cls") or not self.m.assigns_locally(fn.key, head):
+                return "maybe"
+            events = [e for e in self.events(fn.key) if self.same_model(e.ref, ref, fn.key)]
+            if events:
+                last = events[-1]
+                settled = not last.cond and last.ctx.loop is None and not self._conditions(last.ctx.conds, last.ref)
+                found.add(last.kind if settled else "maybe")
+                continue
+            initial = self._initial(fn.key, ref, depth)
+            found.add("maybe" if initial == "none" else initial)
+        return found.pop() if len(found) == 1 else "maybe"
+
     def _initial(self, scope: str, ref: str, depth: int = 0, bound: Optional[int] = None) -> str:
         """How the model ``ref`` starts out, from the (last) assignment that made it
         (among the first ``bound`` assignments of the file)."""
@@ -831,6 +881,8 @@ class ModeFacts:
         if "." in ref and not ref.startswith(("self.", "cls.")):
             return self._initial(scope, ref.split(".", 1)[0], depth + 1)
         if _head(ref) in self.m.imports.aliases:
+            if ref == _head(ref):
+                return self._imported_instance(ref)
             return "maybe"  # imported: made where we cannot see
         return "none"  # nothing in this file makes it (a fresh model is in training mode)
 
