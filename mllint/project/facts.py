@@ -12,7 +12,10 @@ What the rules of another file may need to know about this one, and nothing more
 - ``calls``: every call of a name this file imports or defines, with where it sits (under
   ``no_grad``, in a loop, in a loop that trains, after an ``eval()`` in the same scope) and
   its arguments (dotted references and constants);
-- ``frameworks``: which deep-learning frameworks the file imports.
+- ``frameworks``: which deep-learning frameworks the file imports;
+- ``instances`` and ``switched``: the names bound to a call (``model = Net()``, per scope), and
+  every reference whose mode some scope of the file switches (``eval()``/``train(...)``), so
+  that a model made at module level and imported elsewhere has a known starting mode.
 
 Facts are plain tuples, dicts and frozensets so that they pickle small and fast (the project
 store caches them by content hash, see store.py).
