@@ -2136,7 +2136,9 @@ for epoch in range(5):
             _, batch = next(enumerate(test_loader))
             inputs, labels = batch
             inputs = inputs.float()
+            net.eval()
             accuracy = (net(inputs).argmax(1) == labels).float().mean()
+            net.train()
             print(epoch, i, accuracy.item())
 """,
         fixed="""
@@ -2160,8 +2162,10 @@ for epoch in range(5):
             _, batch = next(enumerate(test_loader))
             inputs, labels = batch
             inputs = inputs.float()
+            net.eval()
             with torch.no_grad():
                 accuracy = (net(inputs).argmax(1) == labels).float().mean()
+            net.train()
             print(epoch, i, accuracy.item())
 """,
     ),

@@ -2536,7 +2536,8 @@ for epoch in range(5):
             _, batch = next(enumerate(test_loader))
             inputs, labels = batch
             inputs = inputs.float()
-            accuracy = (net(inputs).argmax(1) == labels).float().mean()
+            with torch.no_grad():
+                accuracy = (net(inputs).argmax(1) == labels).float().mean()
             print(epoch, i, accuracy.item())
 """,
         fixed="""
@@ -2562,7 +2563,8 @@ for epoch in range(5):
             inputs, labels = batch
             inputs = inputs.float()
             net.eval()
-            accuracy = (net(inputs).argmax(1) == labels).float().mean()
+            with torch.no_grad():
+                accuracy = (net(inputs).argmax(1) == labels).float().mean()
             print(epoch, i, accuracy.item())
 """,
     ),
