@@ -1023,6 +1023,27 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
         set_grad(True)
         return outs
     """,
+    # a capitalised name bound to a class (no instance, no parameters anywhere) is a constructor
+    """
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, width), nn.BatchNorm1d(width))
+
+    def forward(self, z):
+        return self.body(z)
+
+
+Arch = Generator  # the class, chosen once
+
+
+def sample_shapes(widths):
+    return [Arch(w) for w in widths]
+""",
 ]
 
 INVALID = [
@@ -2232,6 +2253,190 @@ def main(model, optimizer, train_loader, val_loader, epochs):
     for epoch in range(epochs):
         run_epoch(model, train_loader, optimizer)
         print(epoch, run_epoch(model, val_loader))
+""",
+    ),
+    # GAN code names its networks G and D: a capitalised name built from a module class
+    # (its parameters handed to an optimizer) is a model, not a constructor; sample() evaluates it
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self, z_dim):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(z_dim, 64), nn.BatchNorm1d(64), nn.Tanh())
+
+    def forward(self, z):
+        return self.body(z)
+
+
+G = Generator(16)
+D = nn.Sequential(nn.Linear(64, 1))
+G_opt = torch.optim.Adam(G.parameters(), lr=2e-4)
+D_opt = torch.optim.Adam(D.parameters(), lr=2e-4)
+
+
+def sample(z):
+    G.eval()
+    return G(z)
+
+
+def train(loader, epochs):
+    fixed_z = torch.randn(8, 16)
+    for epoch in range(epochs):
+        for step, real in enumerate(loader):
+            G.train()
+            G_opt.zero_grad()
+            loss = -D(G(torch.randn(real.size(0), 16))).mean()
+            loss.backward()
+            G_opt.step()
+            if step % 500 == 0:
+                torch.save(sample(fixed_z), f"sample_{epoch}_{step}.pt")
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self, z_dim):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(z_dim, 64), nn.BatchNorm1d(64), nn.Tanh())
+
+    def forward(self, z):
+        return self.body(z)
+
+
+G = Generator(16)
+D = nn.Sequential(nn.Linear(64, 1))
+G_opt = torch.optim.Adam(G.parameters(), lr=2e-4)
+D_opt = torch.optim.Adam(D.parameters(), lr=2e-4)
+
+
+@torch.no_grad()
+def sample(z):
+    G.eval()
+    return G(z)
+
+
+def train(loader, epochs):
+    fixed_z = torch.randn(8, 16)
+    for epoch in range(epochs):
+        for step, real in enumerate(loader):
+            G.train()
+            G_opt.zero_grad()
+            loss = -D(G(torch.randn(real.size(0), 16))).mean()
+            loss.backward()
+            G_opt.step()
+            if step % 500 == 0:
+                torch.save(sample(fixed_z), f"sample_{epoch}_{step}.pt")
+""",
+    ),
+    # one test batch drawn with next(enumerate(test_loader)) rebinds the training loop's variable
+    # every few steps; the forward on it feeds no backward pass
+    Example(
+        """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+net = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
+optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+train_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 3), torch.zeros(64).long()), batch_size=8)
+test_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 3), torch.zeros(16).long()), batch_size=8)
+
+for epoch in range(5):
+    for i, batch in enumerate(train_loader):
+        inputs, labels = batch
+        optimizer.zero_grad()
+        loss = F.cross_entropy(net(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        if i % 4 == 0:
+            _, batch = next(enumerate(test_loader))
+            inputs, labels = batch
+            inputs = inputs.float()
+            net.eval()
+            accuracy = (net(inputs).argmax(1) == labels).float().mean()
+            net.train()
+            print(epoch, i, accuracy.item())
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+net = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
+optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+train_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 3), torch.zeros(64).long()), batch_size=8)
+test_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 3), torch.zeros(16).long()), batch_size=8)
+
+for epoch in range(5):
+    for i, batch in enumerate(train_loader):
+        inputs, labels = batch
+        optimizer.zero_grad()
+        loss = F.cross_entropy(net(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        if i % 4 == 0:
+            _, batch = next(enumerate(test_loader))
+            inputs, labels = batch
+            inputs = inputs.float()
+            net.eval()
+            with torch.no_grad():
+                accuracy = (net(inputs).argmax(1) == labels).float().mean()
+            net.train()
+            print(epoch, i, accuracy.item())
+""",
+    ),
+    # the validation loop iterates a progress bar bound first to tqdm(iter(valid_loader))
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+
+class Trainer:
+    def fit(self, model, train_loader, valid_loader, optimizer, epochs):
+        for epoch in range(epochs):
+            model.train()
+            for x, y in tqdm(train_loader):
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+            model.eval()
+            progress = tqdm(iter(valid_loader), total=len(valid_loader))
+            total = 0.0
+            for step, (x, y) in enumerate(progress):
+                total += F.cross_entropy(model(x), y).item()
+                progress.set_description(f"valid loss {total / (step + 1):.4f}")
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+
+class Trainer:
+    def fit(self, model, train_loader, valid_loader, optimizer, epochs):
+        for epoch in range(epochs):
+            model.train()
+            for x, y in tqdm(train_loader):
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+            model.eval()
+            progress = tqdm(iter(valid_loader), total=len(valid_loader))
+            total = 0.0
+            with torch.no_grad():
+                for step, (x, y) in enumerate(progress):
+                    total += F.cross_entropy(model(x), y).item()
+                    progress.set_description(f"valid loss {total / (step + 1):.4f}")
 """,
     ),
 ]

@@ -1233,6 +1233,88 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
             set_mode("eval", [model])
             print(evaluate(model, val_loader))
     """,
+    # teacher = teacher.half() keeps the module made in eval mode (Net().eval())
+    """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+teacher = Net().eval()
+teacher = teacher.half()
+
+
+def predict(x):
+    with torch.no_grad():
+        return teacher(x.half())
+""",
+    # the factory switches the model it returns to eval mode
+    """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def load_model(path):
+    m = Net()
+    m.load_state_dict(torch.load(path))
+    m.eval()
+    return m
+
+
+model = load_model("weights.pt")
+
+
+def predict(x):
+    with torch.no_grad():
+        return model(x).argmax(1)
+""",
+    # the factory's returns disagree (a scripted model, of unknown mode, on one path)
+    """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def load_model(path, scripted):
+    if scripted:
+        return torch.jit.load(path)
+    m = Net()
+    m.load_state_dict(torch.load(path))
+    return m
+
+
+model = load_model("weights.pt", scripted=True)
+
+
+def predict(x):
+    with torch.no_grad():
+        return model(x).argmax(1)
+""",
 ]
 
 INVALID = [
@@ -2636,6 +2718,226 @@ def main(model, optimizer, batches_a, batches_b, epochs):
         model.eval()
         print(epoch, run_epoch(model, batches_b, optimizer, False))
         model.train()
+""",
+    ),
+    # self.G, built from a module class in __init__, sampled after loading its weights
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, 64), nn.BatchNorm1d(64), nn.Tanh())
+
+    def forward(self, z):
+        return self.body(z)
+
+
+class GANModel:
+    def __init__(self, device):
+        self.G = Generator().to(device)
+        self.g_opt = torch.optim.Adam(self.G.parameters(), lr=2e-4)
+
+    def evaluate(self, path, n):
+        self.G.load_state_dict(torch.load(path))
+        z = torch.randn(n, 16)
+        with torch.no_grad():
+            return self.G(z)
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, 64), nn.BatchNorm1d(64), nn.Tanh())
+
+    def forward(self, z):
+        return self.body(z)
+
+
+class GANModel:
+    def __init__(self, device):
+        self.G = Generator().to(device)
+        self.g_opt = torch.optim.Adam(self.G.parameters(), lr=2e-4)
+
+    def evaluate(self, path, n):
+        self.G.eval()
+        self.G.load_state_dict(torch.load(path))
+        z = torch.randn(n, 16)
+        with torch.no_grad():
+            return self.G(z)
+""",
+    ),
+    # net = net.to(device) is the same module (in training mode), not an unknown new one
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+net = nn.Sequential(nn.Linear(20, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 2))
+net = net.to(device)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+criterion = nn.CrossEntropyLoss()
+train_loader = torch.utils.data.DataLoader(torch.randn(64, 20), batch_size=8)
+test_loader = torch.utils.data.DataLoader(torch.randn(16, 20), batch_size=8)
+
+for epoch in range(5):
+    for step, x in enumerate(train_loader):
+        optimizer.zero_grad()
+        loss = criterion(net(x.to(device)), torch.zeros(len(x), dtype=torch.long))
+        loss.backward()
+        optimizer.step()
+        if (step + 1) % 4 == 0:
+            with torch.no_grad():
+                for tx in test_loader:
+                    print(net(tx.to(device)).argmax(1))
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+net = nn.Sequential(nn.Linear(20, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 2))
+net = net.to(device)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+criterion = nn.CrossEntropyLoss()
+train_loader = torch.utils.data.DataLoader(torch.randn(64, 20), batch_size=8)
+test_loader = torch.utils.data.DataLoader(torch.randn(16, 20), batch_size=8)
+
+for epoch in range(5):
+    for step, x in enumerate(train_loader):
+        net.train()
+        optimizer.zero_grad()
+        loss = criterion(net(x.to(device)), torch.zeros(len(x), dtype=torch.long))
+        loss.backward()
+        optimizer.step()
+        if (step + 1) % 4 == 0:
+            net.eval()
+            with torch.no_grad():
+                for tx in test_loader:
+                    print(net(tx.to(device)).argmax(1))
+""",
+    ),
+    # one test batch drawn with next(enumerate(test_loader)) rebinds the training loop's variable
+    # every few steps and is evaluated in training mode
+    Example(
+        """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+net = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
+optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+train_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 3), torch.zeros(64).long()), batch_size=8)
+test_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 3), torch.zeros(16).long()), batch_size=8)
+
+for epoch in range(5):
+    for i, batch in enumerate(train_loader):
+        inputs, labels = batch
+        optimizer.zero_grad()
+        loss = F.cross_entropy(net(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        if i % 4 == 0:
+            _, batch = next(enumerate(test_loader))
+            inputs, labels = batch
+            inputs = inputs.float()
+            with torch.no_grad():
+                accuracy = (net(inputs).argmax(1) == labels).float().mean()
+            print(epoch, i, accuracy.item())
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+net = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
+optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+train_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 3), torch.zeros(64).long()), batch_size=8)
+test_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 3), torch.zeros(16).long()), batch_size=8)
+
+for epoch in range(5):
+    for i, batch in enumerate(train_loader):
+        net.train()
+        inputs, labels = batch
+        optimizer.zero_grad()
+        loss = F.cross_entropy(net(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        if i % 4 == 0:
+            _, batch = next(enumerate(test_loader))
+            inputs, labels = batch
+            inputs = inputs.float()
+            net.eval()
+            with torch.no_grad():
+                accuracy = (net(inputs).argmax(1) == labels).float().mean()
+            print(epoch, i, accuracy.item())
+""",
+    ),
+    # a model made and returned by a function of the file (weights loaded, mode untouched)
+    # starts in training mode where the function is called
+    Example(
+        """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def load_model(path):
+    m = Net()
+    m.load_state_dict(torch.load(path))
+    return m
+
+
+model = load_model("weights.pt")
+
+
+def predict(x):
+    with torch.no_grad():
+        return model(x).argmax(1)
+""",
+        fixed="""
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def load_model(path):
+    m = Net()
+    m.load_state_dict(torch.load(path))
+    return m
+
+
+model = load_model("weights.pt")
+
+
+def predict(x):
+    model.eval()
+    with torch.no_grad():
+        return model(x).argmax(1)
 """,
     ),
 ]

@@ -436,3 +436,87 @@ def test_a_loop_over_batches_made_of_evaluation_data():
     ignores = "for i in range(0, len(train_x), n):\n                yield train_x[i:i + n]"
     assert evidence_kind(phases_of(source.format(body=ignores, source="get_batches(val_data, 8)")), "model", 1) is None
     assert evidence_kind(phases_of(source.format(body=yields, source="get_batches(val_x, train_x)")), "model", 1) is None
+
+
+# --- a batch drawn from evaluation data rebinds the training loop's variable ----------------------
+
+_REBOUND = """
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+train_loader = torch.utils.data.DataLoader(range(8))
+test_loader = torch.utils.data.DataLoader(range(8))
+
+for i, data in enumerate(train_loader):
+    x, y = data
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+    if i % 10 == 0:
+        {draw}
+        x, y = data
+        x = x.float()
+        model(x)
+    model(data)
+"""
+
+
+@pytest.mark.parametrize("draw", [
+    "_, data = next(enumerate(test_loader))",
+    "data = next(iter(test_loader))",
+])
+def test_batch_drawn_from_test_loader_rebinds_the_loop_variable(draw):
+    from phases_helpers import forward
+
+    ph = phases_of(_REBOUND.format(draw=draw))
+    evaluated = ph.data_evidence(forward(ph, "model", 1))
+    assert evaluated is not None and evaluated.kind == "data"
+    # after the branch the training batch may be what ``data`` holds: no evidence
+    assert ph.data_evidence(forward(ph, "model", 2)) is None
+
+
+def test_batch_drawn_before_the_loop_is_not_what_the_loop_variable_holds():
+    from phases_helpers import forward
+
+    ph = phases_of("""
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(4, 2)
+        train_loader = torch.utils.data.DataLoader(range(8))
+        val_loader = torch.utils.data.DataLoader(range(8))
+        x, y = next(iter(val_loader))
+        print(x.shape)
+        for x, y in train_loader:
+            print(model(x).shape)
+    """)
+    assert ph.data_evidence(forward(ph, "model")) is None
+
+
+# --- a loop over a variable that holds a wrapper of the evaluation loader --------------------------
+
+_WRAPPED = """
+import torch
+from tqdm import tqdm
+
+def run(model, train_loader, valid_loader, flag):
+    {bind}
+    for i, batch in enumerate(bar):
+        print(model(batch).sum())
+"""
+
+
+@pytest.mark.parametrize("bind,expected", [
+    ("bar = tqdm(iter(valid_loader), total=len(valid_loader))", "valid_loader"),
+    ("bar = tqdm(train_loader)\n    bar = tqdm(valid_loader)", "valid_loader"),  # the last binding
+    ("bar = tqdm(valid_loader)\n    bar = tqdm(train_loader)", None),
+    ("bar = tqdm(train_loader)\n    if flag:\n        bar = tqdm(valid_loader)", None),  # either
+    ("bar = iter(train_loader)", None),
+])
+def test_loop_over_a_variable_bound_to_a_wrapped_loader(bind, expected):
+    from phases_helpers import forward
+
+    ph = phases_of(_WRAPPED.format(bind=bind))
+    assert ph.iterated_data(forward(ph, "model").ctx.loop) == expected

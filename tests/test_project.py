@@ -685,3 +685,46 @@ def test_model_from_a_factory_of_another_file(tmp_path, switch, expected):
     assert codes_at(found, "serve.py") == expected
     if expected:
         assert "its dropout acts as in training" in found[0]["message"]
+
+
+# --- a model made at module level in another file of the project, imported by name ----------------
+
+_SERVER = """\
+    import torch
+    from shared import {name}
+
+
+    def load_model():
+        m = {name}
+        m.load_state_dict(torch.load("weights.pt", weights_only=True))
+        return m
+
+
+    model = load_model()
+
+
+    def predict(x):
+        with torch.no_grad():
+            return model(x).argmax(1)
+    """
+
+
+@pytest.mark.parametrize("shared,expected", [
+    # a fresh torchvision model, switched nowhere: training mode
+    ("import torchvision\nnet = torchvision.models.resnet18()\nhead = net\n", [("ML005", 16)]),
+    # a module class of the project
+    ("from models import Net\nnet = Net()\n", [("ML005", 16)]),
+    # that file puts it in eval mode
+    ("import torchvision\nnet = torchvision.models.resnet18()\nnet.eval()\n", []),
+    # bound twice there: which one is not known
+    ("import torchvision\nnet = torchvision.models.resnet18()\nif True:\n    net = torchvision.models.resnet50()\n", []),
+    # made by a loader of unknown mode
+    ("import torch\nnet = torch.jit.load('m.pt')\n", []),
+    # no module
+    ("from models import Wrapper\nnet = Wrapper(None)\n", []),
+])
+def test_model_made_at_module_level_in_another_file(tmp_path, shared, expected):
+    forget()
+    make_project(tmp_path, {"models.py": MODELS, "shared.py": shared, "server.py": _SERVER.format(name="net")})
+    found = lint_json(tmp_path, "server.py", extra=("--select", "ML005"))
+    assert codes_at(found, "server.py") == expected

@@ -12,7 +12,10 @@ What the rules of another file may need to know about this one, and nothing more
 - ``calls``: every call of a name this file imports or defines, with where it sits (under
   ``no_grad``, in a loop, in a loop that trains, after an ``eval()`` in the same scope) and
   its arguments (dotted references and constants);
-- ``frameworks``: which deep-learning frameworks the file imports.
+- ``frameworks``: which deep-learning frameworks the file imports;
+- ``instances`` and ``switched``: the names bound to a call (``model = Net()``, per scope), and
+  every reference whose mode some scope of the file switches (``eval()``/``train(...)``), so
+  that a model made at module level and imported elsewhere has a known starting mode.
 
 Facts are plain tuples, dicts and frozensets so that they pickle small and fast (the project
 store caches them by content hash, see store.py).
@@ -50,7 +53,7 @@ _SELF_RETURNING = {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 5
+FACTS_VERSION = 6
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -127,6 +130,7 @@ class FileFacts:
     frameworks: FrozenSet[str]  # "torch" and/or the other frameworks' top-level names
     instances: Tuple[Tuple[str, str, str], ...]  # (scope, name, dotted class called) for ``name = Cls(...)``
     parsed: bool = True  # False: the file did not parse (no facts)
+    switched: FrozenSet[str] = frozenset()  # references some scope of the file (module level too) switches the mode of
 
 
 EMPTY = FileFacts(FACTS_VERSION, (), (), (), (), frozenset(), (), parsed=False)
@@ -187,6 +191,7 @@ def facts_of_tree(tree: ast.Module) -> FileFacts:
         tuple(walker.calls),
         frozenset(frameworks),
         tuple(walker.instances),
+        switched=frozenset(walker.top.evals | walker.top.trains).union(*(f.evals | f.trains for f in walker.functions)),
     )
 
 
@@ -254,7 +259,7 @@ class _Walker:
 
     # --- structure -------------------------------------------------------------------
     def module(self, tree: ast.Module) -> None:
-        top = _Scope("<module>", None, (), False, 1)
+        top = self.top = _Scope("<module>", None, (), False, 1)
         self.scopes.append(top)
         self.body(tree.body, None)
 

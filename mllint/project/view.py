@@ -107,6 +107,31 @@ class ProjectView:
         found = self.class_named(qualified)
         return None if found is None else self.project.forward_returns(*found)
 
+    def module_instance(self, qualified: str) -> Optional[Tuple[str, Optional[bool]]]:
+        """A module-level variable of another project file that this file imports (``from
+        catfish_model import CatfishModel`` for ``CatfishModel = models.resnet50()`` there): the
+        call that makes it, qualified as that file's imports spell it, and whether that names an
+        ``nn.Module`` class of the project (None: not a project class). None unless that file
+        binds the name once, to a call, and switches the mode of nothing by that name."""
+        module, _, name = qualified.rpartition(".")
+        if not module or not name:
+            return None
+        rel = self.project.module_file(module, self.rel)
+        if rel is None or rel == self.rel:
+            return None
+        facts = self.project.facts[rel]
+        made = [(scope, callee) for scope, bound, callee in facts.instances if bound == name]
+        if len(made) != 1 or made[0][0] != "<module>" or name in self.project.classes_of(rel) \
+                or name in self.project.functions_of(rel):
+            return None
+        if any(ref.split(".", 1)[0].split("[", 1)[0] == name for ref in facts.switched):
+            return None
+        callee = self.project.qualify(rel, made[0][1])
+        found = self.project.resolve(callee, rel)
+        if found is not None and found.kind == "class":
+            return callee, self.project.is_module(found.rel, found.facts)
+        return callee, None
+
     def function_named(self, qualified: str):
         """The `FunctionFacts` of a project function (of another file) named in this file."""
         found = self.project.resolve(qualified, self.rel)

@@ -258,7 +258,8 @@ class _Builder(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> bool:
         self.walk(node.iter)
         iter_ref, iter_call = self._iterated(node.iter)
-        loop = Loop(node, self.scope, self.loop, self._loop_targets(node.target), iter_ref, iter_call, node.body, self._next(), _trip_count(node.iter))
+        loop = Loop(node, self.scope, self.loop, self._loop_targets(node.target), iter_ref, iter_call, node.body, self._next(),
+                    _trip_count(node.iter), self.conds)
         self.m.loops.append(loop)
         self._visit_in(node.body, loop=loop, conditional=False, statement=None, guard=None)
         self._visit_in(node.orelse, statement=None, conditional=True)
@@ -1036,8 +1037,10 @@ def _source_ref(value: cst.BaseExpression) -> Optional[str]:
             return ref
         func = value.func
         name = dotted(func) or ""
-        if isinstance(func, cst.Attribute) and func.attr.value in _MODEL_RETURNING_METHODS:
-            value = func.value
+        if isinstance(func, cst.Attribute) and (
+            func.attr.value in _MODEL_RETURNING_METHODS or (func.attr.value == "type" and len(value.args) == 1)
+        ):
+            value = func.value  # ``net.type(dtype)``: nn.Module.type casts in place and returns the module
         elif (name.rsplit(".", 1)[-1] in _MODEL_WRAPPERS or name.endswith(("prepare", "setup"))) and len(value.args) == 1:
             value = value.args[0].value
         else:

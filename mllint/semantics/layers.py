@@ -114,7 +114,7 @@ def _built_from(m: FileModel, ref: str, scope: str) -> Optional[cst.Call]:
             if targets != (name,):
                 continue
             same_class = name.startswith("self.") and m.class_scope_of(ctx.scope) == m.class_scope_of(scope) is not None
-            if ctx.scope in (scope, MODULE_SCOPE) or same_class:
+            if (ctx.scope in (scope, MODULE_SCOPE) or same_class) and not _rebinds(value, name):
                 values.append(value)
         if values:
             break
@@ -123,6 +123,17 @@ def _built_from(m: FileModel, ref: str, scope: str) -> Optional[cst.Call]:
         return None
     texts = {m.code_of(c) for c in calls}
     return calls[0] if len(texts) == 1 else None
+
+
+def _rebinds(value: cst.BaseExpression, name: str) -> bool:
+    """``net = net.to(device)`` / ``net = net.type(dtype)``: the same module moved or cast
+    in place, not a new one (its layers are those it was built with)."""
+    moved = False
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
+        value.func.attr.value in _WRAPPERS or (value.func.attr.value == "type" and len(value.args) == 1)
+    ):
+        value, moved = value.func.value, True
+    return moved and dotted(value) == name
 
 
 def _unwrap(value: cst.BaseExpression) -> Optional[cst.Call]:

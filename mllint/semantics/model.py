@@ -51,6 +51,7 @@ class Loop:
     body: cst.BaseSuite
     order: int
     trip_count: Optional[int] = None  # known number of iterations (range(3), a literal list)
+    conds: Tuple["Cond", ...] = ()  # the conditions the loop statement itself sits under
 
     @property
     def depth(self) -> int:

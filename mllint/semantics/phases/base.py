@@ -247,7 +247,7 @@ class FileFacts:
         seen: Set[cst.CSTNode] = set()
         out = []
         for effect in self.m.effects:
-            if effect.kind != FORWARD or effect.node in seen or not self._is_model_call(effect.ref):
+            if effect.kind != FORWARD or effect.node in seen or not self._is_model_call(effect.ref, effect.ctx.scope):
                 continue
             if isinstance(effect.node, cst.Call) and not effect.node.args:
                 continue  # ``model.fuse_model()``: a method, not a forward (a model needs an input)
@@ -274,7 +274,7 @@ class FileFacts:
             if not isinstance(func, cst.Attribute) or func.attr.value != "generate" or call in with_effects:
                 continue
             ref = dotted(func.value)
-            if not ref or _head(ref) in ("self", "cls") or not self._is_model_call(ref):
+            if not ref or _head(ref) in ("self", "cls") or not self._is_model_call(ref, ctx.scope):
                 continue
             if self._known_model(ref, ctx.scope, 0, R.MODEL):
                 out.append(Effect(FORWARD, ref, call, ctx, self.m.call_order.get(call, 0)))
@@ -298,12 +298,24 @@ class FileFacts:
             return True
         return self.m.has_role(ref, role, scope, by_name=False)
 
-    def _is_model_call(self, ref: str) -> bool:
+    def _instance_of_module(self, ref: str, scope: str) -> bool:
+        """Whether ``ref`` holds a module instance by evidence other than its spelling: built from
+        a module class (of this file, of the project, or a known torch constructor), annotated
+        as one, or used as one (``.parameters()``, ``.eval()``)."""
+        from mllint.semantics import roles as R
+
+        return self.m.has_role(ref, R.MODEL, scope, by_name=False)
+
+    def _is_model_call(self, ref: str, scope: Optional[str] = None) -> bool:
+        """Whether calling ``ref`` runs a model (not a constructor or a factory). A capitalised
+        name (``Generator(z)``) reads as a class, unless the model knows by structure that it
+        holds a module instance (``G = Generator(...)``, ``self.D = Net().to(dev)``, its
+        ``.parameters()`` handed to an optimizer), as GAN code names its networks ``G``/``D``."""
         head = _head(ref)
         last = ref.rsplit(".", 1)[-1].split("[", 1)[0]
         if head in self.m.imports.aliases or head in self.m.classes or last in self.m.classes:
             return False  # a module's function or a class: a factory or a constructor
         if last[:1].isupper():
-            return False
+            return scope is not None and self._instance_of_module(ref, scope)
         tokens = name_tokens(last)
         return not (tokens and tokens[0] in _FACTORY_WORDS) and not (set(tokens) & _NOT_MODEL_WORDS)

@@ -560,10 +560,33 @@ class EvaluationFacts:
                     attr = dotted(expr)
                     if attr and is_eval_data_ref(attr):
                         return attr
+                if isinstance(expr, cst.Name) and expr.value not in loop.targets:
+                    value = self._iterable_bound_before(expr.value, loop)
+                    if value is not None:
+                        nxt.append(value)  # pbar = tqdm(iter(valid_loader)); for i, b in enumerate(pbar):
             if not nxt:
                 break
             exprs = nxt
         return None
+
+    def _iterable_bound_before(self, name: str, loop: Loop) -> Optional[cst.BaseExpression]:
+        """What the variable ``name`` a loop iterates certainly holds when the loop starts: the
+        value of the last assignment to it alone before the loop, in the same scope, that runs
+        whenever the loop does (not in an inner loop or another branch). None otherwise."""
+        best = None
+        for targets, value, actx in self.m.assignments:
+            if targets != (name,) or actx.scope != loop.scope:
+                continue
+            at = self.m.assignment_order.get(value)
+            if at is None or at >= loop.order:
+                continue
+            if actx.loop is not None and not actx.loop.encloses(loop.parent):
+                continue
+            if not set(actx.conds) <= set(loop.conds):
+                continue
+            if best is None or at > best[0]:
+                best = (at, value)
+        return best[1] if best is not None else None
 
     def eval_split_call(self, expr: cst.BaseExpression, scope: str) -> Optional[str]:
         """The text of a call that fetches evaluation data by naming its split, as in
@@ -627,7 +650,7 @@ class EvaluationFacts:
             if fetched is not None:
                 return Evidence("data", f"on `{fetched}`")
             for ref in _reads(arg.value).refs:
-                if self._eval_data(ref, effect.ctx, 2) or self._reaching_eval_data(ref, effect.ctx, effect.order, 4):
+                if self._eval_data(ref, effect.ctx, 2, effect.order) or self._reaching_eval_data(ref, effect.ctx, effect.order, 4):
                     return Evidence("data", f"on `{ref}`")
         return None
 
@@ -679,12 +702,18 @@ class EvaluationFacts:
         refs = [r for r in _reads(expr).refs if _head(r) != head]
         return any(self._reaching_eval_data(r, actx, at, depth - 1) for r in refs)
 
-    def _eval_data(self, ref: str, ctx: Context, depth: int) -> bool:
+    def _eval_data(self, ref: str, ctx: Context, depth: int, order: Optional[int] = None) -> bool:
+        """Whether ``ref`` holds evaluation data where it is read (``ctx``, at ``order`` when
+        known): named so, a variable of a loop over evaluation data, or assigned from such."""
         if is_eval_data_ref(ref):
             return True
         if depth <= 0:
             return False
         head = _head(ref)
+        if order is not None:
+            reaching = self._rebinding(head, ctx, order)
+            if reaching is not None and self._assigned_eval_data(head, reaching, depth):
+                return True
         loop = ctx.loop
         while loop is not None:
             if head in loop.targets:
@@ -708,6 +737,55 @@ class EvaluationFacts:
                 if any(self._eval_data(r, actx, depth - 1) for r in refs):
                     return True
         return False
+
+    def _rebinding(self, head: str, ctx: Context, order: int):
+        """The assignment to ``head`` that the value read at ``order`` (in ``ctx``) certainly
+        comes from, when the body of the loop that binds ``head`` (or the scope, outside such
+        a loop) rebinds it first: the last one before, in the same scope, not in a loop or
+        branch the read is outside of (``j, data = next(enumerate(test_loader))`` in the body
+        of ``for i, data in enumerate(train_loader):``, then ``model(data)``). None when
+        there is none (the loop variable, or whatever the looser search finds, is the value;
+        that search also runs when this assignment gives no evaluation data)."""
+        binding = ctx.loop
+        while binding is not None and head not in binding.targets:
+            binding = binding.parent
+        best = None
+        for targets, value, actx in self.m.assignments:
+            if head not in targets or actx.scope != ctx.scope:
+                continue
+            at = self.m.assignment_order.get(value)
+            if at is None or at >= order or (actx.statement is not None and actx.statement is ctx.statement):
+                continue
+            if actx.loop is not None and not actx.loop.encloses(ctx.loop):
+                continue  # in a loop the read is outside of: may not have run
+            if binding is not None and not binding.encloses(actx.loop):
+                continue  # before the loop that rebinds the name on every iteration
+            if not set(actx.conds) <= set(ctx.conds):
+                continue  # in a branch the read is outside of
+            if best is None or at > best[0]:
+                best = (at, targets, value, actx)
+        return best[1:] if best is not None else None
+
+    def _assigned_eval_data(self, head: str, assignment, depth: int) -> bool:
+        """Whether the assignment ``head`` certainly comes from gives it evaluation data: all
+        it reads for ``head`` is evaluation data (``x, y = next(iter(val_loader))``); what it
+        reads of ``head`` itself (``x = x.to(device)``) is the value before it."""
+        targets, value, actx = assignment
+        if self.eval_split_call(value, actx.scope) is not None:
+            return True
+        part = _part_for(targets, value, head)
+        refs = [
+            r for r in _reads(part if part is not None else value).refs
+            if _head(r) not in ("self", "cls") and _head(r) not in _BUILTINS and _head(r) not in self.m.imports.aliases
+        ]
+        order = self.m.assignment_order[value]
+        verdicts = (
+            # what it reads of ``head`` is the earlier value (the order decreases, so this ends)
+            self._eval_data(r, actx, depth if _head(r) == head else depth - 1, order) for r in refs
+        )
+        if part is None:
+            return bool(refs) and all(verdicts)  # x, y = next(iter(val_loader)): all it reads
+        return any(verdicts)
 
     def script_evidence(self, effect: Effect) -> Optional[Evidence]:
         """A forward in an inference script: module level (or main()) of a file that trains

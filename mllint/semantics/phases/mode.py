@@ -776,6 +776,9 @@ class ModeFacts:
             made = self.m.project.returned_model(name) if self.m.project is not None and name else None
             if made is not None:  # a factory of another file of the project: how it hands the model over
                 return "eval" if made[0] else "train"
+            factory = self.m.functions.get(expr.func.value) if isinstance(expr.func, cst.Name) else None
+            if factory is not None and factory.cls is None:
+                return self._initial_from_factory(factory, depth + 1)
             if _EVAL_INITIAL.search(name):
                 return "eval_initial"
             if (
@@ -791,8 +794,16 @@ class ModeFacts:
                 return "maybe"
             if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "eval" and not expr.args:
                 return "eval"  # teacher = Net().eval()
-            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "share_memory"):
+            if isinstance(expr.func, cst.Attribute) and (
+                expr.func.attr.value in ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "share_memory")
+                or (expr.func.attr.value == "type" and expr.args)
+            ):
+                # the same module, moved or cast in place, in whatever mode it had:
+                # ``net = net.type(dtype)`` / ``net = net.to(device)`` rebinds the earlier ``net``
                 expr = expr.func.value
+                inner = ref_of(expr)
+                if inner is not None:
+                    return self._initial(scope, inner, depth + 1, bound)
                 continue
             short = name.rsplit(".", 1)[-1]
             if short in ("DataParallel", "DistributedDataParallel", "compile", "prepare", "prepare_model") and expr.args:
@@ -807,6 +818,53 @@ class ModeFacts:
                     return "maybe"  # ``self.get_encoder()``: a part of an existing object, in its mode
             return "train"
         return "maybe"
+
+    def _imported_instance(self, name: str) -> str:
+        """How a model that another file of the project makes at module level, and this file
+        imports, starts out (``CatfishModel = models.resnet50()`` there): a fresh module of a torch
+        constructor or of a module class of the project is in training mode, when that file
+        switches nothing by that name. "maybe" otherwise (made where we cannot see)."""
+        if self.m.project is None:
+            return "maybe"
+        made = self.m.project.module_instance(self.m.imports.qualify(name) or name)
+        if made is None:
+            return "maybe"
+        callee, project_module = made
+        if _EVAL_INITIAL.search(callee):
+            return "eval_initial"
+        if _MAYBE_INITIAL.search(callee) or "load" in callee.rsplit(".", 1)[-1]:
+            return "maybe"
+        if project_module or (project_module is None and R.role_of_constructor(callee) == R.MODEL):
+            return "train"
+        return "maybe"
+
+    def _initial_from_factory(self, fn, depth: int) -> str:
+        """How a model that a function of this file makes and returns starts out (``def
+        load_model(): m = Net(); m.load_state_dict(...); return m``): how it was made there, or
+        the last switch of it there when that runs on every call. "maybe" when the returns
+        disagree, or return something handed in, or what the function does not make."""
+        from mllint.semantics.phases.evaluation import _returned_values
+
+        if depth > 4:
+            return "maybe"
+        found: Set[str] = set()
+        for value in _returned_values(fn.node):
+            ref = ref_of(value)
+            if ref is None:
+                found.add(self._initial_of_value(value, fn.key, depth))
+                continue
+            head = _head(ref)
+            if ref in ("None", "__yield__") or head in fn.params or head in ("self", "cls") or not self.m.assigns_locally(fn.key, head):
+                return "maybe"
+            events = [e for e in self.events(fn.key) if self.same_model(e.ref, ref, fn.key)]
+            if events:
+                last = events[-1]
+                settled = not last.cond and last.ctx.loop is None and not self._conditions(last.ctx.conds, last.ref)
+                found.add(last.kind if settled else "maybe")
+                continue
+            initial = self._initial(fn.key, ref, depth)
+            found.add("maybe" if initial == "none" else initial)
+        return found.pop() if len(found) == 1 else "maybe"
 
     def _initial(self, scope: str, ref: str, depth: int = 0, bound: Optional[int] = None) -> str:
         """How the model ``ref`` starts out, from the (last) assignment that made it
@@ -842,6 +900,8 @@ class ModeFacts:
         if "." in ref and not ref.startswith(("self.", "cls.")):
             return self._initial(scope, ref.split(".", 1)[0], depth + 1)
         if _head(ref) in self.m.imports.aliases:
+            if ref == _head(ref):
+                return self._imported_instance(ref)
             return "maybe"  # imported: made where we cannot see
         return "none"  # nothing in this file makes it (a fresh model is in training mode)
 
