@@ -1111,6 +1111,25 @@ VALID = [
     X = P_test
     print(probe.score(X, q_test))
     """,
+    # a 2-D view of a sample drawn after the split, only plotted: the plotting helper's scaler and
+    # its per-class masks (``X[y == c]``) split nothing
+    """
+    import matplotlib.pyplot as plt
+    from sklearn.decomposition import PCA
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import MinMaxScaler
+
+    def draw(points, groups):
+        unit = MinMaxScaler().fit_transform(points)
+        for g in sorted(set(groups)):
+            plt.scatter(unit[groups == g, 0], unit[groups == g, 1])
+
+    X_train, X_test, y_train, y_test = train_test_split(table, target)
+    model.fit(X_train, y_train)
+    print(model.score(X_test, y_test))
+    subset = table[chosen]
+    draw(PCA(n_components=2).fit_transform(subset), target[chosen])
+    """,
 ]
 
 INVALID = [

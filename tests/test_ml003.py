@@ -362,3 +362,47 @@ def test_a_helper_that_cross_validates_what_it_is_handed_is_a_split():
     )
     assert [f.line for f in findings] == [12]
     assert "(in `evaluate`)" in findings[0].detail
+
+
+# --- devsample2 shapes: outputs only plotted, lagged pairs, constant categories, scoring wrappers ------
+
+
+def test_a_plotting_helper_that_selects_rows_by_class_is_no_split():
+    """The helper scales what it is handed and picks each class's rows with ``X[y == c]`` to draw
+    them: one mask part, never its complement, so the helper does not split its input."""
+    source = """
+        import matplotlib.pyplot as plt
+        from sklearn.decomposition import PCA
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import MinMaxScaler
+
+        def show_groups(points, groups):
+            unit = MinMaxScaler().fit_transform(points)
+            for g in sorted(set(groups)):
+                plt.scatter(unit[groups == g, 0], unit[groups == g, 1])
+
+        X_train, X_test, y_train, y_test = train_test_split(table, target)
+        model.fit(X_train, y_train)
+        print(model.score(X_test, y_test))
+        sample = table[picked]
+        show_groups(PCA(n_components=2).fit_transform(sample), target[picked])
+        """
+    assert lint(source) == []
+
+
+def test_a_helper_that_really_splits_by_a_mask_still_takes_what_it_is_handed_apart():
+    findings = lint(
+        """
+        from sklearn.preprocessing import StandardScaler
+
+        def by_year(frame):
+            early = frame[frame.year < 2020]
+            late = frame[frame.year >= 2020]
+            model.fit(early[COLS], early.y)
+            return model.score(late[COLS], late.y)
+
+        table[COLS] = StandardScaler().fit_transform(table[COLS])
+        print(by_year(table))
+        """
+    )
+    assert [f.line for f in findings] == [10]

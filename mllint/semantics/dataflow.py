@@ -1454,14 +1454,19 @@ class _Analysis:
                 if added:
                     fit.rows.update(added)
                     fit.instances.append((call, frozenset(added)))
-            split_roots = set()
+            split_roots: Dict[int, Set[int]] = {}
             for info in self.df.splits.values():
                 added = _substitute(frozenset(info.inputs), mapping)
                 if added:
                     info.inputs.update(added)
-                    split_roots.update(root for root, _path in info.inputs if root in mapping)
-            for root in split_roots:  # the helper splits (or cross-validates) what it is handed
-                self._sink(mapping[root], call, "split", True)
+                    for root, _path in info.inputs:
+                        if root in mapping:
+                            split_roots.setdefault(root, set()).add(info.sid)
+            for root, sids in split_roots.items():
+                # the helper splits (or cross-validates) what it is handed; a slice or mask whose
+                # complement it never takes (``X[y == digit]`` to draw a class) is no split
+                if any(self.df.split_of(sid) is not None for sid in sids):
+                    self._sink(mapping[root], call, "split", True)
         return _substitute_val(summary.ret, mapping, self)
 
     def _method_call(self, call: cst.Call, method: str, receiver: Val, receiver_node: cst.BaseExpression) -> Val:
