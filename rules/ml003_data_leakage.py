@@ -44,6 +44,7 @@ When the code is fine
     - unsupervised fits (PCA for a plot, clustering) on data that is never split, or
       whose output never reaches a model;
     - refitting the final model on all the data after it was evaluated;
+    - t-SNE, MDS and spectral embeddings (no ``transform``): what they learn cannot reach other rows;
     - code whose data flow is not visible (a function receiving ``X`` as a parameter
       with no split in sight).
 
@@ -1129,6 +1130,19 @@ VALID = [
     print(model.score(X_test, y_test))
     subset = table[chosen]
     draw(PCA(n_components=2).fit_transform(subset), target[chosen])
+    """,
+    # t-SNE and MDS have no transform: their embedding cannot carry fitted statistics to other rows
+    """
+    import numpy as np
+    from sklearn.decomposition import PCA
+    from sklearn.manifold import MDS, TSNE
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    flat = TSNE(n_components=2).fit_transform(table)
+    layout = make_pipeline(PCA(n_components=30), MDS(n_components=2)).fit_transform(table)
+    X_train, X_test, y_train, y_test = train_test_split(np.hstack([flat, layout]), target)
+    model.fit(X_train, y_train)
+    print(model.score(X_test, y_test))
     """,
 ]
 

@@ -406,3 +406,24 @@ def test_a_helper_that_really_splits_by_a_mask_still_takes_what_it_is_handed_apa
         """
     )
     assert [f.line for f in findings] == [10]
+
+
+def test_embeddings_without_transform_carry_nothing_to_other_rows_but_lle_does():
+    findings = lint(
+        """
+        import numpy as np
+        from sklearn.decomposition import PCA
+        from sklearn.manifold import MDS, TSNE, LocallyLinearEmbedding, SpectralEmbedding
+        from sklearn.model_selection import train_test_split
+        from sklearn.pipeline import Pipeline, make_pipeline
+        a = TSNE(n_components=2).fit_transform(table)
+        b = make_pipeline(PCA(n_components=20), MDS(n_components=2)).fit_transform(table)
+        c = Pipeline([("pca", PCA(n_components=20)), ("se", SpectralEmbedding())]).fit_transform(table)
+        d = LocallyLinearEmbedding(n_components=2).fit_transform(table)
+        e = make_pipeline(TSNE(n_components=2), PCA(n_components=2)).fit_transform(table)
+        X_train, X_test, y_train, y_test = train_test_split(np.hstack([a, b, c, d, e]), target)
+        model.fit(X_train, y_train)
+        print(model.score(X_test, y_test))
+        """
+    )
+    assert [f.line for f in findings] == [10, 11]

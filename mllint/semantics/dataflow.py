@@ -51,6 +51,7 @@ PIPELINE = "pipeline"  # Pipeline / make_pipeline / ColumnTransformer / FeatureU
 SEARCH = "search"  # GridSearchCV and kin: cross-validates on what it is fitted on
 SPLITTER = "splitter"  # KFold and kin
 CALIBRATOR = "calibrator"  # CalibratedClassifierCV: fitting it on held-out data is its purpose
+EMBEDDER = "embedder"  # t-SNE, MDS, spectral embedding: fit_transform only, no transform of other rows
 
 _TRANSFORMER_CLASSES = {
     # scalers and other per-feature statistics
@@ -101,6 +102,9 @@ _SEARCH_CLASSES = {
 }
 _PIPELINE_CLASSES = {"Pipeline", "make_pipeline", "ColumnTransformer", "make_column_transformer", "FeatureUnion", "make_union"}
 _CALIBRATORS = {"CalibratedClassifierCV"}
+# Embeddings with fit/fit_transform and no transform: what they learn embeds the rows they are
+# fitted on and cannot be applied to other rows (sklearn.manifold TSNE, MDS, SpectralEmbedding).
+_EMBEDDERS = {"TSNE", "MDS", "SpectralEmbedding"}
 _ESTIMATOR_MODULES = re.compile(
     r"^(sklearn\.(linear_model|ensemble|svm|tree|neighbors|naive_bayes|neural_network|discriminant_analysis|"
     r"gaussian_process|kernel_ridge|cluster|multiclass|multioutput|semi_supervised|dummy|isotonic|"
@@ -1333,6 +1337,8 @@ class _Analysis:
             kind = PIPELINE
         elif last in _CALIBRATORS:
             kind = CALIBRATOR
+        elif last in _EMBEDDERS:
+            kind = EMBEDDER
         elif last in _TRANSFORMER_CLASSES or (_TRANSFORMER_MODULES.match(qual) and last[:1].isupper()):
             kind = TRANSFORMER
         elif _ESTIMATOR_MODULES.match(qual) and last[:1].isupper() or _ESTIMATOR_NAME.search(last):
@@ -1358,6 +1364,8 @@ class _Analysis:
                 for val in positional + list(keywords.values()):
                     inner.update(val.objs)
                 obj = replace(obj, inner=tuple(sorted(inner, key=lambda o: o.oid)))
+            if obj.kind == PIPELINE and _last_step_kinds(obj.cls, positional, keywords) == {EMBEDDER}:
+                obj = replace(obj, kind=EMBEDDER)  # PCA then t-SNE: the pipeline cannot transform other rows
             return Val(objs=frozenset({obj}))
         positional, keywords, nodes = self._args(call)
         if last == "train_test_split" or last == "iterative_train_test_split":
@@ -1493,6 +1501,11 @@ class _Analysis:
             if marker is not None:
                 fits |= marker.taint
             return Val(data_of(x).rows, flat(x).taint | fits, frozenset(), data_of(x).index)
+        if method in ("fit", "fit_transform") and x is not None and kinds and kinds <= {EMBEDDER}:
+            # an embedding of exactly these rows: nothing it learns applies to other rows
+            if method == "fit_transform":
+                return Val(data_of(x).rows, flat(x).taint, frozenset(), data_of(x).index)
+            return Val(objs=objs)
         if method in ("fit", "fit_transform", "fit_resample", "fit_sample", "partial_fit") and x is not None:
             if kinds & {TRANSFORMER, RESAMPLER} or (method == "fit_transform" and kinds & {PIPELINE, ESTIMATOR}):
                 kind = RESAMPLER if RESAMPLER in kinds else TRANSFORMER
@@ -1872,6 +1885,22 @@ def _bound_text(model: FileModel, node: Optional[cst.BaseExpression], base_text:
     if text in ("0", f"len({base_text})", "None"):
         return None
     return text
+
+
+def _last_step_kinds(cls: str, positional: List[Val], keywords: Dict[str, Val]) -> Set[str]:
+    """The kinds of the objects in a pipeline's last step: ``make_pipeline(a, b)`` -> b,
+    ``Pipeline([("a", a), ("b", b)])`` -> b; empty when not written out."""
+    if cls == "make_pipeline":
+        step = positional[-1] if positional else None
+    elif cls == "Pipeline":
+        steps = positional[0] if positional else keywords.get("steps")
+        step = None
+        if steps is not None and steps.items:
+            pair = steps.items[-1]
+            step = pair.items[-1] if pair.items else None
+    else:
+        return set()
+    return {o.kind for o in step.objs} if step is not None else set()
 
 
 def _column_key(target: cst.Subscript) -> Optional[str]:
