@@ -16,8 +16,9 @@ Why it matters
     The analysis follows the data: names through assignments, the outputs of
     ``train_test_split``/``random_split``, the folds of ``KFold`` and kin, Keras
     ``validation_split``, column selection, ``.values``/``.to_numpy()``, concatenation,
-    complementary slices (``X[:n]``/``X[n:]``, bounds read through the definitions that reach
-    them), masks (also held in a name, and negated: ``X[m]``/``X[~m]``), ``sample``/``drop``, the
+    complementary slices (``X[:n]``/``X[n:]``, also by label ``df.loc[:day]``/``df.loc[day:]``
+    and by position ``.iloc``, bounds read through the definitions that reach them; overlapping
+    shifted slices such as ``s[:-1]``/``s[1:]`` are a lagged pair, not a split), masks (also held in a name, and negated: ``X[m]``/``X[~m]``), ``sample``/``drop``, the
     keys of a dict of splits (``idx["train"]``/``idx["test"]``), index arrays named for their part
     (``X.iloc[train_idx]``/``X.iloc[test_idx]``), and calls of the file's own helper functions
     and methods (also when handed to ``DataFrame.apply``/``map``/``transform``, as are lambdas).
@@ -1144,6 +1145,24 @@ VALID = [
     model.fit(X_train, y_train)
     print(model.score(X_test, y_test))
     """,
+    # a date split by label, the scaler fitted on the early part; s[:-1]/s[1:] is a lagged pair
+    """
+    from sklearn.preprocessing import StandardScaler
+    early = series.loc[:boundary_day]
+    late = series.loc[boundary_day:]
+    scaler = StandardScaler()
+    early_s = scaler.fit_transform(early)
+    late_s = scaler.transform(late)
+    regressor.fit(early_s[:-1], early_s[1:])
+    print(regressor.score(late_s[:-1], late_s[1:]))
+    """,
+    # lagged inputs and targets of one scaled series: a shift, not a train/test split
+    """
+    from sklearn.preprocessing import MinMaxScaler
+    levels = MinMaxScaler().fit_transform(readings)
+    past, future = levels[:-horizon], levels[horizon:]
+    forecaster.fit(past, future)
+    """,
 ]
 
 INVALID = [
@@ -1649,4 +1668,22 @@ INVALID = [
         model.fit(X_train, y_train)
         """,
     ),
+    # the whole series scaled, then split by position on one boundary (lagged pairs inside each part)
+    """
+    from sklearn.preprocessing import MinMaxScaler
+    levels = MinMaxScaler().fit_transform(readings)
+    cut = int(len(levels) * 0.8)
+    early, late = levels.iloc[:cut], levels.iloc[cut:]
+    forecaster.fit(early[:-1], early[1:])
+    print(forecaster.score(late[:-1], late[1:]))
+    """,
+    # scaled before a date split by label
+    """
+    from sklearn.preprocessing import StandardScaler
+    frame[COLS] = StandardScaler().fit_transform(frame[COLS])
+    history = frame.loc[:"2020-12-31"]
+    recent = frame.loc["2020-12-31":]
+    model.fit(history[COLS], history["y"])
+    print(model.score(recent[COLS], recent["y"]))
+    """,
 ]

@@ -427,3 +427,62 @@ def test_embeddings_without_transform_carry_nothing_to_other_rows_but_lle_does()
         """
     )
     assert [f.line for f in findings] == [10, 11]
+
+
+def test_lagged_pairs_are_no_split_and_a_date_split_by_loc_is_one():
+    clean = """
+        import pandas as pd
+        from sklearn.preprocessing import StandardScaler
+        cutoff = pd.Timestamp("2021-06-30")
+        early = prices.loc[:cutoff]
+        late = prices.loc[cutoff:]
+        scaler = StandardScaler()
+        early_s = scaler.fit_transform(early)
+        late_s = scaler.transform(late)
+        regressor.fit(early_s[:-1], early_s[1:])
+        print(regressor.score(late_s[:-1], late_s[1:]))
+        """
+    assert lint(clean) == []
+    leaky = clean.replace("early = prices.loc[:cutoff]", "prices = StandardScaler().fit_transform(prices)\n        early = prices.loc[:cutoff]")
+    assert [f.line for f in lint(leaky)] == [5]
+
+
+@pytest.mark.parametrize(
+    "head, tail, split",
+    [
+        ("n", "n", True),  # one boundary
+        ("-1", "-1", True),  # the last row held out
+        ("n_train", "n_train + gap", True),  # a gap between the parts
+        ("100", "150", True),
+        ("-1", "1", False),  # a lag of one
+        ("-k", "k", False),  # a lag of k
+        ("100", "50", False),  # overlapping windows
+        ("-10", "-20", False),
+    ],
+)
+def test_complementary_slices_must_not_overlap(head, tail, split):
+    findings = lint(
+        f"""
+        from sklearn.preprocessing import MinMaxScaler
+        series = MinMaxScaler().fit_transform(raw)
+        inputs = series[:{head}]
+        outputs = series[{tail}:]
+        regressor.fit(inputs, outputs)
+        """
+    )
+    assert [f.line for f in findings] == ([3] if split else [])
+
+
+def test_a_date_split_by_iloc_on_a_shared_boundary_after_a_scaler_on_everything():
+    findings = lint(
+        """
+        from sklearn.preprocessing import MinMaxScaler
+        series = MinMaxScaler().fit_transform(readings)
+        n_fit = int(len(series) * 0.8)
+        fit_part = series.iloc[:n_fit]
+        held_part = series.iloc[n_fit:]
+        regressor.fit(fit_part[:-3], fit_part[3:])
+        print(regressor.score(held_part[:-3], held_part[3:]))
+        """
+    )
+    assert [f.line for f in findings] == [3]

@@ -1119,9 +1119,9 @@ class _Analysis:
             if part is not None:
                 return part
         # complementary slices: X[:n], X[n:]
-        if isinstance(first, cst.Slice) and (first.lower is not None or first.upper is not None) and via != "loc":
+        if isinstance(first, cst.Slice) and (first.lower is not None or first.upper is not None):
             if first.step is None:
-                return self._slice_part(data, base_node, first, node)
+                return self._slice_part(data, base_node, first, node, by_label=via == "loc")
         # complementary masks: df[df.date < t], df[df.date >= t]
         if isinstance(first, cst.Index) and isinstance(first.value, cst.Comparison):
             part = self._mask_part(data, base_node, first.value)
@@ -1169,7 +1169,11 @@ class _Analysis:
         table[key] = info.sid
         return info
 
-    def _slice_part(self, data: Val, base_node: cst.BaseExpression, sl: cst.Slice, node: cst.CSTNode) -> Val:
+    def _slice_part(self, data: Val, base_node: cst.BaseExpression, sl: cst.Slice, node: cst.CSTNode, by_label: bool = False) -> Val:
+        """One part of complementary slices of the same rows. The split is confirmed by two parts
+        on one boundary (``X[:n]``/``X[n:]``, ``df.loc[:day]``/``df.loc[day:]``), or, by position,
+        by a head and a tail that do not overlap (``X[:n]``/``X[n + gap:]``). Overlapping shifted
+        slices (``s[:-1]``/``s[1:]``, ``s[:-k]``/``s[k:]``) are a lagged pair of one series: no split."""
         base_text = _text(self.m, base_node)
         lower = _bound_text(self.m, self._definition(sl.lower), base_text)
         upper = _bound_text(self.m, self._definition(sl.upper), base_text)
@@ -1189,8 +1193,13 @@ class _Analysis:
             part = VAL
             lowers.add(lower)
             uppers.add(upper)
-        if uppers & lowers or (part != VAL and any(b.startswith("<head>") for b in uppers) and any(b.startswith("<tail>") for b in lowers)):
-            info.confirmed = True  # X[:n] and X[n:] (or X[n:m]), or a head X[:a] and a tail X[b:], both taken
+        if not by_label and part != VAL:
+            heads = [b[6:] for b in uppers if b.startswith("<head>")]
+            tails = [b[6:] for b in lowers if b.startswith("<tail>")]
+            if any(not _slices_overlap(h, t) for h in heads for t in tails):
+                info.confirmed = True  # a head X[:a] and a tail X[b:] that do not overlap, both taken
+        if uppers & lowers:
+            info.confirmed = True  # X[:n] and X[n:] (or X[n:m]) on one boundary
         if node is self.direct_value and len(self.targets) == 1:
             # the assigned name says which part this is: X_test = X[:n], X_valid = X_full[:5000] / 255.
             name = self.targets[0]
@@ -1901,6 +1910,26 @@ def _last_step_kinds(cls: str, positional: List[Val], keywords: Dict[str, Val]) 
     else:
         return set()
     return {o.kind for o in step.objs} if step is not None else set()
+
+
+def _signed_int(text: str) -> Optional[int]:
+    try:
+        return int(text.replace(" ", ""), 0)
+    except ValueError:
+        return None
+
+
+def _slices_overlap(upper: str, lower: str) -> bool:
+    """Whether the head ``X[:upper]`` and the tail ``X[lower:]`` share rows on any data longer
+    than their bounds: ``X[:-1]``/``X[1:]`` (a lag), ``X[:100]``/``X[50:]``, ``X[:-k]``/``X[k:]``."""
+    u, l = _signed_int(upper), _signed_int(lower)
+    if u is not None and l is not None:
+        if (u < 0) == (l < 0):
+            return l < u
+        return u < 0 <= l  # X[:-a] reaches past X[b:] once len(X) > a + b
+    if upper.startswith("-") and upper[1:].strip("() ") == lower.strip("() "):
+        return True  # X[:-k] and X[k:]
+    return False
 
 
 def _column_key(target: cst.Subscript) -> Optional[str]:
