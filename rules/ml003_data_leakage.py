@@ -45,6 +45,8 @@ When the code is fine
     - unsupervised fits (PCA for a plot, clustering) on data that is never split, or
       whose output never reaches a model;
     - refitting the final model on all the data after it was evaluated;
+    - an encoder told its categories as constants (``OrdinalEncoder(categories=[["S", "M", "L"]])``):
+      it learns nothing from the rows;
     - t-SNE, MDS and spectral embeddings (no ``transform``): what they learn cannot reach other rows;
     - code whose data flow is not visible (a function receiving ``X`` as a parameter
       with no split in sight).
@@ -1163,6 +1165,15 @@ VALID = [
     past, future = levels[:-horizon], levels[horizon:]
     forecaster.fit(past, future)
     """,
+    # an encoder told its categories learns nothing from the rows it is fitted on
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import OrdinalEncoder
+    sizes = OrdinalEncoder(categories=[["S", "M", "L", "XL"]]).fit_transform(shop[["size"]])
+    X_train, X_test, y_train, y_test = train_test_split(sizes, shop["returned"])
+    model.fit(X_train, y_train)
+    print(model.score(X_test, y_test))
+    """,
 ]
 
 INVALID = [
@@ -1685,5 +1696,15 @@ INVALID = [
     recent = frame.loc["2020-12-31":]
     model.fit(history[COLS], history["y"])
     print(model.score(recent[COLS], recent["y"]))
+    """,
+    # an encoder whose categories are read off all the rows learns them from the test rows too
+    """
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import OneHotEncoder
+    codes = OneHotEncoder(categories=[shop["brand"].unique()]).fit_transform(shop[["brand"]])
+    X_train, X_test, y_train, y_test = train_test_split(np.hstack([codes, prices]), shop["returned"])
+    model.fit(X_train, y_train)
+    print(model.score(X_test, y_test))
     """,
 ]

@@ -486,3 +486,23 @@ def test_a_date_split_by_iloc_on_a_shared_boundary_after_a_scaler_on_everything(
         """
     )
     assert [f.line for f in findings] == [3]
+
+
+def test_encoders_told_their_categories_learn_nothing_from_the_rows():
+    findings = lint(
+        """
+        import numpy as np
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+        levels = ["low", "mid", "high"]
+        a = OrdinalEncoder(categories=[levels]).fit_transform(frame[["grade"]])
+        b = OneHotEncoder(categories=[["x", "y"]], handle_unknown="ignore").fit_transform(frame[["kind"]])
+        c = OneHotEncoder(categories="auto").fit_transform(frame[["shape"]])
+        d = OneHotEncoder(categories=[["x", "y"]], min_frequency=5).fit_transform(frame[["kind2"]])
+        e = OrdinalEncoder(categories=[frame["grade2"].unique()]).fit_transform(frame[["grade2"]])
+        X_train, X_test, y_train, y_test = train_test_split(np.hstack([a, b, c, d, e]), target)
+        model.fit(X_train, y_train)
+        print(model.score(X_test, y_test))
+        """
+    )
+    assert [f.line for f in findings] == [8, 9, 10]

@@ -105,6 +105,8 @@ _CALIBRATORS = {"CalibratedClassifierCV"}
 # Embeddings with fit/fit_transform and no transform: what they learn embeds the rows they are
 # fitted on and cannot be applied to other rows (sklearn.manifold TSNE, MDS, SpectralEmbedding).
 _EMBEDDERS = {"TSNE", "MDS", "SpectralEmbedding"}
+# Encoders that learn only their categories: told them as constants, they learn nothing from the rows.
+_GIVEN_CATEGORIES = {"OneHotEncoder", "OrdinalEncoder"}
 _ESTIMATOR_MODULES = re.compile(
     r"^(sklearn\.(linear_model|ensemble|svm|tree|neighbors|naive_bayes|neural_network|discriminant_analysis|"
     r"gaussian_process|kernel_ridge|cluster|multiclass|multioutput|semi_supervised|dummy|isotonic|"
@@ -1336,6 +1338,8 @@ class _Analysis:
         kind = None
         if last in _STATELESS:
             return None
+        if last in _GIVEN_CATEGORIES and self._given_categories(call):
+            return None  # OneHotEncoder(categories=[["a", "b"]]): the fit learns nothing from the rows
         if last in _RESAMPLER_CLASSES or qual.startswith(("imblearn.over_sampling", "imblearn.under_sampling", "imblearn.combine")):
             kind = RESAMPLER
         elif last in _SPLITTER_CLASSES:
@@ -1360,6 +1364,36 @@ class _Analysis:
             if inner_val is not None:
                 inner.extend(inner_val.objs)
         return Obj(self.next(), kind, last, call, tuple(inner))
+
+    def _given_categories(self, call: cst.Call) -> bool:
+        """An encoder told its categories as constants (``categories=[["I", "II", "III"]]``, or a
+        name bound to such a literal), with nothing it would count in the rows (no
+        ``min_frequency``/``max_categories``)."""
+        given = _keyword_node(call, ("categories",))
+        if given is None or _keyword_node(call, ("min_frequency", "max_categories")) is not None:
+            return False
+        if isinstance(given, cst.SimpleString) and given.evaluated_value == "auto":
+            return False
+
+        def constant(node: cst.BaseExpression, depth: int = 0) -> bool:
+            if depth > 8:
+                return False
+            if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
+                return True
+            if isinstance(node, cst.Name):
+                if node.value in ("None", "True", "False"):
+                    return True
+                definition = self._definition(node)
+                return definition is not node and definition is not None and constant(definition, depth + 1)
+            if isinstance(node, cst.UnaryOperation):
+                return constant(node.expression, depth + 1)
+            if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+                return all(not isinstance(e, cst.StarredElement) and constant(e.value, depth + 1) for e in node.elements)
+            if isinstance(node, cst.Call) and (dotted(node.func) or "").rsplit(".", 1)[-1] in ("range", "list", "arange", "array"):
+                return all(arg.keyword is None and constant(arg.value, depth + 1) for arg in node.args)
+            return False
+
+        return constant(given)
 
     def _function_call(self, call: cst.Call, name: str, qual: str) -> Val:
         last = qual.rsplit(".", 1)[-1] if qual else name.rsplit(".", 1)[-1]
