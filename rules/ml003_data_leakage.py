@@ -48,6 +48,8 @@ When the code is fine
     - an encoder told its categories as constants (``OrdinalEncoder(categories=[["S", "M", "L"]])``):
       it learns nothing from the rows;
     - t-SNE, MDS and spectral embeddings (no ``transform``): what they learn cannot reach other rows;
+    - a wrapper that only scores a model fitted before (eli5 ``PermutationImportance(model)``,
+      ``cv="prefit"``) fitted on the test split, and ``permutation_importance(model, X_test, y_test)``;
     - code whose data flow is not visible (a function receiving ``X`` as a parameter
       with no split in sight).
 
@@ -1174,6 +1176,17 @@ VALID = [
     model.fit(X_train, y_train)
     print(model.score(X_test, y_test))
     """,
+    # permutation importance of a model fitted on the training split, computed on the test split
+    """
+    from eli5.sklearn import PermutationImportance
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.inspection import permutation_importance
+    from sklearn.model_selection import train_test_split
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=3)
+    booster = GradientBoostingClassifier().fit(X_train, y_train)
+    importances = PermutationImportance(booster, random_state=3).fit(X_test, y_test)
+    result = permutation_importance(booster, X_test, y_test, n_repeats=10)
+    """,
 ]
 
 INVALID = [
@@ -1706,5 +1719,13 @@ INVALID = [
     X_train, X_test, y_train, y_test = train_test_split(np.hstack([codes, prices]), shop["returned"])
     model.fit(X_train, y_train)
     print(model.score(X_test, y_test))
+    """,
+    # a permutation-importance wrapper told to cross-validate refits the model on the test split
+    """
+    from eli5.sklearn import PermutationImportance
+    from sklearn.model_selection import train_test_split
+    X_train, X_test, y_train, y_test = train_test_split(X, y)
+    model.fit(X_train, y_train)
+    importances = PermutationImportance(model, cv=5).fit(X_test, y_test)
     """,
 ]

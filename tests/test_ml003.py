@@ -506,3 +506,42 @@ def test_encoders_told_their_categories_learn_nothing_from_the_rows():
         """
     )
     assert [f.line for f in findings] == [8, 9, 10]
+
+
+def test_wrappers_that_only_score_an_already_fitted_model_are_evaluation():
+    findings = lint(
+        """
+        import eli5
+        from eli5.sklearn import PermutationImportance
+        from sklearn.ensemble import RandomForestClassifier
+        from sklearn.inspection import permutation_importance
+        from sklearn.model_selection import train_test_split
+        X_train, X_test, y_train, y_test = train_test_split(X, y)
+        forest = RandomForestClassifier().fit(X_train, y_train)
+        PermutationImportance(forest, n_iter=5).fit(X_test, y_test)
+        scorer = eli5.sklearn.PermutationImportance(forest, cv="prefit")
+        scorer.fit(X_test, y_test)
+        permutation_importance(forest, X_test, y_test)
+        PermutationImportance(forest, cv=5).fit(X_test, y_test)
+        fresh = RandomForestClassifier()
+        PermutationImportance(fresh).fit(X_test, y_test)
+        """
+    )
+    assert [f.line for f in findings] == [13, 15]
+
+
+def test_scoring_on_the_test_split_after_a_refit_on_everything_is_still_a_refit_leak():
+    for scoring in ("PermutationImportance(forest).fit(X_test, y_test)", "permutation_importance(forest, X_test, y_test)"):
+        findings = lint(
+            f"""
+            from eli5.sklearn import PermutationImportance
+            from sklearn.ensemble import RandomForestClassifier
+            from sklearn.inspection import permutation_importance
+            from sklearn.model_selection import train_test_split
+            X_train, X_test, y_train, y_test = train_test_split(X, y)
+            forest = RandomForestClassifier()
+            forest.fit(X, y)
+            {scoring}
+            """
+        )
+        assert [f.line for f in findings] == [8], scoring

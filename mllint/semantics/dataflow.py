@@ -51,6 +51,7 @@ PIPELINE = "pipeline"  # Pipeline / make_pipeline / ColumnTransformer / FeatureU
 SEARCH = "search"  # GridSearchCV and kin: cross-validates on what it is fitted on
 SPLITTER = "splitter"  # KFold and kin
 CALIBRATOR = "calibrator"  # CalibratedClassifierCV: fitting it on held-out data is its purpose
+SCORER = "scorer"  # a wrapper handed an already-fitted model that its fit only scores (permutation importance)
 EMBEDDER = "embedder"  # t-SNE, MDS, spectral embedding: fit_transform only, no transform of other rows
 
 _TRANSFORMER_CLASSES = {
@@ -1365,6 +1366,49 @@ class _Analysis:
                 inner.extend(inner_val.objs)
         return Obj(self.next(), kind, last, call, tuple(inner))
 
+    def _fitted_models(self, node: Optional[cst.BaseExpression]) -> Tuple[Obj, ...]:
+        """The models ``node`` names that were fitted before this point (by object, or by the
+        receiver's name for models of unknown class); () when any of them was not."""
+        if node is None:
+            return ()
+        text = dotted(node)
+        if text is None:
+            return ()
+        val = self.env.names.get(text)
+        objs = tuple(o for o in (val.objs if val is not None else ()) if o.kind in (ESTIMATOR, PIPELINE, SEARCH))
+        if val is not None and val.objs and not objs:
+            return ()  # a transformer, a splitter
+        keys = [f"obj:{o.oid}" for o in objs] or [self._key(None, text)]
+        fitted = {f.key for f in self.df.fits if f.kind not in (TRANSFORMER, RESAMPLER)}
+        if not all(key in fitted for key in keys):
+            return ()
+        return objs or (Obj(self.next(), ESTIMATOR, text, None),)
+
+    def _scoring_wrapper(self, call: cst.Call, last: str) -> Optional[Obj]:
+        """``Wrapper(fitted_model, ...)`` whose ``fit`` only scores the model it is handed:
+        told so (``cv="prefit"``, ``prefit=True``), or a class we do not know as a learner (eli5's
+        ``PermutationImportance``, whose ``cv`` defaults to ``"prefit"``). Known learners (searches,
+        ensembles, pipelines) clone and refit what they are handed: not these."""
+        if not last[:1].isupper() or last in self.m.classes:
+            return None  # functions: clone(model), deepcopy(model) are fitted afresh; classes of the file
+        model_node = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else _keyword_node(call, ("estimator", "model", "base_estimator"))
+        inner = self._fitted_models(model_node)
+        if not inner:
+            return None
+        known = self._constructed(call)
+        if known is not None and known.kind != ESTIMATOR:
+            return None  # calibrators, searches, pipelines, selectors keep their own reading
+        cv = _keyword_node(call, ("cv",))
+        prefit = _keyword_node(call, ("prefit",))
+        said_prefit = (isinstance(cv, cst.SimpleString) and cv.evaluated_value == "prefit") or (
+            isinstance(prefit, cst.Name) and prefit.value == "True"
+        )
+        if said_prefit:
+            return Obj(self.next(), SCORER, last, call, inner)
+        if cv is not None or prefit is not None or known is not None:
+            return None  # a known learner, or told to cross-validate (refit) the model
+        return Obj(self.next(), SCORER, last, call, inner)
+
     def _given_categories(self, call: cst.Call) -> bool:
         """An encoder told its categories as constants (``categories=[["I", "II", "III"]]``, or a
         name bound to such a literal), with nothing it would count in the rows (no
@@ -1399,6 +1443,10 @@ class _Analysis:
         last = qual.rsplit(".", 1)[-1] if qual else name.rsplit(".", 1)[-1]
         head = name.split(".")[0]
         # constructors
+        scorer = self._scoring_wrapper(call, last)
+        if scorer is not None:
+            self._args(call)
+            return Val(objs=frozenset({scorer}))
         obj = self._constructed(call)
         if obj is not None:
             positional, keywords, _ = self._args(call)
@@ -1417,6 +1465,13 @@ class _Analysis:
             return self._random_split(call, positional, keywords)
         if last in _CV_HELPERS:
             return self._cv_helper(call, last, positional, keywords)
+        if last == "permutation_importance" and len(positional) >= 2:
+            # sklearn.inspection.permutation_importance(model, X, y): scores the fitted model on X
+            model_objs = sorted(positional[0].objs, key=lambda o: o.oid)
+            key = f"obj:{model_objs[0].oid}" if model_objs else self._key(None, _text(self.m, nodes[0]))
+            self.df.evals.append(EvalEvent(key, call, "score", data_of(positional[1]), self.next(), self.scope))
+            self._sink(positional[1], call, "eval", True)
+            return EMPTY
         if qual.startswith("sklearn.preprocessing.") and last in _FIT_TRANSFORM_FUNCTIONS and (positional or "X" in keywords):
             data = positional[0] if positional else keywords["X"]
             fit = self._fit(call, TRANSFORMER, last, last, None, "", data, None, nodes[0] if nodes else None)
@@ -1544,6 +1599,15 @@ class _Analysis:
             if marker is not None:
                 fits |= marker.taint
             return Val(data_of(x).rows, flat(x).taint | fits, frozenset(), data_of(x).index)
+        if method == "fit" and x is not None and kinds and kinds <= {SCORER}:
+            # PermutationImportance(fitted).fit(X_test, y_test): scores the wrapped model
+            for inner in sorted({o for scorer in objs for o in scorer.inner}, key=lambda o: o.oid):
+                key = f"obj:{inner.oid}" if inner.node is not None else self._key(None, inner.cls)
+                self.df.evals.append(EvalEvent(key, call, "score", data_of(x), self.next(), self.scope))
+            self._sink(x, call, "eval", True)
+            if y is not None:
+                self._sink(y, call, "eval", False)
+            return Val(objs=objs)
         if method in ("fit", "fit_transform") and x is not None and kinds and kinds <= {EMBEDDER}:
             # an embedding of exactly these rows: nothing it learns applies to other rows
             if method == "fit_transform":
