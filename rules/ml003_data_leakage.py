@@ -16,8 +16,9 @@ Why it matters
     The analysis follows the data: names through assignments, the outputs of
     ``train_test_split``/``random_split``, the folds of ``KFold`` and kin, Keras
     ``validation_split``, column selection, ``.values``/``.to_numpy()``, concatenation,
-    complementary slices (``X[:n]``/``X[n:]``, bounds read through the definitions that reach
-    them), masks (also held in a name, and negated: ``X[m]``/``X[~m]``), ``sample``/``drop``, the
+    complementary slices (``X[:n]``/``X[n:]``, also by label ``df.loc[:day]``/``df.loc[day:]``
+    and by position ``.iloc``, bounds read through the definitions that reach them; overlapping
+    shifted slices such as ``s[:-1]``/``s[1:]`` are a lagged pair, not a split), masks (also held in a name, and negated: ``X[m]``/``X[~m]``), ``sample``/``drop``, the
     keys of a dict of splits (``idx["train"]``/``idx["test"]``), index arrays named for their part
     (``X.iloc[train_idx]``/``X.iloc[test_idx]``), and calls of the file's own helper functions
     and methods (also when handed to ``DataFrame.apply``/``map``/``transform``, as are lambdas).
@@ -44,6 +45,11 @@ When the code is fine
     - unsupervised fits (PCA for a plot, clustering) on data that is never split, or
       whose output never reaches a model;
     - refitting the final model on all the data after it was evaluated;
+    - an encoder told its categories as constants (``OrdinalEncoder(categories=[["S", "M", "L"]])``):
+      it learns nothing from the rows;
+    - t-SNE, MDS and spectral embeddings (no ``transform``): what they learn cannot reach other rows;
+    - a wrapper that only scores a model fitted before (eli5 ``PermutationImportance(model)``,
+      ``cv="prefit"``) fitted on the test split, and ``permutation_importance(model, X_test, y_test)``;
     - code whose data flow is not visible (a function receiving ``X`` as a parameter
       with no split in sight).
 
@@ -1111,6 +1117,76 @@ VALID = [
     X = P_test
     print(probe.score(X, q_test))
     """,
+    # a 2-D view of a sample drawn after the split, only plotted: the plotting helper's scaler and
+    # its per-class masks (``X[y == c]``) split nothing
+    """
+    import matplotlib.pyplot as plt
+    from sklearn.decomposition import PCA
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import MinMaxScaler
+
+    def draw(points, groups):
+        unit = MinMaxScaler().fit_transform(points)
+        for g in sorted(set(groups)):
+            plt.scatter(unit[groups == g, 0], unit[groups == g, 1])
+
+    X_train, X_test, y_train, y_test = train_test_split(table, target)
+    model.fit(X_train, y_train)
+    print(model.score(X_test, y_test))
+    subset = table[chosen]
+    draw(PCA(n_components=2).fit_transform(subset), target[chosen])
+    """,
+    # t-SNE and MDS have no transform: their embedding cannot carry fitted statistics to other rows
+    """
+    import numpy as np
+    from sklearn.decomposition import PCA
+    from sklearn.manifold import MDS, TSNE
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    flat = TSNE(n_components=2).fit_transform(table)
+    layout = make_pipeline(PCA(n_components=30), MDS(n_components=2)).fit_transform(table)
+    X_train, X_test, y_train, y_test = train_test_split(np.hstack([flat, layout]), target)
+    model.fit(X_train, y_train)
+    print(model.score(X_test, y_test))
+    """,
+    # a date split by label, the scaler fitted on the early part; s[:-1]/s[1:] is a lagged pair
+    """
+    from sklearn.preprocessing import StandardScaler
+    early = series.loc[:boundary_day]
+    late = series.loc[boundary_day:]
+    scaler = StandardScaler()
+    early_s = scaler.fit_transform(early)
+    late_s = scaler.transform(late)
+    regressor.fit(early_s[:-1], early_s[1:])
+    print(regressor.score(late_s[:-1], late_s[1:]))
+    """,
+    # lagged inputs and targets of one scaled series: a shift, not a train/test split
+    """
+    from sklearn.preprocessing import MinMaxScaler
+    levels = MinMaxScaler().fit_transform(readings)
+    past, future = levels[:-horizon], levels[horizon:]
+    forecaster.fit(past, future)
+    """,
+    # an encoder told its categories learns nothing from the rows it is fitted on
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import OrdinalEncoder
+    sizes = OrdinalEncoder(categories=[["S", "M", "L", "XL"]]).fit_transform(shop[["size"]])
+    X_train, X_test, y_train, y_test = train_test_split(sizes, shop["returned"])
+    model.fit(X_train, y_train)
+    print(model.score(X_test, y_test))
+    """,
+    # permutation importance of a model fitted on the training split, computed on the test split
+    """
+    from eli5.sklearn import PermutationImportance
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.inspection import permutation_importance
+    from sklearn.model_selection import train_test_split
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=3)
+    booster = GradientBoostingClassifier().fit(X_train, y_train)
+    importances = PermutationImportance(booster, random_state=3).fit(X_test, y_test)
+    result = permutation_importance(booster, X_test, y_test, n_repeats=10)
+    """,
 ]
 
 INVALID = [
@@ -1616,4 +1692,40 @@ INVALID = [
         model.fit(X_train, y_train)
         """,
     ),
+    # the whole series scaled, then split by position on one boundary (lagged pairs inside each part)
+    """
+    from sklearn.preprocessing import MinMaxScaler
+    levels = MinMaxScaler().fit_transform(readings)
+    cut = int(len(levels) * 0.8)
+    early, late = levels.iloc[:cut], levels.iloc[cut:]
+    forecaster.fit(early[:-1], early[1:])
+    print(forecaster.score(late[:-1], late[1:]))
+    """,
+    # scaled before a date split by label
+    """
+    from sklearn.preprocessing import StandardScaler
+    frame[COLS] = StandardScaler().fit_transform(frame[COLS])
+    history = frame.loc[:"2020-12-31"]
+    recent = frame.loc["2020-12-31":]
+    model.fit(history[COLS], history["y"])
+    print(model.score(recent[COLS], recent["y"]))
+    """,
+    # an encoder whose categories are read off all the rows learns them from the test rows too
+    """
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import OneHotEncoder
+    codes = OneHotEncoder(categories=[shop["brand"].unique()]).fit_transform(shop[["brand"]])
+    X_train, X_test, y_train, y_test = train_test_split(np.hstack([codes, prices]), shop["returned"])
+    model.fit(X_train, y_train)
+    print(model.score(X_test, y_test))
+    """,
+    # a permutation-importance wrapper told to cross-validate refits the model on the test split
+    """
+    from eli5.sklearn import PermutationImportance
+    from sklearn.model_selection import train_test_split
+    X_train, X_test, y_train, y_test = train_test_split(X, y)
+    model.fit(X_train, y_train)
+    importances = PermutationImportance(model, cv=5).fit(X_test, y_test)
+    """,
 ]

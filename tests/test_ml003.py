@@ -362,3 +362,186 @@ def test_a_helper_that_cross_validates_what_it_is_handed_is_a_split():
     )
     assert [f.line for f in findings] == [12]
     assert "(in `evaluate`)" in findings[0].detail
+
+
+# --- devsample2 shapes: outputs only plotted, lagged pairs, constant categories, scoring wrappers ------
+
+
+def test_a_plotting_helper_that_selects_rows_by_class_is_no_split():
+    """The helper scales what it is handed and picks each class's rows with ``X[y == c]`` to draw
+    them: one mask part, never its complement, so the helper does not split its input."""
+    source = """
+        import matplotlib.pyplot as plt
+        from sklearn.decomposition import PCA
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import MinMaxScaler
+
+        def show_groups(points, groups):
+            unit = MinMaxScaler().fit_transform(points)
+            for g in sorted(set(groups)):
+                plt.scatter(unit[groups == g, 0], unit[groups == g, 1])
+
+        X_train, X_test, y_train, y_test = train_test_split(table, target)
+        model.fit(X_train, y_train)
+        print(model.score(X_test, y_test))
+        sample = table[picked]
+        show_groups(PCA(n_components=2).fit_transform(sample), target[picked])
+        """
+    assert lint(source) == []
+
+
+def test_a_helper_that_really_splits_by_a_mask_still_takes_what_it_is_handed_apart():
+    findings = lint(
+        """
+        from sklearn.preprocessing import StandardScaler
+
+        def by_year(frame):
+            early = frame[frame.year < 2020]
+            late = frame[frame.year >= 2020]
+            model.fit(early[COLS], early.y)
+            return model.score(late[COLS], late.y)
+
+        table[COLS] = StandardScaler().fit_transform(table[COLS])
+        print(by_year(table))
+        """
+    )
+    assert [f.line for f in findings] == [10]
+
+
+def test_embeddings_without_transform_carry_nothing_to_other_rows_but_lle_does():
+    findings = lint(
+        """
+        import numpy as np
+        from sklearn.decomposition import PCA
+        from sklearn.manifold import MDS, TSNE, LocallyLinearEmbedding, SpectralEmbedding
+        from sklearn.model_selection import train_test_split
+        from sklearn.pipeline import Pipeline, make_pipeline
+        a = TSNE(n_components=2).fit_transform(table)
+        b = make_pipeline(PCA(n_components=20), MDS(n_components=2)).fit_transform(table)
+        c = Pipeline([("pca", PCA(n_components=20)), ("se", SpectralEmbedding())]).fit_transform(table)
+        d = LocallyLinearEmbedding(n_components=2).fit_transform(table)
+        e = make_pipeline(TSNE(n_components=2), PCA(n_components=2)).fit_transform(table)
+        X_train, X_test, y_train, y_test = train_test_split(np.hstack([a, b, c, d, e]), target)
+        model.fit(X_train, y_train)
+        print(model.score(X_test, y_test))
+        """
+    )
+    assert [f.line for f in findings] == [10, 11]
+
+
+def test_lagged_pairs_are_no_split_and_a_date_split_by_loc_is_one():
+    clean = """
+        import pandas as pd
+        from sklearn.preprocessing import StandardScaler
+        cutoff = pd.Timestamp("2021-06-30")
+        early = prices.loc[:cutoff]
+        late = prices.loc[cutoff:]
+        scaler = StandardScaler()
+        early_s = scaler.fit_transform(early)
+        late_s = scaler.transform(late)
+        regressor.fit(early_s[:-1], early_s[1:])
+        print(regressor.score(late_s[:-1], late_s[1:]))
+        """
+    assert lint(clean) == []
+    leaky = clean.replace("early = prices.loc[:cutoff]", "prices = StandardScaler().fit_transform(prices)\n        early = prices.loc[:cutoff]")
+    assert [f.line for f in lint(leaky)] == [5]
+
+
+@pytest.mark.parametrize(
+    "head, tail, split",
+    [
+        ("n", "n", True),  # one boundary
+        ("-1", "-1", True),  # the last row held out
+        ("n_train", "n_train + gap", True),  # a gap between the parts
+        ("100", "150", True),
+        ("-1", "1", False),  # a lag of one
+        ("-k", "k", False),  # a lag of k
+        ("100", "50", False),  # overlapping windows
+        ("-10", "-20", False),
+    ],
+)
+def test_complementary_slices_must_not_overlap(head, tail, split):
+    findings = lint(
+        f"""
+        from sklearn.preprocessing import MinMaxScaler
+        series = MinMaxScaler().fit_transform(raw)
+        inputs = series[:{head}]
+        outputs = series[{tail}:]
+        regressor.fit(inputs, outputs)
+        """
+    )
+    assert [f.line for f in findings] == ([3] if split else [])
+
+
+def test_a_date_split_by_iloc_on_a_shared_boundary_after_a_scaler_on_everything():
+    findings = lint(
+        """
+        from sklearn.preprocessing import MinMaxScaler
+        series = MinMaxScaler().fit_transform(readings)
+        n_fit = int(len(series) * 0.8)
+        fit_part = series.iloc[:n_fit]
+        held_part = series.iloc[n_fit:]
+        regressor.fit(fit_part[:-3], fit_part[3:])
+        print(regressor.score(held_part[:-3], held_part[3:]))
+        """
+    )
+    assert [f.line for f in findings] == [3]
+
+
+def test_encoders_told_their_categories_learn_nothing_from_the_rows():
+    findings = lint(
+        """
+        import numpy as np
+        from sklearn.model_selection import train_test_split
+        from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+        levels = ["low", "mid", "high"]
+        a = OrdinalEncoder(categories=[levels]).fit_transform(frame[["grade"]])
+        b = OneHotEncoder(categories=[["x", "y"]], handle_unknown="ignore").fit_transform(frame[["kind"]])
+        c = OneHotEncoder(categories="auto").fit_transform(frame[["shape"]])
+        d = OneHotEncoder(categories=[["x", "y"]], min_frequency=5).fit_transform(frame[["kind2"]])
+        e = OrdinalEncoder(categories=[frame["grade2"].unique()]).fit_transform(frame[["grade2"]])
+        X_train, X_test, y_train, y_test = train_test_split(np.hstack([a, b, c, d, e]), target)
+        model.fit(X_train, y_train)
+        print(model.score(X_test, y_test))
+        """
+    )
+    assert [f.line for f in findings] == [8, 9, 10]
+
+
+def test_wrappers_that_only_score_an_already_fitted_model_are_evaluation():
+    findings = lint(
+        """
+        import eli5
+        from eli5.sklearn import PermutationImportance
+        from sklearn.ensemble import RandomForestClassifier
+        from sklearn.inspection import permutation_importance
+        from sklearn.model_selection import train_test_split
+        X_train, X_test, y_train, y_test = train_test_split(X, y)
+        forest = RandomForestClassifier().fit(X_train, y_train)
+        PermutationImportance(forest, n_iter=5).fit(X_test, y_test)
+        scorer = eli5.sklearn.PermutationImportance(forest, cv="prefit")
+        scorer.fit(X_test, y_test)
+        permutation_importance(forest, X_test, y_test)
+        PermutationImportance(forest, cv=5).fit(X_test, y_test)
+        fresh = RandomForestClassifier()
+        PermutationImportance(fresh).fit(X_test, y_test)
+        """
+    )
+    assert [f.line for f in findings] == [13, 15]
+
+
+def test_scoring_on_the_test_split_after_a_refit_on_everything_is_still_a_refit_leak():
+    for scoring in ("PermutationImportance(forest).fit(X_test, y_test)", "permutation_importance(forest, X_test, y_test)"):
+        findings = lint(
+            f"""
+            from eli5.sklearn import PermutationImportance
+            from sklearn.ensemble import RandomForestClassifier
+            from sklearn.inspection import permutation_importance
+            from sklearn.model_selection import train_test_split
+            X_train, X_test, y_train, y_test = train_test_split(X, y)
+            forest = RandomForestClassifier()
+            forest.fit(X, y)
+            {scoring}
+            """
+        )
+        assert [f.line for f in findings] == [8], scoring

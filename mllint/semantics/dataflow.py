@@ -51,6 +51,8 @@ PIPELINE = "pipeline"  # Pipeline / make_pipeline / ColumnTransformer / FeatureU
 SEARCH = "search"  # GridSearchCV and kin: cross-validates on what it is fitted on
 SPLITTER = "splitter"  # KFold and kin
 CALIBRATOR = "calibrator"  # CalibratedClassifierCV: fitting it on held-out data is its purpose
+SCORER = "scorer"  # a wrapper handed an already-fitted model that its fit only scores (permutation importance)
+EMBEDDER = "embedder"  # t-SNE, MDS, spectral embedding: fit_transform only, no transform of other rows
 
 _TRANSFORMER_CLASSES = {
     # scalers and other per-feature statistics
@@ -101,6 +103,11 @@ _SEARCH_CLASSES = {
 }
 _PIPELINE_CLASSES = {"Pipeline", "make_pipeline", "ColumnTransformer", "make_column_transformer", "FeatureUnion", "make_union"}
 _CALIBRATORS = {"CalibratedClassifierCV"}
+# Embeddings with fit/fit_transform and no transform: what they learn embeds the rows they are
+# fitted on and cannot be applied to other rows (sklearn.manifold TSNE, MDS, SpectralEmbedding).
+_EMBEDDERS = {"TSNE", "MDS", "SpectralEmbedding"}
+# Encoders that learn only their categories: told them as constants, they learn nothing from the rows.
+_GIVEN_CATEGORIES = {"OneHotEncoder", "OrdinalEncoder"}
 _ESTIMATOR_MODULES = re.compile(
     r"^(sklearn\.(linear_model|ensemble|svm|tree|neighbors|naive_bayes|neural_network|discriminant_analysis|"
     r"gaussian_process|kernel_ridge|cluster|multiclass|multioutput|semi_supervised|dummy|isotonic|"
@@ -1115,9 +1122,9 @@ class _Analysis:
             if part is not None:
                 return part
         # complementary slices: X[:n], X[n:]
-        if isinstance(first, cst.Slice) and (first.lower is not None or first.upper is not None) and via != "loc":
+        if isinstance(first, cst.Slice) and (first.lower is not None or first.upper is not None):
             if first.step is None:
-                return self._slice_part(data, base_node, first, node)
+                return self._slice_part(data, base_node, first, node, by_label=via == "loc")
         # complementary masks: df[df.date < t], df[df.date >= t]
         if isinstance(first, cst.Index) and isinstance(first.value, cst.Comparison):
             part = self._mask_part(data, base_node, first.value)
@@ -1165,7 +1172,11 @@ class _Analysis:
         table[key] = info.sid
         return info
 
-    def _slice_part(self, data: Val, base_node: cst.BaseExpression, sl: cst.Slice, node: cst.CSTNode) -> Val:
+    def _slice_part(self, data: Val, base_node: cst.BaseExpression, sl: cst.Slice, node: cst.CSTNode, by_label: bool = False) -> Val:
+        """One part of complementary slices of the same rows. The split is confirmed by two parts
+        on one boundary (``X[:n]``/``X[n:]``, ``df.loc[:day]``/``df.loc[day:]``), or, by position,
+        by a head and a tail that do not overlap (``X[:n]``/``X[n + gap:]``). Overlapping shifted
+        slices (``s[:-1]``/``s[1:]``, ``s[:-k]``/``s[k:]``) are a lagged pair of one series: no split."""
         base_text = _text(self.m, base_node)
         lower = _bound_text(self.m, self._definition(sl.lower), base_text)
         upper = _bound_text(self.m, self._definition(sl.upper), base_text)
@@ -1185,8 +1196,13 @@ class _Analysis:
             part = VAL
             lowers.add(lower)
             uppers.add(upper)
-        if uppers & lowers or (part != VAL and any(b.startswith("<head>") for b in uppers) and any(b.startswith("<tail>") for b in lowers)):
-            info.confirmed = True  # X[:n] and X[n:] (or X[n:m]), or a head X[:a] and a tail X[b:], both taken
+        if not by_label and part != VAL:
+            heads = [b[6:] for b in uppers if b.startswith("<head>")]
+            tails = [b[6:] for b in lowers if b.startswith("<tail>")]
+            if any(not _slices_overlap(h, t) for h in heads for t in tails):
+                info.confirmed = True  # a head X[:a] and a tail X[b:] that do not overlap, both taken
+        if uppers & lowers:
+            info.confirmed = True  # X[:n] and X[n:] (or X[n:m]) on one boundary
         if node is self.direct_value and len(self.targets) == 1:
             # the assigned name says which part this is: X_test = X[:n], X_valid = X_full[:5000] / 255.
             name = self.targets[0]
@@ -1323,6 +1339,8 @@ class _Analysis:
         kind = None
         if last in _STATELESS:
             return None
+        if last in _GIVEN_CATEGORIES and self._given_categories(call):
+            return None  # OneHotEncoder(categories=[["a", "b"]]): the fit learns nothing from the rows
         if last in _RESAMPLER_CLASSES or qual.startswith(("imblearn.over_sampling", "imblearn.under_sampling", "imblearn.combine")):
             kind = RESAMPLER
         elif last in _SPLITTER_CLASSES:
@@ -1333,6 +1351,8 @@ class _Analysis:
             kind = PIPELINE
         elif last in _CALIBRATORS:
             kind = CALIBRATOR
+        elif last in _EMBEDDERS:
+            kind = EMBEDDER
         elif last in _TRANSFORMER_CLASSES or (_TRANSFORMER_MODULES.match(qual) and last[:1].isupper()):
             kind = TRANSFORMER
         elif _ESTIMATOR_MODULES.match(qual) and last[:1].isupper() or _ESTIMATOR_NAME.search(last):
@@ -1346,10 +1366,87 @@ class _Analysis:
                 inner.extend(inner_val.objs)
         return Obj(self.next(), kind, last, call, tuple(inner))
 
+    def _fitted_models(self, node: Optional[cst.BaseExpression]) -> Tuple[Obj, ...]:
+        """The models ``node`` names that were fitted before this point (by object, or by the
+        receiver's name for models of unknown class); () when any of them was not."""
+        if node is None:
+            return ()
+        text = dotted(node)
+        if text is None:
+            return ()
+        val = self.env.names.get(text)
+        objs = tuple(o for o in (val.objs if val is not None else ()) if o.kind in (ESTIMATOR, PIPELINE, SEARCH))
+        if val is not None and val.objs and not objs:
+            return ()  # a transformer, a splitter
+        keys = [f"obj:{o.oid}" for o in objs] or [self._key(None, text)]
+        fitted = {f.key for f in self.df.fits if f.kind not in (TRANSFORMER, RESAMPLER)}
+        if not all(key in fitted for key in keys):
+            return ()
+        return objs or (Obj(self.next(), ESTIMATOR, text, None),)
+
+    def _scoring_wrapper(self, call: cst.Call, last: str) -> Optional[Obj]:
+        """``Wrapper(fitted_model, ...)`` whose ``fit`` only scores the model it is handed:
+        told so (``cv="prefit"``, ``prefit=True``), or a class we do not know as a learner (eli5's
+        ``PermutationImportance``, whose ``cv`` defaults to ``"prefit"``). Known learners (searches,
+        ensembles, pipelines) clone and refit what they are handed: not these."""
+        if not last[:1].isupper() or last in self.m.classes:
+            return None  # functions: clone(model), deepcopy(model) are fitted afresh; classes of the file
+        model_node = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else _keyword_node(call, ("estimator", "model", "base_estimator"))
+        inner = self._fitted_models(model_node)
+        if not inner:
+            return None
+        known = self._constructed(call)
+        if known is not None and known.kind != ESTIMATOR:
+            return None  # calibrators, searches, pipelines, selectors keep their own reading
+        cv = _keyword_node(call, ("cv",))
+        prefit = _keyword_node(call, ("prefit",))
+        said_prefit = (isinstance(cv, cst.SimpleString) and cv.evaluated_value == "prefit") or (
+            isinstance(prefit, cst.Name) and prefit.value == "True"
+        )
+        if said_prefit:
+            return Obj(self.next(), SCORER, last, call, inner)
+        if cv is not None or prefit is not None or known is not None:
+            return None  # a known learner, or told to cross-validate (refit) the model
+        return Obj(self.next(), SCORER, last, call, inner)
+
+    def _given_categories(self, call: cst.Call) -> bool:
+        """An encoder told its categories as constants (``categories=[["I", "II", "III"]]``, or a
+        name bound to such a literal), with nothing it would count in the rows (no
+        ``min_frequency``/``max_categories``)."""
+        given = _keyword_node(call, ("categories",))
+        if given is None or _keyword_node(call, ("min_frequency", "max_categories")) is not None:
+            return False
+        if isinstance(given, cst.SimpleString) and given.evaluated_value == "auto":
+            return False
+
+        def constant(node: cst.BaseExpression, depth: int = 0) -> bool:
+            if depth > 8:
+                return False
+            if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
+                return True
+            if isinstance(node, cst.Name):
+                if node.value in ("None", "True", "False"):
+                    return True
+                definition = self._definition(node)
+                return definition is not node and definition is not None and constant(definition, depth + 1)
+            if isinstance(node, cst.UnaryOperation):
+                return constant(node.expression, depth + 1)
+            if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+                return all(not isinstance(e, cst.StarredElement) and constant(e.value, depth + 1) for e in node.elements)
+            if isinstance(node, cst.Call) and (dotted(node.func) or "").rsplit(".", 1)[-1] in ("range", "list", "arange", "array"):
+                return all(arg.keyword is None and constant(arg.value, depth + 1) for arg in node.args)
+            return False
+
+        return constant(given)
+
     def _function_call(self, call: cst.Call, name: str, qual: str) -> Val:
         last = qual.rsplit(".", 1)[-1] if qual else name.rsplit(".", 1)[-1]
         head = name.split(".")[0]
         # constructors
+        scorer = self._scoring_wrapper(call, last)
+        if scorer is not None:
+            self._args(call)
+            return Val(objs=frozenset({scorer}))
         obj = self._constructed(call)
         if obj is not None:
             positional, keywords, _ = self._args(call)
@@ -1358,6 +1455,8 @@ class _Analysis:
                 for val in positional + list(keywords.values()):
                     inner.update(val.objs)
                 obj = replace(obj, inner=tuple(sorted(inner, key=lambda o: o.oid)))
+            if obj.kind == PIPELINE and _last_step_kinds(obj.cls, positional, keywords) == {EMBEDDER}:
+                obj = replace(obj, kind=EMBEDDER)  # PCA then t-SNE: the pipeline cannot transform other rows
             return Val(objs=frozenset({obj}))
         positional, keywords, nodes = self._args(call)
         if last == "train_test_split" or last == "iterative_train_test_split":
@@ -1366,6 +1465,13 @@ class _Analysis:
             return self._random_split(call, positional, keywords)
         if last in _CV_HELPERS:
             return self._cv_helper(call, last, positional, keywords)
+        if last == "permutation_importance" and len(positional) >= 2:
+            # sklearn.inspection.permutation_importance(model, X, y): scores the fitted model on X
+            model_objs = sorted(positional[0].objs, key=lambda o: o.oid)
+            key = f"obj:{model_objs[0].oid}" if model_objs else self._key(None, _text(self.m, nodes[0]))
+            self.df.evals.append(EvalEvent(key, call, "score", data_of(positional[1]), self.next(), self.scope))
+            self._sink(positional[1], call, "eval", True)
+            return EMPTY
         if qual.startswith("sklearn.preprocessing.") and last in _FIT_TRANSFORM_FUNCTIONS and (positional or "X" in keywords):
             data = positional[0] if positional else keywords["X"]
             fit = self._fit(call, TRANSFORMER, last, last, None, "", data, None, nodes[0] if nodes else None)
@@ -1454,14 +1560,19 @@ class _Analysis:
                 if added:
                     fit.rows.update(added)
                     fit.instances.append((call, frozenset(added)))
-            split_roots = set()
+            split_roots: Dict[int, Set[int]] = {}
             for info in self.df.splits.values():
                 added = _substitute(frozenset(info.inputs), mapping)
                 if added:
                     info.inputs.update(added)
-                    split_roots.update(root for root, _path in info.inputs if root in mapping)
-            for root in split_roots:  # the helper splits (or cross-validates) what it is handed
-                self._sink(mapping[root], call, "split", True)
+                    for root, _path in info.inputs:
+                        if root in mapping:
+                            split_roots.setdefault(root, set()).add(info.sid)
+            for root, sids in split_roots.items():
+                # the helper splits (or cross-validates) what it is handed; a slice or mask whose
+                # complement it never takes (``X[y == digit]`` to draw a class) is no split
+                if any(self.df.split_of(sid) is not None for sid in sids):
+                    self._sink(mapping[root], call, "split", True)
         return _substitute_val(summary.ret, mapping, self)
 
     def _method_call(self, call: cst.Call, method: str, receiver: Val, receiver_node: cst.BaseExpression) -> Val:
@@ -1488,6 +1599,20 @@ class _Analysis:
             if marker is not None:
                 fits |= marker.taint
             return Val(data_of(x).rows, flat(x).taint | fits, frozenset(), data_of(x).index)
+        if method == "fit" and x is not None and kinds and kinds <= {SCORER}:
+            # PermutationImportance(fitted).fit(X_test, y_test): scores the wrapped model
+            for inner in sorted({o for scorer in objs for o in scorer.inner}, key=lambda o: o.oid):
+                key = f"obj:{inner.oid}" if inner.node is not None else self._key(None, inner.cls)
+                self.df.evals.append(EvalEvent(key, call, "score", data_of(x), self.next(), self.scope))
+            self._sink(x, call, "eval", True)
+            if y is not None:
+                self._sink(y, call, "eval", False)
+            return Val(objs=objs)
+        if method in ("fit", "fit_transform") and x is not None and kinds and kinds <= {EMBEDDER}:
+            # an embedding of exactly these rows: nothing it learns applies to other rows
+            if method == "fit_transform":
+                return Val(data_of(x).rows, flat(x).taint, frozenset(), data_of(x).index)
+            return Val(objs=objs)
         if method in ("fit", "fit_transform", "fit_resample", "fit_sample", "partial_fit") and x is not None:
             if kinds & {TRANSFORMER, RESAMPLER} or (method == "fit_transform" and kinds & {PIPELINE, ESTIMATOR}):
                 kind = RESAMPLER if RESAMPLER in kinds else TRANSFORMER
@@ -1867,6 +1992,42 @@ def _bound_text(model: FileModel, node: Optional[cst.BaseExpression], base_text:
     if text in ("0", f"len({base_text})", "None"):
         return None
     return text
+
+
+def _last_step_kinds(cls: str, positional: List[Val], keywords: Dict[str, Val]) -> Set[str]:
+    """The kinds of the objects in a pipeline's last step: ``make_pipeline(a, b)`` -> b,
+    ``Pipeline([("a", a), ("b", b)])`` -> b; empty when not written out."""
+    if cls == "make_pipeline":
+        step = positional[-1] if positional else None
+    elif cls == "Pipeline":
+        steps = positional[0] if positional else keywords.get("steps")
+        step = None
+        if steps is not None and steps.items:
+            pair = steps.items[-1]
+            step = pair.items[-1] if pair.items else None
+    else:
+        return set()
+    return {o.kind for o in step.objs} if step is not None else set()
+
+
+def _signed_int(text: str) -> Optional[int]:
+    try:
+        return int(text.replace(" ", ""), 0)
+    except ValueError:
+        return None
+
+
+def _slices_overlap(upper: str, lower: str) -> bool:
+    """Whether the head ``X[:upper]`` and the tail ``X[lower:]`` share rows on any data longer
+    than their bounds: ``X[:-1]``/``X[1:]`` (a lag), ``X[:100]``/``X[50:]``, ``X[:-k]``/``X[k:]``."""
+    u, l = _signed_int(upper), _signed_int(lower)
+    if u is not None and l is not None:
+        if (u < 0) == (l < 0):
+            return l < u
+        return u < 0 <= l  # X[:-a] reaches past X[b:] once len(X) > a + b
+    if upper.startswith("-") and upper[1:].strip("() ") == lower.strip("() "):
+        return True  # X[:-k] and X[k:]
+    return False
 
 
 def _column_key(target: cst.Subscript) -> Optional[str]:
