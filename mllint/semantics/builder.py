@@ -32,7 +32,7 @@ from mllint.semantics.model import (
     Loop,
 )
 from mllint.semantics.names import dotted, ref_of, target_names
-from mllint.semantics.tree import TRIVIA_FIELDS, children as tree_children, visit as tree_visit
+from mllint.semantics.tree import TRIVIA_FIELDS, visit as tree_visit
 
 # Entering one starts an empty store of gradients (torch.distributed.autograd).
 DIST_AUTOGRAD_CONTEXTS = {"torch.distributed.autograd.context"}
@@ -545,7 +545,7 @@ class _Builder(cst.CSTVisitor):
                 continue
             owners: set = set()
             built = False
-            for ret in _returns(fn.node):
+            for ret in _returns(self.m, fn.node):
                 ref = ref_of(ret) if ret is not None else None
                 if ref is not None and _head(ref) in fn.params:
                     continue  # handed in
@@ -1122,19 +1122,10 @@ def build(module: cst.Module, source: str, path: str, project=None) -> FileModel
     return model
 
 
-def _returns(fn: cst.FunctionDef) -> List[Optional[cst.BaseExpression]]:
-    """The values a function's own ``return`` statements give (None for a bare return)."""
-    out: List[Optional[cst.BaseExpression]] = []
-    stack = [fn.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, cst.Return):
-            out.append(node.value)
-            continue
-        stack.extend(tree_children(node))
-    return out
+def _returns(model: FileModel, fn: cst.FunctionDef) -> List[Optional[cst.BaseExpression]]:
+    """The values a function's own ``return`` statements give (None for a bare return), not
+    those of functions, classes or lambdas nested in it; from the file's index."""
+    return [ret.value for ret in model.index.nodes(cst.Return, fn.body, nested=False)]
 
 
 def _head(ref: str) -> str:
