@@ -245,34 +245,50 @@ class NodeIndex(Parents):
             self._kinds[kinds] = found
         return found
 
-    def nodes(self, kinds, within: Optional[cst.CSTNode] = None, *, nested: bool = True) -> List[cst.CSTNode]:
+    def nodes(self, kinds, within: Optional[cst.CSTNode] = None, *, nested: bool = True,
+              skip: tuple = ()) -> List[cst.CSTNode]:
         """The nodes that are instances of ``kinds`` (a class or a tuple of classes) strictly
         under ``within`` (the root when None), in source order. With ``nested=False``, not
         the nodes inside a function, class or lambda under ``within`` (that function, class
-        or lambda itself is listed when it is of ``kinds``). A node outside the tree is
-        walked."""
+        or lambda itself is listed when it is of ``kinds``); ``skip``, a tuple of classes,
+        leaves out the nodes inside those instead (``skip=(cst.FunctionDef,)``: not inside
+        nested functions, but inside nested classes and lambdas). A node outside the tree
+        is walked."""
         if within is None:
             within = self.root
+        if not nested:
+            skip = SCOPE_NODES
         here = self._at(within)
         if here is None:
-            return [n for n in _walk_below(within, nested) if isinstance(n, kinds)]
+            return [n for n in _walk_below(within, skip) if isinstance(n, kinds)]
         positions = self._positions_of(kinds)
         low = bisect.bisect_right(positions, here)
         high = bisect.bisect_left(positions, self._stop[here], low)
         order = self._order
-        if nested:
+        if not skip:
             return [order[p] for p in positions[low:high]]
-        own = here if type(within) in SCOPE_NODES else self._scope[here]
-        scope = self._scope
-        return [order[p] for p in positions[low:high] if scope[p] == own]
+        if skip == SCOPE_NODES:
+            own = here if type(within) in SCOPE_NODES else self._scope[here]
+            scope = self._scope
+            return [order[p] for p in positions[low:high] if scope[p] == own]
+        return [order[p] for p in positions[low:high] if not self._inside(order[p], within, skip)]
 
-    def has(self, kinds, within: Optional[cst.CSTNode] = None, *, nested: bool = True) -> bool:
+    def _inside(self, node: cst.CSTNode, within: cst.CSTNode, skip: tuple) -> bool:
+        """Whether an instance of ``skip`` sits between ``within`` and ``node`` (both excluded)."""
+        current = self.get(node)
+        while current is not None and current is not within:
+            if isinstance(current, skip):
+                return True
+            current = self.get(current)
+        return False
+
+    def has(self, kinds, within: Optional[cst.CSTNode] = None, *, nested: bool = True, skip: tuple = ()) -> bool:
         """Whether `nodes` would list any."""
         if within is None:
             within = self.root
         here = self._at(within)
-        if here is None or not nested:
-            return bool(self.nodes(kinds, within, nested=nested))
+        if here is None or not nested or skip:
+            return bool(self.nodes(kinds, within, nested=nested, skip=skip))
         positions = self._positions_of(kinds)
         low = bisect.bisect_right(positions, here)
         return low < len(positions) and positions[low] < self._stop[here]
@@ -281,7 +297,7 @@ class NodeIndex(Parents):
         """Whether ``node`` is ``outer`` or under it."""
         top, here = self._at(outer), self._at(node)
         if top is None or here is None:
-            return node is outer or any(n is node for n in _walk_below(outer, True))
+            return node is outer or any(n is node for n in _walk_below(outer, ()))
         return top <= here < self._stop[top]
 
     def enclosing(self, node: cst.CSTNode, kinds) -> Optional[cst.CSTNode]:
@@ -292,13 +308,13 @@ class NodeIndex(Parents):
         return None
 
 
-def _walk_below(node: cst.CSTNode, nested: bool) -> Iterator[cst.CSTNode]:
+def _walk_below(node: cst.CSTNode, skip: tuple) -> Iterator[cst.CSTNode]:
     """The nodes under ``node`` in source order (`NodeIndex.nodes` for a node it does not
-    hold): with ``nested=False``, not entering functions, classes or lambdas."""
+    hold), not entering instances of ``skip``."""
     for child in children(node):
         yield child
-        if nested or not isinstance(child, SCOPE_NODES):
-            yield from _walk_below(child, nested)
+        if not (skip and isinstance(child, skip)):
+            yield from _walk_below(child, skip)
 
 
 _ORDER: Dict[Tuple[type, Tuple[bool, ...]], Tuple[int, ...]] = {}
