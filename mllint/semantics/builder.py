@@ -32,7 +32,7 @@ from mllint.semantics.model import (
     Loop,
 )
 from mllint.semantics.names import dotted, ref_of, target_names
-from mllint.semantics.tree import TRIVIA_FIELDS, visit as tree_visit
+from mllint.semantics.tree import TRIVIA_FIELDS, children as tree_children, visit as tree_visit
 
 # Entering one starts an empty store of gradients (torch.distributed.autograd).
 DIST_AUTOGRAD_CONTEXTS = {"torch.distributed.autograd.context"}
@@ -531,6 +531,7 @@ class _Builder(cst.CSTVisitor):
         optimizer it builds (``torch.optim.SGD(self.parameters())``) on some path and, on the
         others, what it was handed: the attribute holds an optimizer over the models the built
         ones hold (a handed-in optimizer is the caller's, over the same model as a rule)."""
+        returns_of: Dict[str, List[Optional[cst.BaseExpression]]] = {}
         for targets, value, ctx in list(self.m.assignments):
             if len(targets) != 1 or not isinstance(value, cst.Call) \
                     or self.m.optimizer_params.get(ctx.scope, targets[0]) is not None:
@@ -545,7 +546,10 @@ class _Builder(cst.CSTVisitor):
                 continue
             owners: set = set()
             built = False
-            for ret in _returns(self.m, fn.node):
+            returns = returns_of.get(key)
+            if returns is None:
+                returns = returns_of[key] = _returns(fn.node)  # once per method, however often it is called
+            for ret in returns:
                 ref = ref_of(ret) if ret is not None else None
                 if ref is not None and _head(ref) in fn.params:
                     continue  # handed in
@@ -1122,10 +1126,23 @@ def build(module: cst.Module, source: str, path: str, project=None) -> FileModel
     return model
 
 
-def _returns(model: FileModel, fn: cst.FunctionDef) -> List[Optional[cst.BaseExpression]]:
-    """The values a function's own ``return`` statements give (None for a bare return), not
-    those of functions, classes or lambdas nested in it; from the file's index."""
-    return [ret.value for ret in model.index.nodes(cst.Return, fn.body, nested=False)]
+def _returns(fn: cst.FunctionDef) -> List[Optional[cst.BaseExpression]]:
+    """The values a function's own ``return`` statements give (None for a bare return).
+
+    A walk of the one function, not a question to FileModel.index: the builder runs before
+    any module asks for the index, and building it here (for one method of most model files:
+    ``x = self.forward_features(x)``) cost more than the walks it saved."""
+    out: List[Optional[cst.BaseExpression]] = []
+    stack = [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Return):
+            out.append(node.value)
+            continue
+        stack.extend(tree_children(node))
+    return out
 
 
 def _head(ref: str) -> str:
