@@ -47,7 +47,7 @@ import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
 from mllint.registry import Example
-from mllint.semantics.accumulation import Accumulation, _walk, accumulations, derived, text, _match, _root
+from mllint.semantics.accumulation import Accumulation, _match, _nodes, _root, accumulations, derived, text
 from mllint.semantics.model import FileModel
 
 CODE = "ML006"
@@ -114,11 +114,11 @@ def _fix_kind(model: FileModel, acc: Accumulation, others: List[cst.CSTNode]) ->
     scope = _scope(model, acc)
     name = root.value
     is_list = acc.kind == "append"
-    own_ids = {id(n) for stmt in others for n in _walk(stmt)} | {id(s) for s in others}
+    own_ids = {id(n) for stmt in others for n in _nodes(model, (cst.Assign, cst.Name), stmt)} | {id(s) for s in others}
     # how the accumulator starts
     start_ok = False
-    for node in _walk(scope):
-        if not isinstance(node, cst.Assign) or len(node.targets) != 1 or id(node) in own_ids:
+    for node in _nodes(model, cst.Assign, scope):
+        if len(node.targets) != 1 or id(node) in own_ids:
             continue
         pairs = [(node.targets[0].target, node.value)]
         target = node.targets[0].target
@@ -139,8 +139,8 @@ def _fix_kind(model: FileModel, acc: Accumulation, others: List[cst.CSTNode]) ->
         return UNSAFE
     names = derived(model, scope, name, name)
     worst = SAFE
-    for node in _walk(scope):
-        if id(node) in own_ids or not isinstance(node, cst.Name) or node.value not in names:
+    for node in _nodes(model, cst.Name, scope):
+        if id(node) in own_ids or node.value not in names:
             continue
         parent = model.parents.get(node)
         holder = parent
@@ -184,8 +184,8 @@ def check(model: FileModel) -> Iterable[Finding]:
         scope = _scope(model, acc)
         acc_text = text(model, acc.target)
         # every accumulation statement into the same accumulator (also of other values)
-        others = [s for s in _walk(scope) if isinstance(s, cst.BaseSmallStatement)
-                  and (m := _match(model, s)) is not None and text(model, m[0]) == acc_text]
+        others = [s for s in _nodes(model, cst.BaseSmallStatement, scope)
+                  if (m := _match(model, s)) is not None and text(model, m[0]) == acc_text]
         kind = _fix_kind(model, acc, others)
         fix = _fix(model, acc, kind)
         loss = acc.name.value
@@ -194,7 +194,7 @@ def check(model: FileModel) -> Iterable[Finding]:
         message = f"`{statement}` keeps every iteration's graph alive: {remedy}"
         if len(message) > 110:
             message = f"`{loss}` is accumulated with its graph across iterations: {remedy}"
-        inside = any(n is acc.backward for n in _walk(acc.loop.node))
+        inside = any(n is acc.backward for n in _nodes(model, cst.Call, acc.loop.node))
         where = "in this loop" if inside else \
             f"by the helper it comes from (line {model.position(acc.backward).start.line})"
         fix_note = {

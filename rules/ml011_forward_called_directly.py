@@ -129,7 +129,7 @@ def _checks_forward(model: FileModel, call: cst.Call, scope: str) -> bool:
             continue
         tokens = name_tokens(fn.node.name.value)
         if tokens and (any(t in _CHECK_WORDS for t in tokens) or tokens[0] in _CHECK_PREFIXES):
-            return result_asserted(fn.node, call)
+            return result_asserted(fn.node, call, model.index)
     return False
 
 

@@ -12,7 +12,7 @@ import pytest
 from mllint.findings import apply_edits, split_lines
 from mllint.semantics.edits import local_edits, statement_positions, top_statement_lines
 from mllint.semantics.model import _positions
-from mllint.semantics.tree import Parents, child_nodes, children, visit, walk
+from mllint.semantics.tree import SCOPE_NODES, NodeIndex, Parents, child_nodes, children, visit, walk
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -202,3 +202,59 @@ def test_conditions_render_their_text_when_first_compared():
     yes = [c for c in conds if c.branch == "if"]
     assert yes and yes[0] == Cond("step % 10 == 0", "if") and hash(yes[0]) == hash(Cond("step % 10 == 0", "if"))
     assert yes[0] != Cond("step % 10 == 0", "else")
+
+
+_INDEXED = '''
+import torch as T
+
+@decorate(k=1)
+class A(Base, metaclass=M):
+    def f(self, x: int = g(1), *, y=lambda z: h(z)) -> T.Tensor:
+        a = b if c(d) else e(f)
+        for i in range(3):
+            a += i
+            def inner():
+                return k(i)
+        return a[1:2:3], [q(w) for w in x if p(w)]
+
+try:
+    r = s(t)
+except (E, F) as err:
+    u(err)
+from .m import (n as o, v)
+'''
+
+
+def _walk_below(node, skip):
+    for child in children(node):
+        yield child
+        if not (skip and isinstance(child, skip)):
+            yield from _walk_below(child, skip)
+
+
+def test_node_index_answers_what_a_walk_finds_in_source_order():
+    module = cst.parse_module(_INDEXED)
+    index = NodeIndex(module)
+    every = list(walk(module))
+    kinds_asked = [cst.Call, cst.Name, (cst.BaseSmallStatement, cst.For), cst.Return, cst.BaseExpression, cst.CSTNode]
+    skips = [(), SCOPE_NODES, (cst.FunctionDef,), (cst.FunctionDef, cst.Lambda)]
+    indexed = {id(n) for n in index.nodes(cst.CSTNode)} | {id(module)}
+    for within in every:
+        if id(within) not in indexed:
+            continue  # punctuation and whitespace are not indexed
+        for kinds in kinds_asked:
+            for skip in skips:
+                expected = [n for n in _walk_below(within, skip) if isinstance(n, kinds) and id(n) in indexed]
+                assert index.nodes(kinds, within, skip=skip) == expected
+                assert index.has(kinds, within, skip=skip) == bool(expected)
+            assert index.nodes(kinds, within, nested=False) == index.nodes(kinds, within, skip=SCOPE_NODES)
+    call = index.nodes(cst.Call)[0]
+    assert index.enclosing(call, cst.ClassDef) is module.body[1]
+    assert index.contains(module.body[1], call) and not index.contains(call, module.body[1])
+    assert index.get(call) is Parents(module).get(call)
+
+
+def test_node_index_walks_a_node_it_does_not_hold():
+    module = cst.parse_module("x = f(1)\n")
+    other = cst.parse_expression("g(h(2))")
+    assert [n.func.value for n in NodeIndex(module).nodes(cst.Call, other)] == ["h"]

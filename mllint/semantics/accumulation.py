@@ -24,7 +24,6 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from mllint.semantics.model import FileModel, Loop
-from mllint.semantics.tree import children as tree_children
 
 _DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data", "detach_"})
 _NUMBER_FUNCS = frozenset({"float", "int", "round", "abs"})
@@ -49,15 +48,10 @@ class Accumulation:
     scalar: bool  # that backward needs a scalar (no gradient argument): `.item()` works
 
 
-def _walk(node: cst.CSTNode, into_loops: bool = True) -> Iterator[cst.CSTNode]:
-    """Nodes under ``node`` in source order, not entering nested functions, classes, lambdas."""
-    for child in tree_children(node):
-        yield child
-        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if not into_loops and isinstance(child, (cst.For, cst.While)):
-            continue
-        yield from _walk(child, into_loops)
+def _nodes(model: FileModel, kinds, node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The nodes of ``kinds`` under ``node`` in source order, not inside nested functions,
+    classes or lambdas (the file's index: no walk)."""
+    return model.index.nodes(kinds, node, nested=False)
 
 
 def text(model: FileModel, node: cst.CSTNode) -> str:
@@ -77,27 +71,22 @@ def _root(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     return None
 
 
-def _loss_name(value: cst.BaseExpression) -> Optional[cst.Name]:
+def _loss_name(model: FileModel, value: cst.BaseExpression) -> Optional[cst.Name]:
     """The name of the accumulated loss: ``loss``, ``loss * x.size(0)``, ``w * loss``."""
     if isinstance(value, cst.Name):
         return value
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Multiply, cst.Divide)):
-        if isinstance(value.left, cst.Name) and not _mentions(value.right, value.left.value):
+        if isinstance(value.left, cst.Name) and not _mentions(model, value.right, value.left.value):
             return value.left
-        if isinstance(value.right, cst.Name) and isinstance(value.operator, cst.Multiply) and not _mentions(value.left, value.right.value):
+        if isinstance(value.right, cst.Name) and isinstance(value.operator, cst.Multiply) and not _mentions(model, value.left, value.right.value):
             return value.right
     return None
 
 
-def _mentions(node: cst.CSTNode, name: str) -> bool:
+def _mentions(model: FileModel, node: cst.CSTNode, name: str) -> bool:
     if isinstance(node, cst.Name):
         return node.value == name
-    for child in _walk(node):
-        if isinstance(child, cst.Name) and child.value == name:
-            parent_ok = True
-            if parent_ok:
-                return True
-    return False
+    return any(child.value == name for child in _nodes(model, cst.Name, node))
 
 
 def _backward_of(call: cst.Call, name: str) -> Optional[bool]:
@@ -200,22 +189,19 @@ def _grad_off_at(model: FileModel, node: cst.CSTNode) -> bool:
     return False
 
 
-def _statement_walk(node: cst.CSTNode, into_loops: bool = True) -> Iterator[cst.CSTNode]:
-    """`_walk` that does not enter expressions or small statements (no statement is inside
-    one): the same statements, without visiting every name and operator of the body."""
-    for child in tree_children(node):
-        yield child
-        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.BaseSmallStatement)):
-            continue
-        if not into_loops and isinstance(child, (cst.For, cst.While)):
-            continue
-        yield from _statement_walk(child, into_loops)
+def _small_statements(model: FileModel, node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The small statements and ``for`` statements under ``node``, in source order, not in
+    nested functions or classes (no statement is inside a lambda or an expression)."""
+    return _nodes(model, (cst.BaseSmallStatement, cst.For), node)
 
 
-def _small_statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for child in _statement_walk(node):
-        if isinstance(child, cst.BaseSmallStatement) or isinstance(child, cst.For):
-            yield child
+def _own_statements(model: FileModel, loop: Loop) -> Set[int]:
+    """Ids of the small statements of ``loop``'s body that are not in a loop nested in it."""
+    index = model.index
+    return {
+        id(s) for s in _nodes(model, cst.BaseSmallStatement, loop.node.body)
+        if index.enclosing(s, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef)) is loop.node
+    }
 
 
 def _match(model: FileModel, stmt: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, str]]:
@@ -247,11 +233,11 @@ def _backprop_functions(model: FileModel) -> Set[str]:
     """Local functions (by short name) that run a backward pass."""
     out: Set[str] = set()
     for key, fn in model.functions.items():
-        for node in _walk(fn.node):
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
+        for node in _nodes(model, cst.Call, fn.node):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
                 out.add(key.rsplit(".", 1)[-1])
                 break
-            if isinstance(node, cst.Call) and (model.imports.qualname(node.func) or "").endswith("autograd.grad"):
+            if (model.imports.qualname(node.func) or "").endswith("autograd.grad"):
                 out.add(key.rsplit(".", 1)[-1])
                 break
     return out
@@ -263,7 +249,7 @@ def derived(model: FileModel, scope: cst.CSTNode, acc_text: str, root_name: Opti
     if root_name:
         seeds.add(root_name)
     changed = True
-    stmts = [n for n in _walk(scope) if isinstance(n, (cst.Assign, cst.AnnAssign, cst.AugAssign))]
+    stmts = _nodes(model, (cst.Assign, cst.AnnAssign, cst.AugAssign), scope)
     while changed:
         changed = False
         for stmt in stmts:
@@ -279,19 +265,17 @@ def derived(model: FileModel, scope: cst.CSTNode, acc_text: str, root_name: Opti
 
 def _mentions_text(model: FileModel, node: cst.CSTNode, target: str) -> bool:
     if "." not in target and "[" not in target:
-        return _mentions(node, target)
+        return _mentions(model, node, target)
     if text(model, node) == target:
         return True
-    return any(isinstance(n, (cst.Attribute, cst.Subscript)) and text(model, n) == target for n in _walk(node))
+    return any(text(model, n) == target for n in _nodes(model, (cst.Attribute, cst.Subscript), node))
 
 
 def backpropagated(model: FileModel, scope: cst.CSTNode, names: Set[str]) -> bool:
     """Whether a backward pass (or a local helper that runs one, or autograd.grad) in
     ``scope`` reads any of ``names``."""
     helpers = _backprop_functions(model)
-    for node in _walk(scope):
-        if not isinstance(node, cst.Call):
-            continue
+    for node in _nodes(model, cst.Call, scope):
         func = node.func
         qual = model.imports.qualname(func) or ""
         is_backward = (isinstance(func, cst.Attribute) and func.attr.value == "backward") or qual.endswith("autograd.grad")
@@ -332,26 +316,26 @@ def _bindings(ordered: List[cst.CSTNode], position: Dict[int, int], name: str) -
     return out
 
 
-def _graph_proof(ordered, position, parents, body, name: str, here: int, depth: int) -> Optional[Tuple[cst.Call, bool]]:
+def _graph_proof(model: FileModel, ordered, position, body, name: str, here: int, depth: int) -> Optional[Tuple[cst.Call, bool]]:
     """A backward call in the loop that backpropagates ``name`` as it is at position
     ``here`` (no rebinding of it in between), directly or as a term of a loss that is
     backpropagated (``loss = ce + 0.1 * kl; loss.backward()`` proves ``ce`` and ``kl``)."""
     bindings = _bindings(ordered, position, name)
-    for node in _walk(body):
-        if isinstance(node, cst.Call):
-            is_bw = _backward_of(node, name)
-            if is_bw is None:
-                continue
-            stmt_of = node
-            while stmt_of is not None and id(stmt_of) not in position:
-                stmt_of = parents.get(stmt_of)
-            if stmt_of is None:
-                continue
-            where = position[id(stmt_of)]
-            low, high = min(where, here), max(where, here)
-            if any(low < b < high for b in bindings):
-                continue
-            return node, is_bw
+    parents = model.parents
+    for node in _nodes(model, cst.Call, body):
+        is_bw = _backward_of(node, name)
+        if is_bw is None:
+            continue
+        stmt_of = node
+        while stmt_of is not None and id(stmt_of) not in position:
+            stmt_of = parents.get(stmt_of)
+        if stmt_of is None:
+            continue
+        where = position[id(stmt_of)]
+        low, high = min(where, here), max(where, here)
+        if any(low < b < high for b in bindings):
+            continue
+        return node, is_bw
     if depth >= 3:
         return None
     for stmt in ordered:
@@ -367,7 +351,7 @@ def _graph_proof(ordered, position, parents, body, name: str, here: int, depth: 
         low, high = min(where, here), max(where, here)
         if any(low < b < high for b in bindings):
             continue
-        found = _graph_proof(ordered, position, parents, body, target, where, depth + 1)
+        found = _graph_proof(model, ordered, position, body, target, where, depth + 1)
         if found is not None:
             return found
     return None
@@ -396,20 +380,20 @@ def _returned_after_backward(model: FileModel, value: Optional[cst.BaseExpressio
     fn = _local_callee(model, value, scope)
     if fn is None:
         return None
-    returns = [n for n in _walk(fn.node.body) if isinstance(n, cst.Return)]
+    returns = _nodes(model, cst.Return, fn.node.body)
     if not returns or any(not isinstance(r.value, cst.Name) for r in returns):
         return None
     names = {r.value.value for r in returns}
     if len(names) != 1:
         return None
     name = names.pop()
-    if any(isinstance(n, (cst.Yield, cst.For, cst.While)) for n in _walk(fn.node.body)):
+    if _nodes(model, (cst.Yield, cst.For, cst.While), fn.node.body):
         return None  # a generator, or a loop: which iteration's loss is returned is not followed
-    ordered = list(_small_statements(fn.node.body))
+    ordered = _small_statements(model, fn.node.body)
     found = None
     for index, stmt in enumerate(ordered):
-        for node in _walk(stmt) if not isinstance(stmt, cst.For) else ():
-            if isinstance(node, cst.Call) and found is None:
+        for node in _nodes(model, cst.Call, stmt) if not isinstance(stmt, cst.For) else ():
+            if found is None:
                 scalar = _backward_of(node, name)
                 if scalar is not None:
                     found = (index, node, scalar)
@@ -417,19 +401,18 @@ def _returned_after_backward(model: FileModel, value: Optional[cst.BaseExpressio
             return None  # rebound after the backward (``loss = loss.detach()``)
     if found is None or _grad_off_at(model, found[1]):
         return None
-    if any(isinstance(n, cst.If) for n in _walk(fn.node.body)) and len(returns) > 1:
+    if _nodes(model, cst.If, fn.node.body) and len(returns) > 1:
         return None  # several exits: one may return before the backward
     return found[1], found[2]
 
 
 def accumulations(model: FileModel) -> List[Accumulation]:
     found: List[Accumulation] = []
-    parents = model.parents
     for loop in model.loops:
         body = loop.node.body
-        ordered = list(_small_statements(body))
+        ordered = _small_statements(model, body)
         position = {id(s): i for i, s in enumerate(ordered)}
-        own = {id(s) for s in _statement_walk(body, into_loops=False) if isinstance(s, cst.BaseSmallStatement)}
+        own = _own_statements(model, loop)
         for stmt in ordered:
             if id(stmt) not in own:
                 continue
@@ -437,7 +420,7 @@ def accumulations(model: FileModel) -> List[Accumulation]:
             if matched is None:
                 continue
             target, value, kind = matched
-            name = _loss_name(value)
+            name = _loss_name(model, value)
             root = _root(target)
             if name is None or root is None:
                 continue
@@ -456,7 +439,7 @@ def accumulations(model: FileModel) -> List[Accumulation]:
             before = [b for b in bindings if b[0] < here]
             if before and detaching(before[-1][1]):
                 continue
-            proof = _graph_proof(ordered, position, parents, body, name.value, here, 0)
+            proof = _graph_proof(model, ordered, position, body, name.value, here, 0)
             if proof is None and before:
                 # ``loss = train_step(batch)``: a local helper that backpropagates what it returns
                 proof = _returned_after_backward(model, before[-1][1], loop.scope)

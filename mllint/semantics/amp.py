@@ -25,7 +25,6 @@ import libcst as cst
 
 from mllint.semantics.model import MODULE_SCOPE, FileModel
 from mllint.semantics.names import dotted, ref_of
-from mllint.semantics.tree import visit as tree_visit
 
 CLIPS = {
     "torch.nn.utils.clip_grad_norm_",
@@ -133,25 +132,6 @@ def amp_off(conds: FrozenSet[Tuple[str, bool]]) -> bool:
         if truth and _NO_AMP_WORDS.search(text):
             return True
     return False
-
-
-class _Calls(cst.CSTVisitor):
-    """The calls of one statement, outer first, not inside lambdas or nested definitions."""
-
-    def __init__(self) -> None:
-        self.calls: List[cst.Call] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append(node)
-
-    def visit_Lambda(self, node) -> bool:
-        return False
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
 
 
 class AmpWalk:
@@ -359,9 +339,8 @@ class AmpWalk:
         return out
 
     def _simple(self, small, line, states, frame, loop, depth, active, block) -> List[State]:
-        visitor = _Calls()
-        tree_visit(small, visitor)
-        for call in visitor.calls:
+        # the calls of the statement, outer first, not inside lambdas or nested definitions
+        for call in self.model.index.nodes(cst.Call, small, nested=False):
             states = self._call(call, line, states, frame, loop, depth, active, block)
         return states
 

@@ -537,6 +537,7 @@ class _Builder(cst.CSTVisitor):
         optimizer it builds (``torch.optim.SGD(self.parameters())``) on some path and, on the
         others, what it was handed: the attribute holds an optimizer over the models the built
         ones hold (a handed-in optimizer is the caller's, over the same model as a rule)."""
+        returns_of: Dict[str, List[Optional[cst.BaseExpression]]] = {}
         for targets, value, ctx in list(self.m.assignments):
             if len(targets) != 1 or not isinstance(value, cst.Call) \
                     or self.m.optimizer_params.get(ctx.scope, targets[0]) is not None:
@@ -551,7 +552,10 @@ class _Builder(cst.CSTVisitor):
                 continue
             owners: set = set()
             built = False
-            for ret in _returns(fn.node):
+            returns = returns_of.get(key)
+            if returns is None:
+                returns = returns_of[key] = _returns(fn.node)  # once per method, however often it is called
+            for ret in returns:
                 ref = ref_of(ret) if ret is not None else None
                 if ref is not None and _head(ref) in fn.params:
                     continue  # handed in
@@ -1159,7 +1163,11 @@ def build(module: cst.Module, source: str, path: str, project=None) -> FileModel
 
 
 def _returns(fn: cst.FunctionDef) -> List[Optional[cst.BaseExpression]]:
-    """The values a function's own ``return`` statements give (None for a bare return)."""
+    """The values a function's own ``return`` statements give (None for a bare return).
+
+    A walk of the one function, not a question to FileModel.index: the builder runs before
+    any module asks for the index, and building it here (for one method of most model files:
+    ``x = self.forward_features(x)``) cost more than the walks it saved."""
     out: List[Optional[cst.BaseExpression]] = []
     stack = [fn.body]
     while stack:

@@ -26,7 +26,7 @@ every batch (ML004). Three questions:
 from __future__ import annotations
 
 import re
-from typing import Dict, FrozenSet, Iterator, List, Optional, Set
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set
 
 import libcst as cst
 
@@ -34,7 +34,6 @@ from mllint.semantics import roles as R
 from mllint.semantics.model import BACKWARD, CALL, MODULE_SCOPE, FileModel, Loop
 from mllint.semantics.names import dotted
 from mllint.semantics.phases import Phases
-from mllint.semantics.tree import visit as tree_visit
 
 # --- vocabularies -----------------------------------------------------------------------
 
@@ -481,7 +480,18 @@ class _Bindings(cst.CSTVisitor):
         self.self_calls: Set[str] = set()
         self.binding_counts: Dict[str, int] = {}
         self.changes_defaults = False  # calls torch.set_default_dtype/device/tensor_type
-        tree_visit(root, self)
+        self.scan(root)
+
+    def scan(self, root: cst.CSTNode) -> None:
+        """``tree.visit(root, self)``, answered from the file's index: the visit hooks run on
+        ``root`` and the nodes under it in source order, not inside nested functions, classes
+        or lambdas (the hooks of those return False: their insides are not visited)."""
+        hooks = _binding_hooks()
+        hook = hooks.get(type(root))
+        if hook is not None and hook(self, root) is False:
+            return
+        for node in self.an.model.index.nodes(tuple(hooks), root, nested=False):
+            hooks[type(node)](self, node)
 
     def _bind_target(self, target: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
@@ -577,6 +587,18 @@ class _Bindings(cst.CSTVisitor):
             self.changed.add(receiver)
 
 
+_BINDING_HOOKS: Dict[type, Callable] = {}
+
+
+def _binding_hooks() -> Dict[type, Callable]:
+    """Node class -> the `_Bindings` method visiting it (``visit_Assign`` for cst.Assign)."""
+    if not _BINDING_HOOKS:
+        for name, method in vars(_Bindings).items():
+            if name.startswith("visit_") and name != "visit_CompFor":  # visit_CompFor does nothing
+                _BINDING_HOOKS[getattr(cst, name[len("visit_"):])] = method
+    return _BINDING_HOOKS
+
+
 def _base_ref(node: cst.BaseExpression) -> Optional[str]:
     """The dotted object an attribute/subscript target writes into: ``self.n`` for
     ``self.n = 1``, ``values`` for ``values[i] = 1``, ``a.b`` for ``a.b[0].c = 1``."""
@@ -611,7 +633,7 @@ class LoopFacts:
         if isinstance(node, cst.For):
             scan._bind_target(node.target)
         elif isinstance(node, cst.While):
-            tree_visit(node.test, scan)
+            scan.scan(node.test)
         self._fixed: FrozenSet[str] = frozenset()  # comprehension variables while checking one
         self.bound = scan.bound
         self.binding_counts = scan.binding_counts
@@ -1003,7 +1025,13 @@ class _Aliases:
                 if any(item.name.value in aliases.names for item in node.names):
                     failed.append(True)
 
-        tree_visit(self.root, Scan())
+        # tree.visit(self.root, Scan()) (no hook returns False), answered from the file's index
+        scan = Scan()
+        kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.Call, cst.Return, cst.Yield,
+                 cst.Global, cst.Nonlocal)
+        nodes = self.an.model.index.nodes(kinds, self.root)
+        for node in [self.root, *nodes] if isinstance(self.root, kinds) else nodes:
+            getattr(scan, "visit_" + type(node).__name__)(node)
         return not failed
 
     def _assigned(self, target: cst.BaseExpression, value_aliases: bool, failed: List[bool]) -> None:

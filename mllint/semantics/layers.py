@@ -28,7 +28,6 @@ import libcst as cst
 
 from mllint.semantics.model import CALL, MODULE_SCOPE, FileModel
 from mllint.semantics.names import dotted
-from mllint.semantics.tree import children as tree_children
 
 DROPOUT = "dropout"
 BATCH_NORM = "batch norm"
@@ -156,20 +155,19 @@ def _class_layers(m: FileModel, name: str, found: Set[str], seen: Set[str]) -> N
         elif base not in ("torch.nn.Module", "torch.nn.modules.module.Module", "object"):
             if not _project_layers(m, base, found):
                 raise _Unknown  # a base class from elsewhere may add layers
-    for node in _walk(info.node.body):
+    for node in m.index.nodes((cst.Attribute, cst.Call), info.node.body):
         if isinstance(node, cst.Attribute) and node.attr.value == "training" and dotted(node.value) == "self":
             found.add(TRAINING_FLAG)
         elif isinstance(node, cst.Call):
             _call_layers(m, node, found, seen, assigned=False)
-    for fn in _walk(info.node.body):  # a module handed in (``self.backbone = backbone``) is not known
-        if isinstance(fn, cst.FunctionDef):
-            params = {p.name.value: p for p in fn.params.params + fn.params.kwonly_params}
-            for node in _walk(fn.body):
-                if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in params:
-                    if any(isinstance(t.target, cst.Attribute) and dotted(t.target.value) == "self" for t in node.targets):
-                        if _may_be_module(m, params[node.value.value]):
-                            raise _Unknown
-    for node in _walk(info.node.body):  # what is stored on self must be known
+    for fn in m.index.nodes(cst.FunctionDef, info.node.body):  # a module handed in (``self.backbone = backbone``) is not known
+        params = {p.name.value: p for p in fn.params.params + fn.params.kwonly_params}
+        for node in m.index.nodes(cst.Assign, fn.body):
+            if isinstance(node.value, cst.Name) and node.value.value in params:
+                if any(isinstance(t.target, cst.Attribute) and dotted(t.target.value) == "self" for t in node.targets):
+                    if _may_be_module(m, params[node.value.value]):
+                        raise _Unknown
+    for node in m.index.nodes((cst.Assign, cst.AnnAssign, cst.AugAssign), info.node.body):  # what is stored on self must be known
         if isinstance(node, cst.Assign):
             if any(isinstance(t.target, cst.Attribute) and dotted(t.target.value) == "self" for t in node.targets):
                 _stored(m, node.value, found, seen)
@@ -214,9 +212,9 @@ def _opaque(expr: cst.BaseExpression) -> bool:
 
 def _stored(m: FileModel, value: cst.BaseExpression, found: Set[str], seen: Set[str]) -> None:
     """Every call in a value stored on ``self`` builds (part of) a submodule: all must be known."""
-    for node in _walk(value):
-        if isinstance(node, cst.Call):
-            _call_layers(m, node, found, seen, assigned=True)
+    calls = m.index.nodes(cst.Call, value)
+    for node in [value, *calls] if isinstance(value, cst.Call) else calls:
+        _call_layers(m, node, found, seen, assigned=True)
 
 
 def _expression_layers(m: FileModel, call: cst.Call, found: Set[str], seen: Set[str]) -> None:
@@ -293,11 +291,3 @@ def _call_layers(m: FileModel, call: cst.Call, found: Set[str], seen: Set[str], 
         return  # self.block(x), self.get_dim(): the model's own submodules and methods
     if assigned or last[:1].isupper():
         raise _Unknown  # a class or factory from elsewhere
-
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(tree_children(current)))

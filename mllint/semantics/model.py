@@ -19,7 +19,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mllint.findings import Applicability, Edit, Finding, Fix, Severity, split_lines
 from mllint.semantics.names import ImportTable
-from mllint.semantics.tree import visit as tree_visit
+from mllint.semantics.tree import NodeIndex, visit as tree_visit
 
 MODULE_SCOPE = "<module>"
 ANY = "*"  # a reference that may be anything (unknown argument, loop variable over many)
@@ -519,12 +519,18 @@ class FileModel:
     # without edits; the edits are built when a run needs them, as local edits of the
     # statement that changes (see edits.py).
     @property
-    def parents(self):
+    def index(self) -> NodeIndex:
+        """The file's nodes, walked once (on first use) for every module that asks where
+        nodes are: parents, the nodes of a type under a node, in source order (see
+        tree.NodeIndex). The semantic modules ask it instead of walking the tree again."""
         if self._parents is None:
-            from mllint.semantics.tree import Parents
-
-            self._parents = Parents(self.module)
+            self._parents = NodeIndex(self.module)
         return self._parents
+
+    @property
+    def parents(self) -> NodeIndex:
+        """Each node's parent: the `index`, which is a tree.Parents."""
+        return self.index
 
     @property
     def lines(self) -> List[str]:

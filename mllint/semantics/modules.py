@@ -20,7 +20,7 @@ import libcst as cst
 from mllint.semantics import roles as R
 from mllint.semantics.model import ANY, FileModel
 from mllint.semantics.names import dotted, target_names
-from mllint.semantics.tree import children as tree_children
+from mllint.semantics.tree import NodeIndex, children as tree_children
 
 # The evidence ``known_module`` found.
 LOCAL_CLASS = "local class"  # an instance of a class defined in the file that derives from nn.Module
@@ -169,49 +169,34 @@ def iterates_own_parts(body: cst.CSTNode, call: cst.Call, name: str) -> bool:
 _ASSERT_CALL = re.compile(r"^(?:[\w.]*\.)?assert\w*$", re.IGNORECASE)
 
 
-def _mentions(node: cst.CSTNode, names: set, call: cst.Call) -> bool:
-    if node is call:
-        return True
-    if isinstance(node, cst.Name) and node.value in names:
-        return True
-    return any(_mentions(child, names, call) for child in tree_children(node))
-
-
-def result_asserted(body: cst.CSTNode, call: cst.Call) -> bool:
+def result_asserted(body: cst.CSTNode, call: cst.Call, index: Optional[NodeIndex] = None) -> bool:
     """Whether what ``call`` returns is checked in ``body``: the call itself, or a name it is
     assigned to, appears in an ``assert`` statement or is handed to an ``assert*`` call
-    (``torch.testing.assert_close``, ``self.assertEqual``, ``np.testing.assert_allclose``)."""
+    (``torch.testing.assert_close``, ``self.assertEqual``, ``np.testing.assert_allclose``).
+    ``index``: the file's (FileModel.index); without one, ``body`` is indexed here."""
+    if index is None:
+        index = NodeIndex(body)
     names: set = set()
-
-    def collect(node: cst.CSTNode) -> None:
+    for node in [body, *index.nodes((cst.Assign, cst.AnnAssign), body)]:
         if isinstance(node, cst.Assign) and node.value is call:
             for target in node.targets:
                 names.update(n for n in target_names(target.target, dotted) if "." not in n)
         elif isinstance(node, cst.AnnAssign) and node.value is call:
             names.update(n for n in target_names(node.target, dotted) if "." not in n)
-        for child in tree_children(node):
-            collect(child)
 
-    collect(body)
-    found = False
+    def mentions(node: cst.CSTNode) -> bool:
+        if node is call or (isinstance(node, cst.Name) and node.value in names):
+            return True
+        return index.contains(node, call) or any(n.value in names for n in index.nodes(cst.Name, node))
 
-    def scan(node: cst.CSTNode) -> None:
-        nonlocal found
-        if found:
-            return
-        if isinstance(node, cst.Assert) and _mentions(node.test, names, call):
-            found = True
-            return
+    for node in [body, *index.nodes((cst.Assert, cst.Call), body)]:
+        if isinstance(node, cst.Assert) and mentions(node.test):
+            return True
         if isinstance(node, cst.Call) and _ASSERT_CALL.match(dotted(node.func) or "") and any(
-            _mentions(arg.value, names, call) for arg in node.args
+            mentions(arg.value) for arg in node.args
         ):
-            found = True
-            return
-        for child in tree_children(node):
-            scan(child)
-
-    scan(body)
-    return found
+            return True
+    return False
 
 
 def built_by_other_class(model: FileModel, ref: str, scope: str) -> bool:

@@ -37,7 +37,6 @@ import libcst as cst
 
 from mllint.semantics.model import CALL, MODULE_SCOPE, FileModel
 from mllint.semantics.names import call_argument, dotted
-from mllint.semantics.tree import children as tree_children
 
 SOFTMAX_FUNCTIONS = frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.special.softmax"})
 SOFTMAX_LAYERS = frozenset({"torch.nn.Softmax", "torch.nn.modules.activation.Softmax"})
@@ -466,7 +465,7 @@ def _every_return(m: FileModel, key: Optional[str], depth: int, origin_of) -> Op
     fn = m.functions.get(key)
     if fn is None:
         return None
-    returns, yields = _own_returns(fn.node)
+    returns, yields = _own_returns(m, fn.node)
     if yields or not returns:
         return None
     origin = None
@@ -536,22 +535,12 @@ def _class_origin(m: FileModel, cls_name: str, depth: int, kind: Kind = SOFTMAX)
     return _returns_softmax(m, key, depth + 1, kind=kind)
 
 
-def _own_returns(fn: cst.FunctionDef) -> Tuple[List[cst.Return], bool]:
+def _own_returns(m: FileModel, fn: cst.FunctionDef) -> Tuple[List[cst.Return], bool]:
     """The ``return`` statements of `fn` itself (not of functions, classes or lambdas nested
-    in it), and whether it yields."""
-    returns: List[cst.Return] = []
-    yields = False
-    stack = list(tree_children(fn.body))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, cst.Yield):
-            yields = True
-        elif isinstance(node, cst.Return):
-            returns.append(node)
-        stack.extend(tree_children(node))
-    return returns, yields
+    in it), last first, and whether it yields."""
+    returns = m.index.nodes(cst.Return, fn.body, nested=False)
+    returns.reverse()
+    return returns, m.index.has(cst.Yield, fn.body, nested=False)
 
 
 def _returns_softmax(m: FileModel, key: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
@@ -588,7 +577,7 @@ def _factory_origin(m: FileModel, key: str, depth: int, kind: Kind = SOFTMAX) ->
     fn = m.functions.get(key)
     if fn is None:
         return None
-    returns, _yields = _own_returns(fn.node)
+    returns, _yields = _own_returns(m, fn.node)
     origin = None
     for ret in returns:
         if ret.value is None:

@@ -11,6 +11,7 @@ tree to its parent.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import operator
 import re
@@ -136,6 +137,184 @@ class Parents:
         while current is not None:
             yield current
             current = self.get(current)
+
+
+# Node classes whose contents are a scope of their own: `NodeIndex.nodes(..., nested=False)`
+# stops at them (it lists them, not what is inside).
+SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SOURCE_ORDER: Dict[type, "operator.attrgetter"] = {}
+
+
+def _source_getter(kind: type) -> "operator.attrgetter":
+    """A getter of the node class's substantive field values (`_substantive_fields`'s fields)
+    in the order of the source, which is the order LibCST's ``_visit_and_replace_children``
+    visits them (an ``Arg``'s keyword before its value, a function's decorators before its
+    name): that method names each field it visits as a string constant, in its visiting
+    order. Fields it never visits (strings such as ``Name.value``) come last."""
+    getter = _SOURCE_ORDER.get(kind)
+    if getter is None:
+        names = [f.name for f in dataclasses.fields(kind) if not _TRIVIA.match(f.name)]
+        ordered: List[str] = []
+
+        def scan(code) -> None:
+            for const in code.co_consts:
+                if type(const) is str and const in names and const not in ordered:
+                    ordered.append(const)
+                elif hasattr(const, "co_consts"):
+                    scan(const)
+
+        method = getattr(kind, "_visit_and_replace_children", None)
+        if method is not None and hasattr(method, "__code__"):
+            scan(method.__code__)
+        ordered += [name for name in names if name not in ordered]
+        getter = _SOURCE_ORDER[kind] = operator.attrgetter(*ordered, "__class__") if ordered else (lambda node: ())
+    return getter
+
+
+class NodeIndex(Parents):
+    """One walk over a tree, in source order, that every question about where nodes are is
+    answered from: each node's parent (the `Parents` interface), and, by position in the
+    walk, the nodes of a type under a node (`nodes`, `has`), whether one node is under
+    another (`contains`) and the nearest enclosing node of a type (`enclosing`). Built on
+    first use. Like `Parents`, nodes of punctuation and whitespace fields are left out.
+
+    A node's descendants are the positions after it up to its `_stop`; the nodes of each
+    class are kept as sorted positions, so a query is two bisections and a slice."""
+
+    def __init__(self, root: cst.CSTNode):
+        super().__init__(root)
+        self._order: List[cst.CSTNode] = []  # the nodes in source order (a preorder walk)
+        self._position: Dict[int, int] = {}  # id(node) -> its index in _order
+        self._stop: List[int] = []  # position just past the node's last descendant
+        self._scope: List[int] = []  # position of the innermost SCOPE_NODES strictly above (-1: none)
+        self._by_class: Dict[type, List[int]] = {}
+        self._kinds: Dict[object, List[int]] = {}  # kinds asked for -> their positions, merged
+
+    def _built(self) -> Dict[int, Tuple[cst.CSTNode, cst.CSTNode]]:
+        if self._map is None:
+            self._build()
+        return self._map  # type: ignore[return-value]
+
+    def _build(self) -> None:
+        found: Dict[int, Tuple[cst.CSTNode, cst.CSTNode]] = {}
+        order, position, stop, scope, by_class = self._order, self._position, self._stop, self._scope, self._by_class
+        scopes = SCOPE_NODES
+        getters = _SOURCE_ORDER
+        stack: list = [(self.root, None, -1)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            item = pop()
+            if type(item) is int:
+                stop[item] = len(order)
+                continue
+            node, parent, outer = item
+            here = len(order)
+            order.append(node)
+            position[id(node)] = here
+            stop.append(0)
+            scope.append(outer)
+            kind = type(node)
+            positions = by_class.get(kind)
+            if positions is None:
+                positions = by_class[kind] = []
+            positions.append(here)
+            if parent is not None:
+                found[id(node)] = (node, parent)
+            push(here)
+            inner = here if kind in scopes else outer
+            getter = getters.get(kind)
+            if getter is None:
+                getter = _source_getter(kind)
+            kids = list(_nodes_in(getter(node)))
+            for child in reversed(kids):
+                push((child, node, inner))
+        self._map = found
+
+    def _at(self, node: cst.CSTNode) -> Optional[int]:
+        self._built()
+        here = self._position.get(id(node))
+        if here is None or self._order[here] is not node:
+            return None
+        return here
+
+    def _positions_of(self, kinds) -> List[int]:
+        found = self._kinds.get(kinds)
+        if found is None:
+            lists = [positions for kind, positions in self._by_class.items() if issubclass(kind, kinds)]
+            found = lists[0] if len(lists) == 1 else sorted(p for positions in lists for p in positions)
+            self._kinds[kinds] = found
+        return found
+
+    def nodes(self, kinds, within: Optional[cst.CSTNode] = None, *, nested: bool = True,
+              skip: tuple = ()) -> List[cst.CSTNode]:
+        """The nodes that are instances of ``kinds`` (a class or a tuple of classes) strictly
+        under ``within`` (the root when None), in source order. With ``nested=False``, not
+        the nodes inside a function, class or lambda under ``within`` (that function, class
+        or lambda itself is listed when it is of ``kinds``); ``skip``, a tuple of classes,
+        leaves out the nodes inside those instead (``skip=(cst.FunctionDef,)``: not inside
+        nested functions, but inside nested classes and lambdas). A node outside the tree
+        is walked."""
+        if within is None:
+            within = self.root
+        if not nested:
+            skip = SCOPE_NODES
+        here = self._at(within)
+        if here is None:
+            return [n for n in _walk_below(within, skip) if isinstance(n, kinds)]
+        positions = self._positions_of(kinds)
+        low = bisect.bisect_right(positions, here)
+        high = bisect.bisect_left(positions, self._stop[here], low)
+        order = self._order
+        if not skip:
+            return [order[p] for p in positions[low:high]]
+        if skip == SCOPE_NODES:
+            own = here if type(within) in SCOPE_NODES else self._scope[here]
+            scope = self._scope
+            return [order[p] for p in positions[low:high] if scope[p] == own]
+        return [order[p] for p in positions[low:high] if not self._inside(order[p], within, skip)]
+
+    def _inside(self, node: cst.CSTNode, within: cst.CSTNode, skip: tuple) -> bool:
+        """Whether an instance of ``skip`` sits between ``within`` and ``node`` (both excluded)."""
+        current = self.get(node)
+        while current is not None and current is not within:
+            if isinstance(current, skip):
+                return True
+            current = self.get(current)
+        return False
+
+    def has(self, kinds, within: Optional[cst.CSTNode] = None, *, nested: bool = True, skip: tuple = ()) -> bool:
+        """Whether `nodes` would list any."""
+        if within is None:
+            within = self.root
+        here = self._at(within)
+        if here is None or not nested or skip:
+            return bool(self.nodes(kinds, within, nested=nested, skip=skip))
+        positions = self._positions_of(kinds)
+        low = bisect.bisect_right(positions, here)
+        return low < len(positions) and positions[low] < self._stop[here]
+
+    def contains(self, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """Whether ``node`` is ``outer`` or under it."""
+        top, here = self._at(outer), self._at(node)
+        if top is None or here is None:
+            return node is outer or any(n is node for n in _walk_below(outer, ()))
+        return top <= here < self._stop[top]
+
+    def enclosing(self, node: cst.CSTNode, kinds) -> Optional[cst.CSTNode]:
+        """The nearest node above ``node`` that is an instance of ``kinds`` (None: none)."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, kinds):
+                return ancestor
+        return None
+
+
+def _walk_below(node: cst.CSTNode, skip: tuple) -> Iterator[cst.CSTNode]:
+    """The nodes under ``node`` in source order (`NodeIndex.nodes` for a node it does not
+    hold), not entering instances of ``skip``."""
+    for child in children(node):
+        yield child
+        if not (skip and isinstance(child, skip)):
+            yield from _walk_below(child, skip)
 
 
 _ORDER: Dict[Tuple[type, Tuple[bool, ...]], Tuple[int, ...]] = {}

@@ -19,7 +19,6 @@ from mllint.semantics.model import (
 )
 from mllint.semantics.names import dotted
 from mllint.semantics.phases.words import _FACTORY_WORDS, _NOT_MODEL_WORDS, _head, name_tokens
-from mllint.semantics.tree import visit as tree_visit
 
 
 # Callables that run the function handed to them as ``target=`` (a process or a thread).
@@ -125,51 +124,57 @@ class FileFacts:
     def referenced_as_value(self, key: str) -> bool:
         """Whether a local function's name is used other than by calling it (a callback)."""
         if self._value_refs is None:
+            # Every name and attribute name of the file that is read as a value: not a called
+            # function (``f(x)``, ``obj.f(x)``: the callee), not the attribute part of an
+            # attribute (``obj.f``'s ``f``, counted as an attribute name), not a keyword
+            # (``g(key=...)``), and not in what a definition declares: a function's name,
+            # parameters and annotations, a class's name, bases and decorators (a parameter's
+            # default and a function's decorators and body are read).
+            index = self.m.index
             names: Set[str] = set()
-            called: Set[int] = set()
+            read: Dict[int, bool] = {}
 
-            class Finder(cst.CSTVisitor):
-                def visit_Call(self, node: cst.Call) -> None:
-                    called.add(id(node.func))
-                    # a process or thread started on it (``mp.Process(target=test, args=(m,))``,
-                    # ``mp.spawn(test, ...)``): the function is run, as a call would run it
-                    last = (dotted(node.func) or "").rsplit(".", 1)[-1]
-                    for index, arg in enumerate(node.args):
-                        if isinstance(arg.value, cst.Name) and (
-                                (last in _RUNNERS and arg.keyword is not None and arg.keyword.value == "target")
-                                or (last == "spawn" and index == 0 and arg.keyword is None)):
-                            called.add(id(arg.value))
+            def is_read(node: cst.CSTNode) -> bool:
+                path = []
+                current, verdict = node, True
+                while True:
+                    known = read.get(id(current))
+                    if known is not None:
+                        verdict = known
+                        break
+                    parent = index.get(current)
+                    if parent is None:
+                        break
+                    path.append(current)
+                    if (isinstance(parent, cst.Attribute) and parent.attr is current) \
+                            or (isinstance(parent, cst.FunctionDef) and parent.body is not current
+                                and not any(d is current for d in parent.decorators)) \
+                            or (isinstance(parent, cst.ClassDef) and parent.body is not current) \
+                            or (isinstance(parent, cst.Arg) and parent.value is not current) \
+                            or (isinstance(parent, cst.Param) and parent.default is not current):
+                        verdict = False
+                        break
+                    current = parent
+                for step in path:
+                    read[id(step)] = verdict
+                return verdict
 
-                def visit_Name(self, node: cst.Name) -> None:
-                    if id(node) not in called:
-                        names.add(node.value)
-
-                def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
-                    if id(node) not in called:
-                        names.add(node.attr.value)
-                    tree_visit(node.value, self)
-                    return False
-
-                def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                    for d in node.decorators:
-                        tree_visit(d, self)
-                    tree_visit(node.body, self)
-                    return False
-
-                def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-                    tree_visit(node.body, self)
-                    return False
-
-                def visit_Arg(self, node: cst.Arg) -> bool:
-                    tree_visit(node.value, self)
-                    return False
-
-                def visit_Param(self, node: cst.Param) -> bool:
-                    if node.default is not None:
-                        tree_visit(node.default, self)
-                    return False
-
-            tree_visit(self.m.module, Finder())
+            # a process or thread started on a function (``mp.Process(target=test, args=(m,))``,
+            # ``mp.spawn(test, ...)``): the function is run, as a call would run it
+            started: Set[int] = set()
+            for call in index.nodes(cst.Call):
+                last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+                for position, arg in enumerate(call.args):
+                    if isinstance(arg.value, cst.Name) and (
+                            (last in _RUNNERS and arg.keyword is not None and arg.keyword.value == "target")
+                            or (last == "spawn" and position == 0 and arg.keyword is None)):
+                        started.add(id(arg.value))
+            for node in index.nodes((cst.Name, cst.Attribute)):
+                parent = index.get(node)
+                if (isinstance(parent, cst.Call) and parent.func is node) or id(node) in started:
+                    continue  # called
+                if is_read(node):
+                    names.add(node.value if isinstance(node, cst.Name) else node.attr.value)
             self._value_refs = names
         return key.rsplit(".", 1)[-1] in self._value_refs
 
@@ -180,20 +185,15 @@ class FileFacts:
             blocks: Dict[cst.CSTNode, cst.CSTNode] = {}
 
             owners = self._with_owner
-
-            class Finder(cst.CSTVisitor):
-                def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-                    for item in node.body:
-                        blocks[item] = node
-
-                def visit_With(self, node: cst.With) -> None:
+            module = self.m.module
+            for item in module.body:
+                blocks[item] = module
+            for node in self.m.index.nodes((cst.IndentedBlock, cst.With)):
+                if isinstance(node, cst.With):
                     owners[node.body] = node
-
-                def visit_Module(self, node: cst.Module) -> None:
+                else:
                     for item in node.body:
                         blocks[item] = node
-
-            tree_visit(self.m.module, Finder())
             self._blocks = blocks
         return self._blocks.get(statement)
 

@@ -43,25 +43,11 @@ from mllint.semantics.phases.words import (
     name_tokens,
     related,
 )
-from mllint.semantics.tree import visit as tree_visit
 
 
-def _iterates(node: cst.FunctionDef) -> bool:
+def _iterates(m: FileModel, node: cst.FunctionDef) -> bool:
     """Whether a function (not one nested in it) has a ``for`` loop or a comprehension."""
-    found = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_For(self, n: cst.For) -> None:
-            found.append(n)
-
-        def visit_CompFor(self, n: cst.CompFor) -> None:
-            found.append(n)
-
-        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-            return False
-
-    tree_visit(node.body, Finder())
-    return bool(found)
+    return m.index.has((cst.For, cst.CompFor), node.body, skip=(cst.FunctionDef,))
 
 
 # Calls that may train out of sight (Pyro's SVI, a framework's fit): a function making them
@@ -81,25 +67,15 @@ _NO_GRADIENT_METHODS = frozenset(
 )
 
 
-def _returned_values(node: cst.FunctionDef) -> List[cst.BaseExpression]:
+def _returned_values(m: FileModel, node: cst.FunctionDef) -> List[cst.BaseExpression]:
     """The values a function returns (not functions nested in it); a bare return or falling
     off the end returns None, which carries no gradient."""
     found: List[cst.BaseExpression] = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_Return(self, ret: cst.Return) -> None:
-            found.append(ret.value if ret.value is not None else cst.Name("None"))
-
-        def visit_Yield(self, y: cst.Yield) -> None:
+    for n in m.index.nodes((cst.Return, cst.Yield), node.body, skip=(cst.FunctionDef, cst.Lambda)):
+        if isinstance(n, cst.Return):
+            found.append(n.value if n.value is not None else cst.Name("None"))
+        else:
             found.append(cst.Name("__yield__"))  # a generator: its values are unknown
-
-        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_Lambda(self, inner: cst.Lambda) -> bool:
-            return False
-
-    tree_visit(node.body, Finder())
     return found
 
 
@@ -110,7 +86,7 @@ def _string_value(expr: Optional[cst.BaseExpression]) -> Optional[str]:
     return None
 
 
-def _selects_by(node: cst.FunctionDef, param: str) -> bool:
+def _selects_by(m: FileModel, node: cst.FunctionDef, param: str) -> bool:
     """Whether a function picks its data by the parameter ``param``: compares it with a
     string (``if split == "train":``, ``train_data if split == "train" else val_data``),
     indexes with it (``self.data[split]``), builds a name or path from it (``f"{split}.bin"``)
@@ -125,37 +101,27 @@ def _selects_by(node: cst.FunctionDef, param: str) -> bool:
             return bool(expr.elements) and all(_string_value(e.value) is not None for e in expr.elements)
         return _string_value(expr) is not None
 
-    class Finder(cst.CSTVisitor):
-        def visit_Comparison(self, n: cst.Comparison) -> None:
+    kinds = (cst.Comparison, cst.SubscriptElement, cst.FormattedStringExpression, cst.Arg, cst.AssignTarget,
+             cst.AugAssign, cst.For)
+    for n in m.index.nodes(kinds, node.body):
+        if isinstance(n, cst.Comparison):
             sides = [n.left] + [c.comparator for c in n.comparisons]
             if any(is_param(a) for a in sides) and any(is_text(a) for a in sides):
                 found.append(True)
-
-        def visit_SubscriptElement(self, n: cst.SubscriptElement) -> None:
+        elif isinstance(n, cst.SubscriptElement):
             if isinstance(n.slice, cst.Index) and is_param(n.slice.value):
                 found.append(True)
-
-        def visit_FormattedStringExpression(self, n: cst.FormattedStringExpression) -> None:
+        elif isinstance(n, cst.FormattedStringExpression):
             if is_param(n.expression):
                 found.append(True)
-
-        def visit_Arg(self, n: cst.Arg) -> None:
+        elif isinstance(n, cst.Arg):
             if n.keyword is not None and n.keyword.value == "split" and is_param(n.value):
                 found.append(True)
-
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            if param in _reads(n.target).refs:
-                found.append(False)
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        elif isinstance(n, cst.AugAssign):
             if is_param(n.target):
                 found.append(False)
-
-        def visit_For(self, n: cst.For) -> None:
-            if param in _reads(n.target).refs:
-                found.append(False)
-
-    tree_visit(node.body, Finder())
+        elif param in _reads(n.target).refs:  # AssignTarget, For
+            found.append(False)
     return bool(found) and all(found)
 
 
@@ -234,7 +200,7 @@ class EvaluationFacts:
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "eval" and not call.args:
                 if dotted(call.func.value) == "self":
                     return True
-        returns = _returned_values(fn.node)
+        returns = _returned_values(self.m, fn.node)
         if not returns:
             return False
         tainted = self._forward_outputs(fn.key)
@@ -284,7 +250,7 @@ class EvaluationFacts:
         if any(ctx.grad == "off" or ctx.withs for _call, ctx in self.calls_in(fn.key)):
             return False
         reads = _reads(fn.node.body)
-        if any(is_eval_data_ref(r) for r in reads.refs) or _iterates(fn.node):
+        if any(is_eval_data_ref(r) for r in reads.refs) or _iterates(self.m, fn.node):
             return False
         return all(self.evidence(site) is None for site in sites)
 
@@ -446,7 +412,7 @@ class EvaluationFacts:
             return True
         if not name.startswith("test"):
             return False
-        return (not fn.params and not self.call_sites(fn.key)) or _asserts(fn.node)
+        return (not fn.params and not self.call_sites(fn.key)) or _asserts(self.m, fn.node)
 
     # --- evaluation code --------------------------------------------------------------------------------
     def function_evidence(self, key: str) -> Optional[Evidence]:
@@ -604,7 +570,7 @@ class EvaluationFacts:
         from mllint.screen import EVAL_SPLITS
 
         for param, value in self._bind_exprs(fn.key, call).items():
-            if _string_value(value) in EVAL_SPLITS and _selects_by(fn.node, param):
+            if _string_value(value) in EVAL_SPLITS and _selects_by(self.m, fn.node, param):
                 return self.m.code_of(call)
         return None
 
@@ -628,7 +594,7 @@ class EvaluationFacts:
         fn = self.m.functions.get(local or "")
         if fn is None:
             return None
-        values = _returned_values(fn.node)
+        values = _returned_values(self.m, fn.node)
         generator = any(isinstance(v, cst.Name) and v.value == "__yield__" for v in values)
         if not values or not generator and any(isinstance(v, cst.Name) and v.value == "None" for v in values):
             return None  # returns nothing (or sometimes nothing): not a maker of batches

@@ -46,7 +46,6 @@ from mllint.semantics.phases.words import (
     name_tokens,
     related,
 )
-from mllint.semantics.tree import visit as tree_visit
 
 
 @dataclass
@@ -176,17 +175,8 @@ class ModeFacts:
 
     def _yield_line_of(self, key: str) -> Optional[int]:
         if key not in self._yield_line:
-            found: List[cst.Yield] = []
-
-            class Finder(cst.CSTVisitor):
-                def visit_Yield(self, node: cst.Yield) -> None:
-                    found.append(node)
-
-                def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                    return False
-
             fn = self.m.functions[key]
-            tree_visit(fn.node.body, Finder())
+            found = self.m.index.nodes(cst.Yield, fn.node.body, skip=(cst.FunctionDef,))
             self._yield_line[key] = self.m.position(found[0]).start.line if found else None
         return self._yield_line[key]
 

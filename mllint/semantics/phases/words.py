@@ -11,8 +11,8 @@ import libcst as cst
 
 from mllint.semantics.model import (
     ANY,
+    FileModel,
 )
-from mllint.semantics.tree import visit as tree_visit
 
 # --- words ------------------------------------------------------------------------------
 
@@ -177,19 +177,9 @@ def _part_for(targets: Tuple[str, ...], value: cst.BaseExpression, ref: str) -> 
     return None
 
 
-def _asserts(node: cst.FunctionDef) -> bool:
+def _asserts(m: FileModel, node: cst.FunctionDef) -> bool:
     """Whether the function (not a function nested in it) has an ``assert`` statement."""
-    found = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_Assert(self, node: cst.Assert) -> None:
-            found.append(node)
-
-        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-            return False
-
-    tree_visit(node.body, Finder())
-    return bool(found)
+    return m.index.has(cst.Assert, node.body, skip=(cst.FunctionDef,))
 
 
 def _words(text: Optional[str]) -> List[str]:
