@@ -84,7 +84,8 @@ from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, Phases
-from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
+from mllint.semantics.roles import MODEL
+from mllint.semantics.phases.words import eval_name_strength, evaluation_possible, torch_file_possible
 
 CODE = "ML002"
 NAME = "inference-without-no-grad"
@@ -113,6 +114,8 @@ def check(model: FileModel) -> Iterable[Finding]:
     for effect in phases.forwards():
         if phases.protected(effect) or phases.frozen(effect.ref, effect.ctx.scope):
             continue
+        if effect.ctx.scope in model.functions and phases.callers_disagree(effect.ctx.scope):
+            continue  # some callers run it under no_grad: the others are reported (_disagreeing_calls)
         if _named_method(effect):
             continue  # model.predict(x) of a class we cannot see may run under no_grad itself
         if _forward_turns_grad_off(model, effect.ref, effect.ctx.scope):
@@ -129,6 +132,113 @@ def check(model: FileModel) -> Iterable[Finding]:
                             basis=evidence.basis)
     yield from _helper_forwards(model, phases)
     yield from _flag_shared_forwards(model, phases)
+    yield from _disagreeing_calls(model, phases)
+    yield from _project_helper_calls(model, phases)
+
+
+def _switched_or_model(model: FileModel, phases: Phases, ref: str, scope: str) -> bool:
+    """Whether ``ref`` holds a model: by its role (not its name), or because this scope switches
+    it to eval mode."""
+    if model.has_role(ref, MODEL, scope, by_name=False):
+        return True
+    return any(e.kind == "eval" and e.ref == ref for e in phases.events(scope))
+
+
+def _disagreeing_calls(model: FileModel, phases: Phases) -> Iterable[Finding]:
+    """A helper of this file that runs a forward pass, called under ``no_grad`` at some calls
+    (here or in other files) and not at others: the protected calls show it is inference, so
+    each unprotected call of this file whose result feeds no backward pass is reported (the
+    helper itself is not, see check())."""
+    forward_sites = {e.node for e in phases.forwards()}
+    for effect in model.effects:
+        callee = effect.callee
+        if effect.kind != CALL or not callee or effect.node in forward_sites or not isinstance(effect.node, cst.Call):
+            continue
+        summary = model.summaries.get(callee)
+        if summary is None or not summary.forwards or phases.trains(callee) or not phases.callers_disagree(callee):
+            continue
+        if phases.protected(effect) or phases.feeds_backward(effect.node, effect.ctx.scope):
+            continue
+        evidence = phases.evidence(effect) or phases.mode_evidence(effect)
+        if evidence is None and phases.function_evidence(callee) is None:
+            continue
+        helper = callee.rsplit(".", 1)[-1]
+        message = f"`{shorten(helper, 24)}(...)` runs a forward pass with autograd on here; other calls of it run under no_grad"
+        detail = (
+            f"`{helper}()` runs a forward pass and other calls of it run under `torch.no_grad()`; this call does "
+            f"not, so the activations are kept for a backward pass that never comes; run it under `torch.no_grad()`."
+        )
+        fix = _fix(model, phases, effect, evidence) if evidence is not None else None
+        yield model.finding(effect.node, CODE, NAME, message, fix, detail, basis="structure")
+
+
+def _project_helper_calls(model: FileModel, phases: Phases) -> Iterable[Finding]:
+    """Calls of functions defined in other files of the project that run a model forward with
+    autograd on:
+
+    - an evaluation function (its name, or a ``.eval()`` it runs) that another call in the
+      project runs under ``no_grad`` (``test.test(model=model)`` in the training loop, while
+      ``test.py``'s own ``__main__`` wraps its call): this call leaves autograd on;
+    - a method inherited from a project base class of another file that runs a model
+      attribute (``self._forward(batch)`` running ``self.model(...)``), called in evaluation
+      code of this file (after ``self.model.eval()``, over a test loader)."""
+    project = model.project
+    if project is None:
+        return
+    forward_sites = {e.node for e in phases.forwards()}
+    for call, ctx in model.calls:
+        if call in forward_sites:
+            continue
+        name = dotted(call.func)
+        if not name:
+            continue
+        found = None
+        inherited = False
+        if name.startswith("self.") and name.count(".") == 1:
+            cls = model.class_scope_of(ctx.scope)
+            if cls is not None and "." not in cls:
+                found = project.inherited_method(cls, name[len("self."):])
+                inherited = True
+        else:
+            qual = model.imports.qualname(call.func)
+            if qual:
+                found = project.function_defined(qual)
+        if found is None:
+            continue
+        rel, fn = found
+        if fn.grad_off or fn.backward or fn.steps or not fn.forwards_grad_on:
+            continue
+        effect = Effect(CALL, name, call, ctx, model.call_order.get(call, 0))
+        if phases.protected(effect) or phases.feeds_backward(call, ctx.scope):
+            continue
+        if inherited:
+            refs = [r for r in sorted(fn.forwards_grad_on) if r.startswith("self.") and r != name
+                    and _switched_or_model(model, phases, r, ctx.scope)]
+            if not refs:
+                continue
+            effect = Effect(CALL, refs[0], call, ctx, effect.order)
+            evidence = phases.evidence(effect) or phases.mode_evidence(effect)
+            if evidence is None:
+                continue
+            what = f"a forward pass of `{refs[0]}`"
+            why = f"{evidence.brief}"
+        else:
+            helper = fn.key.rsplit(".", 1)[-1]
+            if "." in fn.key or not (eval_name_strength(helper) == "strong" or fn.evals):
+                continue
+            if not any(call_facts.grad_off for _, call_facts in project.calls_of(rel, fn.key)):
+                continue
+            evidence = None
+            what = "a forward pass"
+            why = "while other calls of it run under no_grad"
+        helper = fn.key.rsplit(".", 1)[-1]
+        message = f"`{shorten(helper, 24)}(...)` runs {what} with autograd on {why}"
+        detail = (
+            f"`{helper}()` (defined in {rel}) runs {what} with autograd on; here its activations are kept for a "
+            f"backward pass that never comes; run the call under `torch.no_grad()`."
+        )
+        fix = _fix(model, phases, effect, evidence) if evidence is not None else None
+        yield model.finding(call, CODE, NAME, message, fix, detail, basis="structure")
 
 
 def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
@@ -1002,6 +1112,79 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
         outs = [model(x) for x in loader]
         set_grad(True)
         return outs
+    """,
+    # tuple assignment of plain functions (``net, loss = linreg, squared_loss``): no model
+    """
+import torch
+
+
+def linreg(X, w, b):
+    return torch.mm(X, w) + b
+
+
+def squared_loss(y_hat, y):
+    return (y_hat - y) ** 2 / 2
+
+
+def fit(features, labels, test_x, test_y, w, b, lr):
+    net, loss = linreg, squared_loss
+    for X, y in zip(features, labels):
+        loss(net(X, w, b), y).sum().backward()
+        with torch.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+            w.grad.zero_()
+            b.grad.zero_()
+    return loss(net(test_x, w, b), test_y).mean().item()
+    """,
+    # the negative branch of ``isinstance(net, nn.Module)``: a from-scratch function that takes its mode
+    """
+import torch
+
+
+def evaluate_accuracy(data_iter, net):
+    acc_sum, n = 0.0, 0
+    for X, y in data_iter:
+        if isinstance(net, torch.nn.Module):
+            net.eval()
+            with torch.no_grad():
+                acc_sum += (net(X).argmax(dim=1) == y).float().sum().item()
+            net.train()
+        else:
+            acc_sum += (net(X, is_training=False).argmax(dim=1) == y).float().sum().item()
+        n += y.shape[0]
+    return acc_sum / n
+    """,
+    # under ``if not isinstance(net, nn.Module)``: not a module
+    """
+import torch
+
+
+def evaluate_accuracy(data_iter, net):
+    acc_sum = 0.0
+    for X, y in data_iter:
+        if not isinstance(net, torch.nn.Module):
+            acc_sum += (net(X).argmax(dim=1) == y).float().sum().item()
+    return acc_sum
+    """,
+    # a helper that training backpropagates through and evaluation runs under no_grad
+    """
+import torch
+
+
+def encode(model, x):
+    return model(x)
+
+
+def main(model, loader, val_x, opt):
+    for x, y in loader:
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(encode(model, x), y)
+        loss.backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        print(encode(model, val_x))
     """,
 ]
 
@@ -2010,6 +2193,57 @@ def main(model, optimizer, train_loader, val_loader, epochs):
     for epoch in range(epochs):
         run_epoch(model, train_loader, optimizer)
         print(epoch, run_epoch(model, val_loader))
+""",
+    ),
+    # a helper that one call runs under no_grad and another does not: the unprotected call is
+    # reported (and wrapped), not the helper
+    Example(
+        """
+import torch
+
+
+def validate(model, loader):
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+        total += model(x).sum().item()
+    return total
+
+
+def main(model, train_loader, val_loader, test_loader, opt):
+    for epoch in range(10):
+        model.train()
+        for x, y in train_loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        with torch.no_grad():
+            print(validate(model, val_loader))
+    print(validate(model, test_loader))
+""",
+        fixed="""
+import torch
+
+
+def validate(model, loader):
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+        total += model(x).sum().item()
+    return total
+
+
+def main(model, train_loader, val_loader, test_loader, opt):
+    for epoch in range(10):
+        model.train()
+        for x, y in train_loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        with torch.no_grad():
+            print(validate(model, val_loader))
+    with torch.no_grad():
+        print(validate(model, test_loader))
 """,
     ),
 ]

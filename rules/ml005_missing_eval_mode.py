@@ -91,7 +91,7 @@ from typing import Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel
+from mllint.semantics.model import CALL, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
@@ -158,6 +158,7 @@ def check(model: FileModel) -> Iterable[Finding]:
             fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
         yield model.finding(effect.node, CODE, NAME, message, fix, detail, basis=evidence.basis)
     yield from _flag_evaluations(model, phases, evaluated)
+    yield from _project_evaluations(model, phases)
     for item in phases.eval_not_undone():
         where = "in the training loop"
         brief = where
@@ -179,6 +180,65 @@ def check(model: FileModel) -> Iterable[Finding]:
         )
         yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item), detail,
                             basis="structure")
+
+
+def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
+    """A model in training mode (a ``.train()`` on every path here) handed to an evaluation
+    function of another file of the project (its name, or its forward under ``no_grad``) that
+    runs it without switching it to eval mode (``test_semseg(model, test_loader)`` after the
+    training epoch, ``utils.test_semseg`` never calling ``model.eval()``): the evaluation runs
+    in training mode because of this call. Reported at the call (the fix is the caller's:
+    ``model.eval()`` before it, or ``helper(model.eval(), ...)``)."""
+    project = model.project
+    if project is None:
+        return
+    for call, ctx in model.calls:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("eval", "train"):
+            continue
+        qual = model.imports.qualname(func)
+        found = project.function_defined(qual) if qual else None
+        if found is None:
+            continue
+        rel, fn = found
+        if "." in fn.key or fn.backward or fn.steps:
+            continue
+        name = fn.key
+        under_no_grad = fn.forwards - fn.forwards_grad_on
+        if eval_name_strength(name) != "strong" and not under_no_grad and not fn.grad_off:
+            continue
+        if any(isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Attribute)
+               and a.value.func.attr.value in ("eval", "train") for a in call.args):
+            continue
+        positional = [a for a in call.args if a.keyword is None]
+        if any(a.star for a in call.args):
+            continue
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        for index, param in enumerate(fn.params):
+            if param not in fn.forwards or param in fn.evals or param in fn.trains:
+                continue
+            expr = keywords.get(param, positional[index].value if index < len(positional) else None)
+            ref = dotted(expr) if expr is not None else None
+            if not ref:
+                continue
+            effect = Effect(CALL, ref, call, ctx, model.call_order.get(call, 0))
+            if phases.overrides_mode(ref, ctx.scope) or phases.mode_cm_around(ctx, ref):
+                continue
+            if phases.mode_at(effect, ref) != {"train"}:
+                continue
+            where = f"{rel}:{fn.line}"
+            layers = mode_layers(model, ref, ctx.scope)
+            message = f"`{shorten(ref)}` handed to `{shorten(name, 24)}()` in training mode, which evaluates it without `.eval()`"
+            detail = (
+                f"`{name}()` ({where}) evaluates `{param}` without switching it to eval mode, and this call hands it "
+                f"`{ref}` in training mode (`{ref}.train()` runs before it on every path): any dropout/batch norm acts "
+                f"as in training. Call `{ref}.eval()` before the call (and `.train()` before the next training step), "
+                f"or pass `{ref}.eval()`."
+            )
+            if layers is not None and not layers:
+                detail += " (No dropout or batch norm in the model today.)"
+            yield model.finding(call, CODE, NAME, message, None, detail, basis="structure")
+            break
 
 
 def _project_helper(model: FileModel, node) -> bool:
@@ -1077,6 +1137,60 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
                 optimizer.step()
             set_mode("eval", [model])
             print(evaluate(model, val_loader))
+    """,
+    # tuple assignment of plain functions (``net, loss = linreg, squared_loss``): no model, no mode
+    """
+import torch
+
+
+def linreg(X, w, b):
+    return torch.mm(X, w) + b
+
+
+def squared_loss(y_hat, y):
+    return (y_hat - y) ** 2 / 2
+
+
+def fit(features, labels, test_x, test_y, w, b, lr):
+    net, loss = linreg, squared_loss
+    for X, y in zip(features, labels):
+        loss(net(X, w, b), y).sum().backward()
+        with torch.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+            w.grad.zero_()
+            b.grad.zero_()
+    return loss(net(test_x, w, b), test_y).mean().item()
+    """,
+    # the negative branch of ``isinstance(net, nn.Module)``: the mode is the ``is_training=False`` argument
+    """
+import torch
+
+
+def evaluate_accuracy(data_iter, net):
+    acc_sum, n = 0.0, 0
+    for X, y in data_iter:
+        if isinstance(net, torch.nn.Module):
+            net.eval()
+            with torch.no_grad():
+                acc_sum += (net(X).argmax(dim=1) == y).float().sum().item()
+            net.train()
+        else:
+            acc_sum += (net(X, is_training=False).argmax(dim=1) == y).float().sum().item()
+        n += y.shape[0]
+    return acc_sum / n
+    """,
+    # under ``if not isinstance(net, nn.Module)``: no module, no mode
+    """
+import torch
+
+
+def evaluate_accuracy(data_iter, net):
+    acc_sum = 0.0
+    for X, y in data_iter:
+        if not isinstance(net, torch.nn.Module):
+            acc_sum += (net(X).argmax(dim=1) == y).float().sum().item()
+    return acc_sum
     """,
 ]
 

@@ -17,7 +17,7 @@ from mllint.semantics.model import (
     FileModel,
     Loop,
 )
-from mllint.semantics.names import dotted
+from mllint.semantics.names import dotted, ref_of
 from mllint.semantics.phases.words import _FACTORY_WORDS, _NOT_MODEL_WORDS, _head, name_tokens
 from mllint.semantics.tree import visit as tree_visit
 
@@ -206,9 +206,37 @@ class FileFacts:
                 continue
             if isinstance(effect.node, cst.Call) and not effect.node.args:
                 continue  # ``model.fuse_model()``: a method, not a forward (a model needs an input)
+            if self._not_a_module_here(effect):
+                continue
             seen.add(effect.node)
             out.append(effect)
         return out
+
+    def _not_a_module_here(self, effect: Effect) -> bool:
+        """A call of something the code itself shows is no ``nn.Module`` there: under the
+        negative branch of ``isinstance(net, torch.nn.Module)`` (``else:``, or ``if not
+        isinstance(...)``), or, for a reference not known to hold a module, a call that hands
+        the mode over as an argument (``net(X, is_training=False)``: a from-scratch function)."""
+        head = _head(effect.ref)
+        for cond in effect.ctx.conds:
+            node, negative = cond.node, cond.branch == "else"
+            if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+                node, negative = node.expression, cond.branch == "if"
+            if (negative and isinstance(node, cst.Call) and (dotted(node.func) or "") == "isinstance"
+                    and len(node.args) == 2 and ref_of(node.args[0].value) in (effect.ref, head)
+                    and (dotted(node.args[1].value) or "").rsplit(".", 1)[-1] == "Module"):
+                return True
+        node = effect.node
+        if isinstance(node, cst.Call) and any(
+                a.keyword is not None and a.keyword.value in ("is_training", "training", "train", "is_train")
+                and isinstance(a.value, cst.Name) and a.value.value in ("False", "True") for a in node.args):
+            from mllint.semantics import roles as R
+
+            scope = effect.ctx.scope
+            if not self.m.has_role(effect.ref, R.MODEL, scope, by_name=False) \
+                    and self.m.instance_of.get(scope, effect.ref) is None:
+                return True
+        return False
 
     def generate_calls(self) -> List[Effect]:
         """HF ``model.generate(...)`` calls, as forward passes for the mode question (ML005):
