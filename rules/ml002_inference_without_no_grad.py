@@ -76,7 +76,7 @@ How to fix
 from __future__ import annotations
 
 import re
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Set
 
 import libcst as cst
 
@@ -111,11 +111,15 @@ def check(model: FileModel) -> Iterable[Finding]:
     phases = Phases.of(model)
     if not phases.torch_file:
         return
+    inference_helpers: Set[str] = set()  # helpers whose callers disagree, with an evaluating forward
     for effect in phases.forwards():
         if phases.protected(effect) or phases.frozen(effect.ref, effect.ctx.scope):
             continue
         if effect.ctx.scope in model.functions and phases.callers_disagree(effect.ctx.scope):
-            continue  # some callers run it under no_grad: the others are reported (_disagreeing_calls)
+            # some callers run it under no_grad: the others are reported (_disagreeing_calls)
+            if not _named_method(effect) and (phases.evidence(effect) or phases.mode_evidence(effect)) is not None:
+                inference_helpers.add(effect.ctx.scope)
+            continue
         if _named_method(effect):
             continue  # model.predict(x) of a class we cannot see may run under no_grad itself
         if _forward_turns_grad_off(model, effect.ref, effect.ctx.scope):
@@ -132,7 +136,7 @@ def check(model: FileModel) -> Iterable[Finding]:
                             basis=evidence.basis)
     yield from _helper_forwards(model, phases)
     yield from _flag_shared_forwards(model, phases)
-    yield from _disagreeing_calls(model, phases)
+    yield from _disagreeing_calls(model, phases, inference_helpers)
     yield from _project_helper_calls(model, phases)
 
 
@@ -144,7 +148,7 @@ def _switched_or_model(model: FileModel, phases: Phases, ref: str, scope: str) -
     return any(e.kind == "eval" and e.ref == ref for e in phases.events(scope))
 
 
-def _disagreeing_calls(model: FileModel, phases: Phases) -> Iterable[Finding]:
+def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[str]) -> Iterable[Finding]:
     """A helper of this file that runs a forward pass, called under ``no_grad`` at some calls
     (here or in other files) and not at others: the protected calls show it is inference, so
     each unprotected call of this file whose result feeds no backward pass is reported (the
@@ -160,7 +164,7 @@ def _disagreeing_calls(model: FileModel, phases: Phases) -> Iterable[Finding]:
         if phases.protected(effect) or phases.feeds_backward(effect.node, effect.ctx.scope):
             continue
         evidence = phases.evidence(effect) or phases.mode_evidence(effect)
-        if evidence is None and phases.function_evidence(callee) is None:
+        if evidence is None and callee not in inference_helpers and phases.function_evidence(callee) is None:
             continue
         helper = callee.rsplit(".", 1)[-1]
         message = f"`{shorten(helper, 24)}(...)` runs a forward pass with autograd on here; other calls of it run under no_grad"
