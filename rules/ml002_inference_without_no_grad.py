@@ -134,9 +134,10 @@ def check(model: FileModel) -> Iterable[Finding]:
         )
         yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence), detail,
                             basis=evidence.basis)
-    yield from _helper_forwards(model, phases)
+    at_calls: Set[cst.CSTNode] = set()  # helper calls reported by _helper_forwards
+    yield from _helper_forwards(model, phases, at_calls)
     yield from _flag_shared_forwards(model, phases)
-    yield from _disagreeing_calls(model, phases, inference_helpers)
+    yield from _disagreeing_calls(model, phases, inference_helpers, at_calls)
     yield from _project_helper_calls(model, phases)
 
 
@@ -148,7 +149,8 @@ def _switched_or_model(model: FileModel, phases: Phases, ref: str, scope: str) -
     return any(e.kind == "eval" and e.ref == ref for e in phases.events(scope))
 
 
-def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[str]) -> Iterable[Finding]:
+def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[str],
+                       at_calls: Set[cst.CSTNode]) -> Iterable[Finding]:
     """A helper of this file that runs a forward pass, called under ``no_grad`` at some calls
     (here or in other files) and not at others: the protected calls show it is inference, so
     each unprotected call of this file whose result feeds no backward pass is reported (the
@@ -157,6 +159,8 @@ def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[
     for effect in model.effects:
         callee = effect.callee
         if effect.kind != CALL or not callee or effect.node in forward_sites or not isinstance(effect.node, cst.Call):
+            continue
+        if effect.node in at_calls:
             continue
         summary = model.summaries.get(callee)
         if summary is None or not summary.forwards or phases.trains(callee) or not phases.callers_disagree(callee):
@@ -353,7 +357,7 @@ def _result_is_gradient_free(phases: Phases, scope: str) -> bool:
     return fn is None or not phases.in_model_class(scope) or phases.gradient_free_result(fn)
 
 
-def _helper_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
+def _helper_forwards(model: FileModel, phases: Phases, at_calls: Set[cst.CSTNode]) -> Iterable[Finding]:
     """Evaluation code that runs a model through a helper shared with training
     (``y_pred = self.infer(x)`` in ``validation_step``, where ``infer`` is also what the
     training step calls): the helper's forward is not evaluation code, the call is."""
@@ -376,6 +380,7 @@ def _helper_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
         evidence = phases.evidence(effect) or phases.mode_evidence(effect)
         if evidence is None or evidence.kind == "callers" or not _result_is_gradient_free(phases, effect.ctx.scope):
             continue
+        at_calls.add(effect.node)
         helper = effect.callee.rsplit(".", 1)[-1]
         message = f"`{shorten(helper, 24)}(...)` {evidence.brief} runs a forward pass that builds an unused autograd graph"
         detail = (
@@ -1116,60 +1121,6 @@ gru = fit(nn.GRU(1, 8, batch_first=True), 100)
         outs = [model(x) for x in loader]
         set_grad(True)
         return outs
-    """,
-    # tuple assignment of plain functions (``net, loss = linreg, squared_loss``): no model
-    """
-import torch
-
-
-def linreg(X, w, b):
-    return torch.mm(X, w) + b
-
-
-def squared_loss(y_hat, y):
-    return (y_hat - y) ** 2 / 2
-
-
-def fit(features, labels, test_x, test_y, w, b, lr):
-    net, loss = linreg, squared_loss
-    for X, y in zip(features, labels):
-        loss(net(X, w, b), y).sum().backward()
-        with torch.no_grad():
-            w -= lr * w.grad
-            b -= lr * b.grad
-            w.grad.zero_()
-            b.grad.zero_()
-    return loss(net(test_x, w, b), test_y).mean().item()
-    """,
-    # the negative branch of ``isinstance(net, nn.Module)``: a from-scratch function that takes its mode
-    """
-import torch
-
-
-def evaluate_accuracy(data_iter, net):
-    acc_sum, n = 0.0, 0
-    for X, y in data_iter:
-        if isinstance(net, torch.nn.Module):
-            net.eval()
-            with torch.no_grad():
-                acc_sum += (net(X).argmax(dim=1) == y).float().sum().item()
-            net.train()
-        else:
-            acc_sum += (net(X, is_training=False).argmax(dim=1) == y).float().sum().item()
-        n += y.shape[0]
-    return acc_sum / n
-    """,
-    # under ``if not isinstance(net, nn.Module)``: not a module
-    """
-import torch
-
-
-def evaluate_accuracy(data_iter, net):
-    acc_sum = 0.0
-    for X, y in data_iter:
-        if not isinstance(net, torch.nn.Module):
-            acc_sum += (net(X).argmax(dim=1) == y).float().sum().item()
-    return acc_sum
     """,
     # a helper that training backpropagates through and evaluation runs under no_grad
     """

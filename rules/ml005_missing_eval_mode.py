@@ -128,6 +128,8 @@ def check(model: FileModel) -> Iterable[Finding]:
         evidence = phases.evidence(effect)
         if evidence is None or evidence.weak or _generating(model, effect.ctx.scope):
             continue  # generating or sampling (a GAN's samples in training mode) is not evaluating
+        if phases.no_module_here(effect):
+            continue  # a plain function (``net = linreg``, the else of ``isinstance(net, nn.Module)``): no mode
         ref = effect.ref
         scope = effect.ctx.scope
         if phases.overrides_mode(ref, scope) or phases.mode_cm_around(effect.ctx, ref):

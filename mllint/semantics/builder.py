@@ -714,12 +714,6 @@ class _Builder(cst.CSTVisitor):
         for targets, value, ctx in self.m.assignments:
             if len(targets) == 1 and not isinstance(value, cst.Call):
                 add(ctx.scope, targets[0], elements(value))
-            elif len(targets) > 1 and isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(targets) \
-                    and not any(isinstance(e, cst.StarredElement) for e in value.elements):
-                # ``net, loss = linreg, squared_loss``: element by element, as ``net = linreg``
-                for target, element in zip(targets, value.elements):
-                    if not isinstance(element.value, (cst.Call, cst.Tuple, cst.List)):
-                        add(ctx.scope, target, [element.value])
         for call, ctx, _order in self.pending_calls:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend") and len(call.args) == 1:
