@@ -112,11 +112,13 @@ def check(model: FileModel) -> Iterable[Finding]:
     if not phases.torch_file:
         return
     inference_helpers: Set[str] = set()  # helpers whose callers disagree, with an evaluating forward
+    unprotected_in: Set[str] = set()  # helpers whose callers disagree, with a forward that runs with grad on
     for effect in phases.forwards():
         if phases.protected(effect) or phases.frozen(effect.ref, effect.ctx.scope):
             continue
         if effect.ctx.scope in model.functions and phases.callers_disagree(effect.ctx.scope):
             # some callers run it under no_grad: the others are reported (_disagreeing_calls)
+            unprotected_in.add(effect.ctx.scope)
             if not _named_method(effect) and (phases.evidence(effect) or phases.mode_evidence(effect)) is not None:
                 inference_helpers.add(effect.ctx.scope)
             continue
@@ -137,7 +139,7 @@ def check(model: FileModel) -> Iterable[Finding]:
     at_calls: Set[cst.CSTNode] = set()  # helper calls reported by _helper_forwards
     yield from _helper_forwards(model, phases, at_calls)
     yield from _flag_shared_forwards(model, phases)
-    yield from _disagreeing_calls(model, phases, inference_helpers, at_calls)
+    yield from _disagreeing_calls(model, phases, inference_helpers, unprotected_in, at_calls)
     yield from _project_helper_calls(model, phases)
 
 
@@ -149,7 +151,7 @@ def _switched_or_model(model: FileModel, phases: Phases, ref: str, scope: str) -
     return any(e.kind == "eval" and e.ref == ref for e in phases.events(scope))
 
 
-def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[str],
+def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[str], unprotected_in: Set[str],
                        at_calls: Set[cst.CSTNode]) -> Iterable[Finding]:
     """A helper of this file that runs a forward pass, called under ``no_grad`` at some calls
     (here or in other files) and not at others: the protected calls show it is inference, so
@@ -160,8 +162,8 @@ def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[
         callee = effect.callee
         if effect.kind != CALL or not callee or effect.node in forward_sites or not isinstance(effect.node, cst.Call):
             continue
-        if effect.node in at_calls:
-            continue
+        if effect.node in at_calls or callee not in unprotected_in:
+            continue  # reported already, or the helper's own forward runs under no_grad
         summary = model.summaries.get(callee)
         if summary is None or not summary.forwards or phases.trains(callee) or not phases.callers_disagree(callee):
             continue

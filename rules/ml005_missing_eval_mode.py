@@ -96,6 +96,7 @@ from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
 from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
+from mllint.semantics.roles import MODEL
 
 CODE = "ML005"
 NAME = "missing-eval-mode"
@@ -228,6 +229,9 @@ def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
                 continue
             if phases.mode_at(effect, ref) != {"train"}:
                 continue
+            if not model.has_role(ref, MODEL, ctx.scope, by_name=False) and not any(
+                    e.kind == "train" and e.ref == ref and e.order < effect.order for e in phases.events(ctx.scope)):
+                continue  # a model by its role or its own ``.train()`` here, not a loss function
             where = f"{rel}:{fn.line}"
             layers = mode_layers(model, ref, ctx.scope)
             message = f"`{shorten(ref)}` handed to `{shorten(name, 24)}()` in training mode, which evaluates it without `.eval()`"
