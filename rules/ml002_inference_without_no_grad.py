@@ -102,8 +102,11 @@ def SCREEN(facts) -> bool:
     # evidence of evaluation, which comes only from names, weight loads and mode switches
     # (words.evaluation_possible); the shared-epoch report instead needs a backward pass under
     # a training flag (_flag_shared_forwards: a BACKWARD effect).
+    # _project_helper_calls: a call of another file's function named for evaluation (its
+    # protected callers elsewhere), or of an inherited method in evaluation code (the evidence above).
     return torch_file_possible(facts) and (
         evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
+        or any(eval_name_strength(name) == "strong" for name in facts.call_names)
     )
 
 
@@ -234,7 +237,7 @@ def _project_helper_calls(model: FileModel, phases: Phases) -> Iterable[Finding]
             why = f"{evidence.brief}"
         else:
             helper = fn.key.rsplit(".", 1)[-1]
-            if "." in fn.key or not (eval_name_strength(helper) == "strong" or fn.evals):
+            if "." in fn.key or eval_name_strength(helper) != "strong":
                 continue
             if not any(call_facts.grad_off for _, call_facts in project.calls_of(rel, fn.key)):
                 continue

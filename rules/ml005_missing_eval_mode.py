@@ -96,7 +96,6 @@ from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
 from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
-from mllint.semantics.roles import MODEL
 
 CODE = "ML005"
 NAME = "missing-eval-mode"
@@ -114,8 +113,10 @@ def SCREEN(facts) -> bool:
     # switches (words.evaluation_possible); or a call turning off the training flag of a shared
     # epoch function (_flag_evaluations), which needs a backward pass under that flag (a
     # BACKWARD effect), as ML002's shared-epoch report does.
+    # _project_evaluations: a model switched by a ``.train()`` call of this file handed to an
+    # evaluation function of another file.
     return torch_file_possible(facts) and (
-        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
+        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward", "train"})
     )
 
 
@@ -229,9 +230,10 @@ def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
                 continue
             if phases.mode_at(effect, ref) != {"train"}:
                 continue
-            if not model.has_role(ref, MODEL, ctx.scope, by_name=False) and not any(
-                    e.kind == "train" and e.ref == ref and e.order < effect.order for e in phases.events(ctx.scope)):
-                continue  # a model by its role or its own ``.train()`` here, not a loss function
+            if not any(e.kind == "train" and e.ref == ref and e.order < effect.order and not e.via
+                       and isinstance(e.node, cst.Call) and isinstance(e.node.func, cst.Attribute)
+                       and e.node.func.attr.value == "train" for e in phases.events(ctx.scope)):
+                continue  # a model switched by its own ``.train()`` here (not a loss function)
             where = f"{rel}:{fn.line}"
             layers = mode_layers(model, ref, ctx.scope)
             message = f"`{shorten(ref)}` handed to `{shorten(name, 24)}()` in training mode, which evaluates it without `.eval()`"
