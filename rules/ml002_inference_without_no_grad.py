@@ -58,6 +58,18 @@ When the code is fine
     ``no_grad`` (no fix: ``torch.set_grad_enabled(flag)``
     around the forward is the change to make).
 
+    Callers that disagree: a helper that runs a forward with autograd on, which some
+    calls run under ``no_grad`` (here or in other files of the project) and others do
+    not, is reported at each unprotected call whose result feeds no backward pass, not
+    in the helper (``print(validate(model, test_loader))`` after the epoch loop wraps
+    its other call). From another file: a call of the project's evaluation function
+    (named for evaluation, running a forward of what it is handed) that another call
+    in the project runs under ``no_grad`` (``test.test(model=model)`` in the training
+    loop), and a method inherited from a project base class of another file that runs
+    a model attribute (``self._forward(batch)`` after ``self.model.eval()``); a method
+    of a base class in another file that runs ``backward()`` counts as a backward pass
+    (``self._backward(loss)``).
+
     Evaluation inside the training loop counts as well: a branch such as ``if step % 100
     == 0:`` that draws a batch from the validation loader (``next(iter(val_loader))``, a
     loop over ``test_loader``) or fetches one by naming its split (``get_batch("val")``,

@@ -70,7 +70,19 @@ When the code is fine
       objects that are not torch models (Pyro models and guides wrapped by
       ``poutine``, a filter's ``predict`` step other code builds on);
     - a method that a base class defined elsewhere may call (template methods such
-      as ``_valid_epoch``), for a model it receives as an argument.
+      as ``_valid_epoch``), for a model it receives as an argument;
+    - what the code shows is no module, so it has no mode: a name holding a plain
+      function of the file (``net = linreg``, also ``net, loss = linreg,
+      squared_loss``), the negative branch of ``isinstance(net, nn.Module)``, a call
+      that hands the mode over (``net(X, is_training=False)``) on something not known
+      to be a module; a helper every caller hands ``model.eval()`` (``test(model.eval(),
+      loader)``, in other files too).
+
+    Also reported, at the call: a model that this code switched to training mode
+    (``model.train()`` on every path here) handed to an evaluation function of another
+    file of the project (named for evaluation, or running its forward under
+    ``no_grad``) that runs it without ``.eval()`` (``test_semseg(model, test_loader)``
+    after the epoch); no fix (``model.eval()`` before the call, or pass ``model.eval()``).
 
 How to fix
     Call ``model.eval()`` before evaluating and ``model.train()`` before training
