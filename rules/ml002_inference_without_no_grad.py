@@ -188,7 +188,7 @@ def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[
         if evidence is None and callee not in inference_helpers and phases.function_evidence(callee) is None:
             continue
         helper = callee.rsplit(".", 1)[-1]
-        message = f"`{shorten(helper, 24)}(...)` runs a forward pass with autograd on here; other calls of it run under no_grad"
+        message = f"`{shorten(helper, 24)}(...)` runs a forward with autograd on here; other calls run it under no_grad"
         detail = (
             f"`{helper}()` runs a forward pass and other calls of it run under `torch.no_grad()`; this call does "
             f"not, so the activations are kept for a backward pass that never comes; run it under `torch.no_grad()`."
@@ -246,7 +246,7 @@ def _project_helper_calls(model: FileModel, phases: Phases) -> Iterable[Finding]
             if evidence is None:
                 continue
             what = f"a forward pass of `{refs[0]}`"
-            why = f"{evidence.brief}"
+            message = f"`{shorten(fn.key.rsplit('.', 1)[-1], 20)}(...)` {evidence.brief} runs `{shorten(refs[0], 16)}` with autograd on"
         else:
             helper = fn.key.rsplit(".", 1)[-1]
             if "." in fn.key or eval_name_strength(helper) != "strong":
@@ -255,9 +255,8 @@ def _project_helper_calls(model: FileModel, phases: Phases) -> Iterable[Finding]
                 continue
             evidence = None
             what = "a forward pass"
-            why = "while other calls of it run under no_grad"
+            message = f"`{shorten(helper, 24)}(...)` runs a forward with autograd on; other calls run it under no_grad"
         helper = fn.key.rsplit(".", 1)[-1]
-        message = f"`{shorten(helper, 24)}(...)` runs {what} with autograd on {why}"
         detail = (
             f"`{helper}()` (defined in {rel}) runs {what} with autograd on; here its activations are kept for a "
             f"backward pass that never comes; run the call under `torch.no_grad()`."

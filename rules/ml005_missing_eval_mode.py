@@ -248,7 +248,7 @@ def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
                 continue  # a model switched by its own ``.train()`` here (not a loss function)
             where = f"{rel}:{fn.line}"
             layers = mode_layers(model, ref, ctx.scope)
-            message = f"`{shorten(ref)}` handed to `{shorten(name, 24)}()` in training mode, which evaluates it without `.eval()`"
+            message = f"`{shorten(ref, 16)}` is in training mode when handed to `{shorten(name, 20)}()`, which evaluates it"
             detail = (
                 f"`{name}()` ({where}) evaluates `{param}` without switching it to eval mode, and this call hands it "
                 f"`{ref}` in training mode (`{ref}.train()` runs before it on every path): any dropout/batch norm acts "
