@@ -80,9 +80,9 @@ When the code is fine
 
     Also reported, at the call: a model that this code switched to training mode
     (``model.train()`` on every path here) handed to an evaluation function of another
-    file of the project (named for evaluation, or running its forward under
-    ``no_grad``) that runs it without ``.eval()`` (``test_semseg(model, test_loader)``
-    after the epoch); no fix (``model.eval()`` before the call, or pass ``model.eval()``).
+    file of the project (named for evaluation) that runs it without ``.eval()``
+    (``test_semseg(model, test_loader)`` after the epoch); no fix (``model.eval()``
+    before the call, or pass ``model.eval()``).
 
 How to fix
     Call ``model.eval()`` before evaluating and ``model.train()`` before training
@@ -125,10 +125,11 @@ def SCREEN(facts) -> bool:
     # switches (words.evaluation_possible); or a call turning off the training flag of a shared
     # epoch function (_flag_evaluations), which needs a backward pass under that flag (a
     # BACKWARD effect), as ML002's shared-epoch report does.
-    # _project_evaluations: a model switched by a ``.train()`` call of this file handed to an
-    # evaluation function of another file.
+    # _project_evaluations: a model switched by a ``.train()`` call of this file handed to a
+    # function of another file named for evaluation.
     return torch_file_possible(facts) and (
-        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward", "train"})
+        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
+        or ("train" in facts.call_names and any(eval_name_strength(n) == "strong" for n in facts.call_names))
     )
 
 
@@ -200,8 +201,7 @@ def check(model: FileModel) -> Iterable[Finding]:
 
 def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
     """A model in training mode (a ``.train()`` on every path here) handed to an evaluation
-    function of another file of the project (its name, or its forward under ``no_grad``) that
-    runs it without switching it to eval mode (``test_semseg(model, test_loader)`` after the
+    function of another file of the project (named for evaluation) that runs it without switching it to eval mode (``test_semseg(model, test_loader)`` after the
     training epoch, ``utils.test_semseg`` never calling ``model.eval()``): the evaluation runs
     in training mode because of this call. Reported at the call (the fix is the caller's:
     ``model.eval()`` before it, or ``helper(model.eval(), ...)``)."""
@@ -220,8 +220,7 @@ def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
         if "." in fn.key or fn.backward or fn.steps:
             continue
         name = fn.key
-        under_no_grad = fn.forwards - fn.forwards_grad_on
-        if eval_name_strength(name) != "strong" and not under_no_grad and not fn.grad_off:
+        if eval_name_strength(name) != "strong":
             continue
         if any(isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Attribute)
                and a.value.func.attr.value in ("eval", "train") for a in call.args):
