@@ -58,6 +58,18 @@ When the code is fine
     ``no_grad`` (no fix: ``torch.set_grad_enabled(flag)``
     around the forward is the change to make).
 
+    Callers that disagree: a helper that runs a forward with autograd on, which some
+    calls run under ``no_grad`` (here or in other files of the project) and others do
+    not, is reported at each unprotected call whose result feeds no backward pass, not
+    in the helper (``print(validate(model, test_loader))`` after the epoch loop wraps
+    its other call). From another file: a call of the project's evaluation function
+    (named for evaluation, running a forward of what it is handed) that another call
+    in the project runs under ``no_grad`` (``test.test(model=model)`` in the training
+    loop), and a method inherited from a project base class of another file that runs
+    a model attribute (``self._forward(batch)`` after ``self.model.eval()``); a method
+    of a base class in another file that runs ``backward()`` counts as a backward pass
+    (``self._backward(loss)``).
+
     Evaluation inside the training loop counts as well: a branch such as ``if step % 100
     == 0:`` that draws a batch from the validation loader (``next(iter(val_loader))``, a
     loop over ``test_loader``) or fetches one by naming its split (``get_batch("val")``,
@@ -76,7 +88,7 @@ How to fix
 from __future__ import annotations
 
 import re
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Set
 
 import libcst as cst
 
@@ -84,7 +96,8 @@ from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, Phases
-from mllint.semantics.phases.words import evaluation_possible, torch_file_possible
+from mllint.semantics.roles import MODEL
+from mllint.semantics.phases.words import eval_name_strength, evaluation_possible, torch_file_possible
 
 CODE = "ML002"
 NAME = "inference-without-no-grad"
@@ -101,8 +114,11 @@ def SCREEN(facts) -> bool:
     # evidence of evaluation, which comes only from names, weight loads and mode switches
     # (words.evaluation_possible); the shared-epoch report instead needs a backward pass under
     # a training flag (_flag_shared_forwards: a BACKWARD effect).
+    # _project_helper_calls: a call of another file's function named for evaluation (its
+    # protected callers elsewhere), or of an inherited method in evaluation code (the evidence above).
     return torch_file_possible(facts) and (
         evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
+        or any(eval_name_strength(name) == "strong" for name in facts.call_names)
     )
 
 
@@ -110,8 +126,16 @@ def check(model: FileModel) -> Iterable[Finding]:
     phases = Phases.of(model)
     if not phases.torch_file:
         return
+    inference_helpers: Set[str] = set()  # helpers whose callers disagree, with an evaluating forward
+    unprotected_in: Set[str] = set()  # helpers whose callers disagree, with a forward that runs with grad on
     for effect in phases.forwards():
         if phases.protected(effect) or phases.frozen(effect.ref, effect.ctx.scope):
+            continue
+        if effect.ctx.scope in model.functions and phases.callers_disagree(effect.ctx.scope):
+            # some callers run it under no_grad: the others are reported (_disagreeing_calls)
+            unprotected_in.add(effect.ctx.scope)
+            if not _named_method(effect) and (phases.evidence(effect) or phases.mode_evidence(effect)) is not None:
+                inference_helpers.add(effect.ctx.scope)
             continue
         if _named_method(effect):
             continue  # model.predict(x) of a class we cannot see may run under no_grad itself
@@ -127,8 +151,118 @@ def check(model: FileModel) -> Iterable[Finding]:
         )
         yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence), detail,
                             basis=evidence.basis)
-    yield from _helper_forwards(model, phases)
+    at_calls: Set[cst.CSTNode] = set()  # helper calls reported by _helper_forwards
+    yield from _helper_forwards(model, phases, at_calls)
     yield from _flag_shared_forwards(model, phases)
+    yield from _disagreeing_calls(model, phases, inference_helpers, unprotected_in, at_calls)
+    yield from _project_helper_calls(model, phases)
+
+
+def _switched_or_model(model: FileModel, phases: Phases, ref: str, scope: str) -> bool:
+    """Whether ``ref`` holds a model: by its role (not its name), or because this scope switches
+    it to eval mode."""
+    if model.has_role(ref, MODEL, scope, by_name=False):
+        return True
+    return any(e.kind == "eval" and e.ref == ref for e in phases.events(scope))
+
+
+def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[str], unprotected_in: Set[str],
+                       at_calls: Set[cst.CSTNode]) -> Iterable[Finding]:
+    """A helper of this file that runs a forward pass, called under ``no_grad`` at some calls
+    (here or in other files) and not at others: the protected calls show it is inference, so
+    each unprotected call of this file whose result feeds no backward pass is reported (the
+    helper itself is not, see check())."""
+    forward_sites = {e.node for e in phases.forwards()}
+    for effect in model.effects:
+        callee = effect.callee
+        if effect.kind != CALL or not callee or effect.node in forward_sites or not isinstance(effect.node, cst.Call):
+            continue
+        if effect.node in at_calls or callee not in unprotected_in:
+            continue  # reported already, or the helper's own forward runs under no_grad
+        summary = model.summaries.get(callee)
+        if summary is None or not summary.forwards or phases.trains(callee) or not phases.callers_disagree(callee):
+            continue
+        if phases.protected(effect) or phases.feeds_backward(effect.node, effect.ctx.scope):
+            continue
+        evidence = phases.evidence(effect) or phases.mode_evidence(effect)
+        if evidence is None and callee not in inference_helpers and phases.function_evidence(callee) is None:
+            continue
+        helper = callee.rsplit(".", 1)[-1]
+        message = f"`{shorten(helper, 24)}(...)` runs a forward with autograd on here; other calls run it under no_grad"
+        detail = (
+            f"`{helper}()` runs a forward pass and other calls of it run under `torch.no_grad()`; this call does "
+            f"not, so the activations are kept for a backward pass that never comes; run it under `torch.no_grad()`."
+        )
+        fix = _fix(model, phases, effect, evidence) if evidence is not None else None
+        yield model.finding(effect.node, CODE, NAME, message, fix, detail, basis="structure")
+
+
+def _project_helper_calls(model: FileModel, phases: Phases) -> Iterable[Finding]:
+    """Calls of functions defined in other files of the project that run a model forward with
+    autograd on:
+
+    - an evaluation function (its name, or a ``.eval()`` it runs) that another call in the
+      project runs under ``no_grad`` (``test.test(model=model)`` in the training loop, while
+      ``test.py``'s own ``__main__`` wraps its call): this call leaves autograd on;
+    - a method inherited from a project base class of another file that runs a model
+      attribute (``self._forward(batch)`` running ``self.model(...)``), called in evaluation
+      code of this file (after ``self.model.eval()``, over a test loader)."""
+    project = model.project
+    if project is None:
+        return
+    forward_sites = {e.node for e in phases.forwards()}
+    for call, ctx in model.calls:
+        if call in forward_sites:
+            continue
+        name = dotted(call.func)
+        if not name:
+            continue
+        found = None
+        inherited = False
+        if name.startswith("self.") and name.count(".") == 1:
+            cls = model.class_scope_of(ctx.scope)
+            if cls is not None and "." not in cls:
+                found = project.inherited_method(cls, name[len("self."):])
+                inherited = True
+        else:
+            qual = model.imports.qualname(call.func)
+            if qual:
+                found = project.function_defined(qual)
+        if found is None:
+            continue
+        rel, fn = found
+        if fn.grad_off or fn.backward or fn.steps or not fn.forwards_grad_on:
+            continue
+        effect = Effect(CALL, name, call, ctx, model.call_order.get(call, 0))
+        if phases.protected(effect) or phases.feeds_backward(call, ctx.scope):
+            continue
+        if inherited:
+            refs = [r for r in sorted(fn.forwards_grad_on) if r.startswith("self.") and r != name
+                    and _switched_or_model(model, phases, r, ctx.scope)]
+            if not refs:
+                continue
+            effect = Effect(CALL, refs[0], call, ctx, effect.order)
+            evidence = phases.evidence(effect) or phases.mode_evidence(effect)
+            if evidence is None:
+                continue
+            what = f"a forward pass of `{refs[0]}`"
+            message = f"`{shorten(fn.key.rsplit('.', 1)[-1], 20)}(...)` {evidence.brief} runs `{shorten(refs[0], 16)}` with autograd on"
+        else:
+            helper = fn.key.rsplit(".", 1)[-1]
+            if "." in fn.key or eval_name_strength(helper) != "strong":
+                continue
+            if not any(call_facts.grad_off for _, call_facts in project.calls_of(rel, fn.key)):
+                continue
+            evidence = None
+            what = "a forward pass"
+            message = f"`{shorten(helper, 24)}(...)` runs a forward with autograd on; other calls run it under no_grad"
+        helper = fn.key.rsplit(".", 1)[-1]
+        detail = (
+            f"`{helper}()` (defined in {rel}) runs {what} with autograd on; here its activations are kept for a "
+            f"backward pass that never comes; run the call under `torch.no_grad()`."
+        )
+        fix = _fix(model, phases, effect, evidence) if evidence is not None else None
+        yield model.finding(call, CODE, NAME, message, fix, detail, basis="structure")
 
 
 def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
@@ -239,7 +373,7 @@ def _result_is_gradient_free(phases: Phases, scope: str) -> bool:
     return fn is None or not phases.in_model_class(scope) or phases.gradient_free_result(fn)
 
 
-def _helper_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
+def _helper_forwards(model: FileModel, phases: Phases, at_calls: Set[cst.CSTNode]) -> Iterable[Finding]:
     """Evaluation code that runs a model through a helper shared with training
     (``y_pred = self.infer(x)`` in ``validation_step``, where ``infer`` is also what the
     training step calls): the helper's forward is not evaluation code, the call is."""
@@ -262,6 +396,7 @@ def _helper_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
         evidence = phases.evidence(effect) or phases.mode_evidence(effect)
         if evidence is None or evidence.kind == "callers" or not _result_is_gradient_free(phases, effect.ctx.scope):
             continue
+        at_calls.add(effect.node)
         helper = effect.callee.rsplit(".", 1)[-1]
         message = f"`{shorten(helper, 24)}(...)` {evidence.brief} runs a forward pass that builds an unused autograd graph"
         detail = (
@@ -1044,6 +1179,25 @@ Arch = Generator  # the class, chosen once
 def sample_shapes(widths):
     return [Arch(w) for w in widths]
 """,
+    # a helper that training backpropagates through and evaluation runs under no_grad
+    """
+import torch
+
+
+def encode(model, x):
+    return model(x)
+
+
+def main(model, loader, val_x, opt):
+    for x, y in loader:
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(encode(model, x), y)
+        loss.backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        print(encode(model, val_x))
+    """,
 ]
 
 INVALID = [
@@ -2437,6 +2591,57 @@ class Trainer:
                 for step, (x, y) in enumerate(progress):
                     total += F.cross_entropy(model(x), y).item()
                     progress.set_description(f"valid loss {total / (step + 1):.4f}")
+""",
+    ),
+    # a helper that one call runs under no_grad and another does not: the unprotected call is
+    # reported (and wrapped), not the helper
+    Example(
+        """
+import torch
+
+
+def validate(model, loader):
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+        total += model(x).sum().item()
+    return total
+
+
+def main(model, train_loader, val_loader, test_loader, opt):
+    for epoch in range(10):
+        model.train()
+        for x, y in train_loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        with torch.no_grad():
+            print(validate(model, val_loader))
+    print(validate(model, test_loader))
+""",
+        fixed="""
+import torch
+
+
+def validate(model, loader):
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+        total += model(x).sum().item()
+    return total
+
+
+def main(model, train_loader, val_loader, test_loader, opt):
+    for epoch in range(10):
+        model.train()
+        for x, y in train_loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        with torch.no_grad():
+            print(validate(model, val_loader))
+    with torch.no_grad():
+        print(validate(model, test_loader))
 """,
     ),
 ]

@@ -70,7 +70,19 @@ When the code is fine
       objects that are not torch models (Pyro models and guides wrapped by
       ``poutine``, a filter's ``predict`` step other code builds on);
     - a method that a base class defined elsewhere may call (template methods such
-      as ``_valid_epoch``), for a model it receives as an argument.
+      as ``_valid_epoch``), for a model it receives as an argument;
+    - what the code shows is no module, so it has no mode: a name holding a plain
+      function of the file (``net = linreg``, also ``net, loss = linreg,
+      squared_loss``), the negative branch of ``isinstance(net, nn.Module)``, a call
+      that hands the mode over (``net(X, is_training=False)``) on something not known
+      to be a module; a helper every caller hands ``model.eval()`` (``test(model.eval(),
+      loader)``, in other files too).
+
+    Also reported, at the call: a model that this code switched to training mode
+    (``model.train()`` on every path here) handed to an evaluation function of another
+    file of the project (named for evaluation) that runs it without ``.eval()``
+    (``test_semseg(model, test_loader)`` after the epoch); no fix (``model.eval()``
+    before the call, or pass ``model.eval()``).
 
 How to fix
     Call ``model.eval()`` before evaluating and ``model.train()`` before training
@@ -91,7 +103,7 @@ from typing import Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics.model import MODULE_SCOPE, Effect, FileModel
+from mllint.semantics.model import CALL, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
@@ -113,8 +125,11 @@ def SCREEN(facts) -> bool:
     # switches (words.evaluation_possible); or a call turning off the training flag of a shared
     # epoch function (_flag_evaluations), which needs a backward pass under that flag (a
     # BACKWARD effect), as ML002's shared-epoch report does.
+    # _project_evaluations: a model switched by a ``.train()`` call of this file handed to a
+    # function of another file named for evaluation.
     return torch_file_possible(facts) and (
         evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
+        or ("train" in facts.call_names and any(eval_name_strength(n) == "strong" for n in facts.call_names))
     )
 
 
@@ -130,6 +145,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue  # generating or sampling (a GAN's samples in training mode) is not evaluating
         if evidence.weak and not (evidence.function and _used_after_training(phases, evidence.function)):
             continue  # ``translate()``/``score()``: evaluation once the model it runs has been trained
+        if phases.no_module_here(effect):
+            continue  # a plain function (``net = linreg``, the else of ``isinstance(net, nn.Module)``): no mode
         ref = effect.ref
         scope = effect.ctx.scope
         if phases.overrides_mode(ref, scope) or phases.mode_cm_around(effect.ctx, ref):
@@ -164,6 +181,7 @@ def check(model: FileModel) -> Iterable[Finding]:
             fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
         yield model.finding(effect.node, CODE, NAME, message, fix, detail, basis=evidence.basis)
     yield from _flag_evaluations(model, phases, evaluated)
+    yield from _project_evaluations(model, phases)
     for item in phases.eval_not_undone():
         where = "in the training loop"
         brief = where
@@ -185,6 +203,67 @@ def check(model: FileModel) -> Iterable[Finding]:
         )
         yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item), detail,
                             basis="structure")
+
+
+def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
+    """A model in training mode (a ``.train()`` on every path here) handed to an evaluation
+    function of another file of the project (named for evaluation) that runs it without switching it to eval mode (``test_semseg(model, test_loader)`` after the
+    training epoch, ``utils.test_semseg`` never calling ``model.eval()``): the evaluation runs
+    in training mode because of this call. Reported at the call (the fix is the caller's:
+    ``model.eval()`` before it, or ``helper(model.eval(), ...)``)."""
+    project = model.project
+    if project is None:
+        return
+    for call, ctx in model.calls:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("eval", "train"):
+            continue
+        qual = model.imports.qualname(func)
+        found = project.function_defined(qual) if qual else None
+        if found is None:
+            continue
+        rel, fn = found
+        if "." in fn.key or fn.backward or fn.steps:
+            continue
+        name = fn.key
+        if eval_name_strength(name) != "strong":
+            continue
+        if any(isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Attribute)
+               and a.value.func.attr.value in ("eval", "train") for a in call.args):
+            continue
+        positional = [a for a in call.args if a.keyword is None]
+        if any(a.star for a in call.args):
+            continue
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        for index, param in enumerate(fn.params):
+            if param not in fn.forwards or param in fn.evals or param in fn.trains:
+                continue
+            expr = keywords.get(param, positional[index].value if index < len(positional) else None)
+            ref = dotted(expr) if expr is not None else None
+            if not ref:
+                continue
+            effect = Effect(CALL, ref, call, ctx, model.call_order.get(call, 0))
+            if phases.overrides_mode(ref, ctx.scope) or phases.mode_cm_around(ctx, ref):
+                continue
+            if phases.mode_at(effect, ref) != {"train"}:
+                continue
+            if not any(e.kind == "train" and e.ref == ref and e.order < effect.order and not e.via
+                       and isinstance(e.node, cst.Call) and isinstance(e.node.func, cst.Attribute)
+                       and e.node.func.attr.value == "train" for e in phases.events(ctx.scope)):
+                continue  # a model switched by its own ``.train()`` here (not a loss function)
+            where = f"{rel}:{fn.line}"
+            layers = mode_layers(model, ref, ctx.scope)
+            message = f"`{shorten(ref, 16)}` is in training mode when handed to `{shorten(name, 20)}()`, which evaluates it"
+            detail = (
+                f"`{name}()` ({where}) evaluates `{param}` without switching it to eval mode, and this call hands it "
+                f"`{ref}` in training mode (`{ref}.train()` runs before it on every path): any dropout/batch norm acts "
+                f"as in training. Call `{ref}.eval()` before the call (and `.train()` before the next training step), "
+                f"or pass `{ref}.eval()`."
+            )
+            if layers is not None and not layers:
+                detail += " (No dropout or batch norm in the model today.)"
+            yield model.finding(call, CODE, NAME, message, None, detail, basis="structure")
+            break
 
 
 def _project_helper(model: FileModel, node) -> bool:
@@ -1315,6 +1394,60 @@ def predict(x):
     with torch.no_grad():
         return model(x).argmax(1)
 """,
+    # tuple assignment of plain functions (``net, loss = linreg, squared_loss``): no model, no mode
+    """
+import torch
+
+
+def linreg(X, w, b):
+    return torch.mm(X, w) + b
+
+
+def squared_loss(y_hat, y):
+    return (y_hat - y) ** 2 / 2
+
+
+def fit(features, labels, test_x, test_y, w, b, lr):
+    net, loss = linreg, squared_loss
+    for X, y in zip(features, labels):
+        loss(net(X, w, b), y).sum().backward()
+        with torch.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+            w.grad.zero_()
+            b.grad.zero_()
+    return loss(net(test_x, w, b), test_y).mean().item()
+    """,
+    # the negative branch of ``isinstance(net, nn.Module)``: the mode is the ``is_training=False`` argument
+    """
+import torch
+
+
+def evaluate_accuracy(data_iter, net):
+    acc_sum, n = 0.0, 0
+    for X, y in data_iter:
+        if isinstance(net, torch.nn.Module):
+            net.eval()
+            with torch.no_grad():
+                acc_sum += (net(X).argmax(dim=1) == y).float().sum().item()
+            net.train()
+        else:
+            acc_sum += (net(X, is_training=False).argmax(dim=1) == y).float().sum().item()
+        n += y.shape[0]
+    return acc_sum / n
+    """,
+    # under ``if not isinstance(net, nn.Module)``: no module, no mode
+    """
+import torch
+
+
+def evaluate_accuracy(data_iter, net):
+    acc_sum = 0.0
+    for X, y in data_iter:
+        if not isinstance(net, torch.nn.Module):
+            acc_sum += (net(X).argmax(dim=1) == y).float().sum().item()
+    return acc_sum
+    """,
 ]
 
 INVALID = [

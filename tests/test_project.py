@@ -728,3 +728,151 @@ def test_model_made_at_module_level_in_another_file(tmp_path, shared, expected):
     make_project(tmp_path, {"models.py": MODELS, "shared.py": shared, "server.py": _SERVER.format(name="net")})
     found = lint_json(tmp_path, "server.py", extra=("--select", "ML005"))
     assert codes_at(found, "server.py") == expected
+
+
+# --- callers that disagree, helpers of other files run by the caller --------------------------
+
+EVAL_MODULE = """\
+import torch
+
+
+def test(model, loader):
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+        total += model(x).sum().item()
+    return total
+
+
+if __name__ == "__main__":
+    net = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        print(test(net, [(torch.ones(1, 3), None)]))
+"""
+
+TRAIN_CALLING_TEST = """\
+import torch
+import evaluation
+
+
+def main(model, loader, val_loader):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        model.train()
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        print(evaluation.test(model, val_loader))
+"""
+
+
+def test_unprotected_call_of_a_helper_that_another_call_runs_under_no_grad(tmp_path):
+    forget()
+    make_project(tmp_path, {"evaluation.py": EVAL_MODULE, "train.py": TRAIN_CALLING_TEST})
+    found = lint_json(tmp_path, "train.py", extra=["--select", "ML002"])
+    assert codes_at(found, "train.py") == [("ML002", 13)]
+    assert "evaluation.py" in found[0]["message"] + json.dumps(found[0])
+    # the helper's own file: its callers disagree, the unprotected call is reported where it is
+    assert lint_json(tmp_path, "evaluation.py", extra=["--select", "ML002"]) == []
+    (tmp_path / "train.py").write_text(TRAIN_CALLING_TEST.replace(
+        "        print(evaluation.test(model, val_loader))",
+        "        with torch.no_grad():\n            print(evaluation.test(model, val_loader))"))
+    forget()
+    assert lint_json(tmp_path, "train.py", extra=["--select", "ML002"]) == []
+
+
+SEG_UTILS = """\
+import torch
+
+
+def test_seg(model, loader):
+    hits = 0
+    with torch.no_grad():
+        for x, y in loader:
+            hits += (model(x).argmax(1) == y).sum().item()
+    return hits
+"""
+
+SEG_TRAIN = """\
+import torch
+from seg_utils import test_seg
+
+
+def main(model, loader, test_loader, opt):
+    for epoch in range(3):
+        for x, y in loader:
+            model = model.train()
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        print(test_seg(model, test_loader))
+"""
+
+
+def test_model_in_training_mode_handed_to_an_evaluation_helper_of_another_file(tmp_path):
+    forget()
+    make_project(tmp_path, {"seg_utils.py": SEG_UTILS, "seg_train.py": SEG_TRAIN})
+    found = lint_json(tmp_path, "seg_train.py", extra=["--select", "ML005"])
+    assert codes_at(found, "seg_train.py") == [("ML005", 12)]
+    assert "test_seg()" in found[0]["message"]
+    # the caller passes ``model.eval()``: the helper gets a model in eval mode, nothing to report
+    (tmp_path / "seg_train.py").write_text(SEG_TRAIN.replace("test_seg(model, ", "test_seg(model.eval(), "))
+    forget()
+    assert lint_json(tmp_path, "seg_train.py", "seg_utils.py", extra=["--select", "ML005"]) == []
+
+
+BASE_TRAINER = """\
+import torch
+
+
+class BaseTrainer:
+    def __init__(self, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+
+    def _forward(self, batch):
+        return self.model(batch)
+
+    def _backward(self, loss):
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+"""
+
+ENERGY_TRAINER = """\
+import torch
+from base_trainer import BaseTrainer
+
+
+class EnergyTrainer(BaseTrainer):
+    def train(self, loader):
+        self.model.train()
+        for batch, target in loader:
+            out = self._forward(batch)
+            self._backward(torch.nn.functional.mse_loss(out, target))
+
+    def predict(self, loader):
+        self.model.eval()
+        predictions = []
+        for batch, _ in loader:
+            out = self._forward(batch)
+            predictions.append(out.tolist())
+        return predictions
+"""
+
+
+def test_forward_and_backward_through_methods_inherited_from_another_file(tmp_path):
+    forget()
+    make_project(tmp_path, {"base_trainer.py": BASE_TRAINER, "energy_trainer.py": ENERGY_TRAINER})
+    found = lint_json(tmp_path, "energy_trainer.py", extra=["--select", "ML002"])
+    assert codes_at(found, "energy_trainer.py") == [("ML002", 16)]  # predict(), not train()
+    # ``_forward`` of the trainer's own, ``_backward`` inherited: training still backpropagates through it
+    own = ENERGY_TRAINER.replace("class EnergyTrainer(BaseTrainer):\n",
+                                 "class EnergyTrainer(BaseTrainer):\n    def _forward(self, batch):\n"
+                                 "        return {\"energy\": self.model(batch)}\n\n")
+    own = own.replace("mse_loss(out, target)", "mse_loss(out[\"energy\"], target)")
+    (tmp_path / "energy_trainer.py").write_text(own)
+    forget()
+    found = lint_json(tmp_path, "energy_trainer.py", extra=["--select", "ML002"])
+    assert codes_at(found, "energy_trainer.py") == [("ML002", 19)]

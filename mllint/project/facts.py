@@ -53,7 +53,7 @@ _SELF_RETURNING = {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 6
+FACTS_VERSION = 7
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -99,6 +99,9 @@ class FunctionFacts:
     # Net(...)``, or ``m = Net(); ...; return m``), and whether it switches that to eval mode first
     returns: Tuple[str, ...] = ()
     returns_eval: bool = False
+    # references it calls like a model with autograd on (not under ``no_grad`` in its body): its
+    # parameters (``model(x)``, ``model.forward(x)``) and, in a method, ``self.<attr>(x)``
+    forwards_grad_on: FrozenSet[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -143,10 +146,20 @@ def _ref(node) -> Optional[str]:
     return dotted(node)
 
 
+def _evaluated_argument(node) -> Optional[str]:
+    """``model.eval()`` / ``model.train(False)`` passed as an argument: ``model``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        attr, args = node.func.attr, node.args
+        if (attr == "eval" and not args) or (attr == "train" and len(args) == 1 and isinstance(args[0], ast.Constant)
+                                             and args[0].value is False):
+            return _ref(node.func.value)
+    return None
+
+
 def _argument(node) -> str:
     if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, str, type(None))):
         return repr(node.value)
-    return _ref(node) or "?"
+    return _ref(node) or _evaluated_argument(node) or "?"
 
 
 def _last(name: Optional[str]) -> str:
@@ -197,7 +210,7 @@ def facts_of_tree(tree: ast.Module) -> FileFacts:
 
 class _Scope:
     __slots__ = ("key", "cls", "params", "grad_off", "evals", "trains", "clears", "steps", "backward", "forwards",
-                 "evaluated", "line", "returned", "built")
+                 "evaluated", "line", "returned", "built", "forwards_on")
 
     def __init__(self, key: str, cls: Optional[str], params: Tuple[str, ...], grad_off: bool, line: int) -> None:
         self.key, self.cls, self.params, self.grad_off, self.line = key, cls, params, grad_off, line
@@ -206,6 +219,7 @@ class _Scope:
         self.evaluated: set = set()  # eval() seen so far in textual order (for CallFacts.evals_before)
         self.returned: List[Optional[Tuple[str, bool]]] = []  # per return: (callee that built it, eval()ed)
         self.built: Dict[str, str] = {}  # name -> dotted callee of ``name = Callee(...)`` in this scope
+        self.forwards_on: set = set()  # forwards run with autograd on (FunctionFacts.forwards_grad_on)
 
 
 def _is_grad_off_cm(expr, imports: Dict[str, str]) -> bool:
@@ -371,6 +385,7 @@ class _Walker:
             frozenset(scope.clears), frozenset(scope.steps), scope.backward, frozenset(scope.forwards),
             tuple(dict.fromkeys(r[0] for r in returned)) if complete else (),
             complete and all(r[1] for r in returned),
+            frozenset() if grad_off else frozenset(scope.forwards_on),
         ))
 
     def class_(self, node: ast.ClassDef) -> None:
@@ -428,17 +443,28 @@ class _Walker:
                     scope.backward = True
                 elif attr == "forward":
                     scope.forwards.add(receiver)
+                    if not self.grad_off:
+                        scope.forwards_on.add(receiver)
+            if scope.cls is not None and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                    and not self.grad_off:
+                scope.forwards_on.add(f"self.{attr}")  # a model attribute, or a method: the reader decides
         elif isinstance(func, ast.Name) and func.id in scope.params and func.id not in ("self", "cls"):
             scope.forwards.add(func.id)
+            if not self.grad_off:
+                scope.forwards_on.add(func.id)
         callee = dotted(func)
         if callee is None:
             return
         train_loop = any(trains for trains, _, _ in self.loops)
         loop_trains = any(calls for trains, calls, _ in self.loops if trains)
         loop_clears = any(clears for _, _, clears in self.loops)
+        evaluated = frozenset(scope.evaluated)
+        switched = [_evaluated_argument(a) for a in list(node.args) + [k.value for k in node.keywords]]
+        if any(switched):  # ``test(model.eval(), loader)``: the helper gets a model in eval mode
+            evaluated = evaluated | {ref for ref in switched if ref}
         self.calls.append(CallFacts(
             callee, scope.key, node.lineno, bool(self.grad_off) or scope.grad_off, bool(self.loops), train_loop,
-            loop_trains, loop_clears, frozenset(scope.evaluated), tuple(_argument(a) for a in node.args if not isinstance(a, ast.Starred)),
+            loop_trains, loop_clears, evaluated, tuple(_argument(a) for a in node.args if not isinstance(a, ast.Starred)),
             tuple((k.arg, _argument(k.value)) for k in node.keywords if k.arg),
         ))
 

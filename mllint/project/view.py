@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import FrozenSet, List, Optional, Tuple
 
-from mllint.project.facts import CallFacts, ClassFacts
+from mllint.project.facts import CallFacts, ClassFacts, FunctionFacts
 from mllint.project.index import Project
 
 # Every word ``ProjectView.implied_words`` may return (the engine screens each file once for every
@@ -153,6 +153,35 @@ class ProjectView:
         layers = {self.project.mode_layers(rel, cls) for rel, cls in classes}
         known = None if None in layers else frozenset().union(*layers)
         return found.facts.returns_eval, known  # type: ignore[union-attr]
+    def function_defined(self, qualified: str) -> Optional[Tuple[str, FunctionFacts]]:
+        """(file, facts) of a project function of another file named in this file."""
+        found = self.project.resolve(qualified, self.rel)
+        if found is None or found.kind != "function" or found.rel == self.rel:
+            return None
+        return found.rel, found.facts  # type: ignore[return-value]
+
+    def inherited_method(self, cls: str, method: str) -> Optional[Tuple[str, FunctionFacts]]:
+        """(file, facts) of the method ``method`` that class ``cls`` of this file inherits from
+        a project base class of another file (``self._forward(batch)`` in a trainer whose
+        ``BaseTrainer`` defines ``_forward``); None when the class defines it or no project
+        base of another file does."""
+        if self.rel not in self.project.facts:
+            return None
+        facts = self.project.classes_of(self.rel).get(cls)
+        if facts is None or method in facts.methods:
+            return None
+        found = self.project.method_of(self.rel, facts, method, set())
+        if found is None or found.rel == self.rel:
+            return None
+        return found.rel, found.facts  # type: ignore[return-value]
+
+    def calls_of(self, rel: str, key: str) -> List[Tuple[str, CallFacts]]:
+        """Every call of function `key` of file `rel` in the project: the calls from other files,
+        and, for a function of the module's top level, the calls in its own file."""
+        found = list(self.project.callers(rel, key))
+        if "." not in key and rel in self.project.facts:
+            found.extend((rel, call) for call in self.project.facts[rel].calls if call.callee == key)
+        return found
 
     def forward_grad_off(self, qualified: str) -> bool:
         """Whether the forward of a project class turns autograd off itself (some path of it)."""

@@ -17,7 +17,7 @@ from mllint.semantics.model import (
     FileModel,
     Loop,
 )
-from mllint.semantics.names import dotted
+from mllint.semantics.names import dotted, ref_of
 from mllint.semantics.phases.words import _FACTORY_WORDS, _NOT_MODEL_WORDS, _head, name_tokens
 
 
@@ -254,6 +254,61 @@ class FileFacts:
             seen.add(effect.node)
             out.append(effect)
         return out
+
+    def no_module_here(self, effect: Effect) -> bool:
+        """A call of something the code itself shows is no ``nn.Module`` there, so it has no
+        train/eval mode (it may still build an autograd graph: ML002 judges it, ML005 does
+        not): under the negative branch of ``isinstance(net, torch.nn.Module)`` (``else:``, or
+        ``if not isinstance(...)``); a name that holds a plain function of this file, also
+        through a tuple assignment (``net, loss = linreg, squared_loss``); or, for a reference
+        not known to hold a module, a call that hands the mode over as an argument
+        (``net(X, is_training=False)``: a from-scratch function)."""
+        head = _head(effect.ref)
+        if effect.ref == head and self._holds_plain_function(head, effect.ctx.scope):
+            return True
+        for cond in effect.ctx.conds:
+            node, negative = cond.node, cond.branch == "else"
+            if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+                node, negative = node.expression, cond.branch == "if"
+            if (negative and isinstance(node, cst.Call) and (dotted(node.func) or "") == "isinstance"
+                    and len(node.args) == 2 and ref_of(node.args[0].value) in (effect.ref, head)
+                    and (dotted(node.args[1].value) or "").rsplit(".", 1)[-1] == "Module"):
+                return True
+        node = effect.node
+        if isinstance(node, cst.Call) and any(
+                a.keyword is not None and a.keyword.value in ("is_training", "training", "train", "is_train")
+                and isinstance(a.value, cst.Name) and a.value.value in ("False", "True") for a in node.args):
+            from mllint.semantics import roles as R
+
+            scope = effect.ctx.scope
+            if not self.m.has_role(effect.ref, R.MODEL, scope, by_name=False) \
+                    and self.m.instance_of.get(scope, effect.ref) is None:
+                return True
+        return False
+
+    def _holds_plain_function(self, name: str, scope: str) -> bool:
+        """Every assignment of ``name`` in ``scope`` (or, when it has none there, at module level)
+        gives it a function of this file's top level: ``net = linreg``, ``net, loss = linreg,
+        squared_loss``."""
+        chain = [scope]
+        while chain[-1] != MODULE_SCOPE:
+            chain.append(chain[-1].rsplit(".", 1)[0] if "." in chain[-1] else MODULE_SCOPE)
+        for where in chain:
+            values = []
+            for targets, value, ctx in self.m.assignments:
+                if ctx.scope != where or name not in targets:
+                    continue
+                if len(targets) == 1:
+                    values.append(value)
+                elif isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(targets) \
+                        and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+                    values.append(value.elements[targets.index(name)].value)
+                else:
+                    values.append(None)
+            if values:
+                return all(isinstance(v, cst.Name) and v.value in self.m.functions and v.value not in self.m.classes
+                           for v in values)
+        return False
 
     def generate_calls(self) -> List[Effect]:
         """HF ``model.generate(...)`` calls, as forward passes for the mode question (ML005):

@@ -133,12 +133,33 @@ class BackwardFlow:
                     changed = True
         return found
 
+    def _project_backward_call(self, call: cst.Call, scope: str) -> bool:
+        """A call of a function of another file of the project that runs a backward pass: a
+        method inherited from a project base class (``self._backward(loss)`` of a
+        ``BaseTrainer``) or an imported function; what it is handed feeds that backward pass."""
+        project = self.m.project
+        if project is None:
+            return False
+        name = dotted(call.func)
+        if not name:
+            return False
+        if name.startswith("self.") and name.count(".") == 1:
+            cls = self.m.class_scope_of(scope)
+            found = project.inherited_method(cls, name[len("self."):]) if cls and "." not in cls else None
+        elif isinstance(call.func, cst.Name) or not name.startswith("self."):
+            qual = self.qual(call.func)
+            found = project.function_defined(qual) if qual else None
+        else:
+            found = None
+        return found is not None and found[1].backward
+
     @property
     def backprop_functions(self) -> Set[str]:
         """Functions that run a backward pass or torch.autograd.grad (themselves or through helpers)."""
         if self._backprop_fns is None:
             initial = {e.ctx.scope for e in self.m.effects if e.kind == BACKWARD}
-            initial |= {ctx.scope for call, ctx in self.m.calls if self._autograd_call(call)}
+            initial |= {ctx.scope for call, ctx in self.m.calls
+                        if self._autograd_call(call) or self._project_backward_call(call, ctx.scope)}
             self._backprop_fns = self._closure({s for s in initial if s in self.m.functions})
         return self._backprop_fns
 
@@ -252,7 +273,7 @@ class BackwardFlow:
                     inner = _reads(func.value, *[a.value for a in call.args])
                     stmt.sink_reads |= inner.refs
                     stmt.sink_calls |= set(inner.calls)
-                elif self._autograd_call(call):
+                elif self._autograd_call(call) or self._project_backward_call(call, scope):
                     inner = _reads(*[a.value for a in call.args])
                     stmt.sink_reads |= inner.refs
                     stmt.sink_calls |= set(inner.calls)

@@ -177,6 +177,28 @@ class GradFacts:
         callers = self.m.project.callers(key)
         return bool(callers) and all(call.grad_off for _, call in callers)
 
+    def callers_disagree(self, key: str) -> bool:
+        """Function `key` runs with autograd off at some of its calls and on at others (in this
+        file or in other files of the project): the callers that protect it show that it is
+        inference code, and the calls that do not are where autograd is left on (ML002
+        reports there, not in the helper)."""
+        off = self.grad_off_functions()
+        if key in off:
+            return False
+        if any(self._site_surely_off(site, off) for site in self.call_sites(key)):
+            return True
+        if self.m.project is None:
+            return False
+        return any(call.grad_off for _, call in self.m.project.callers(key))
+
+    def _site_surely_off(self, effect: Effect, off_fns: Set[str]) -> bool:
+        """Grad is off at a call for sure: not a flag, not a context manager we cannot read."""
+        if effect.ctx.grad == "off" or effect.ctx.scope in off_fns:
+            return True
+        if any(self._with_grad(item, effect.ctx.scope) == "off" for w in effect.ctx.withs for item in w.items):
+            return True
+        return self._after_grad_off_statement(effect.ctx.scope, effect.order)
+
     def _site_grad_off(self, effect: Effect, off_fns: Set[str]) -> bool:
         grad = effect.ctx.grad
         if grad == "off" or (grad or "").startswith("flag"):

@@ -838,7 +838,7 @@ class ModeFacts:
         if depth > 4:
             return "maybe"
         found: Set[str] = set()
-        for value in _returned_values(fn.node):
+        for value in _returned_values(self.m, fn.node):
             ref = ref_of(value)
             if ref is None:
                 found.add(self._initial_of_value(value, fn.key, depth))
