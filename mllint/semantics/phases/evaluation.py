@@ -379,8 +379,9 @@ class EvaluationFacts:
         return False
 
     def _harness_class(self, name: str, seen: Optional[Set[str]] = None) -> bool:
-        """A class an evaluation harness drives (its bases reach ``lm_eval``'s ``LM``): every
-        method of it serves evaluation (``loglikelihood``, ``generate_until``, ``_model_call``)."""
+        """A class an evaluation harness drives (its bases reach ``lm_eval``'s abstract ``LM``):
+        every method of it serves evaluation (``loglikelihood``, ``generate_until``). Not a
+        subclass of lm-eval's ``HFLM``, whose own code runs the overridden hooks under no_grad."""
         seen = seen or set()
         info = self.m.classes.get(name)
         if info is None or name in seen:
@@ -391,7 +392,7 @@ class EvaluationFacts:
             if short in self.m.classes:
                 if self._harness_class(short, seen):
                     return True
-            elif (self.m.imports.qualify(base) or "").startswith("lm_eval."):
+            elif (self.m.imports.qualify(base) or "") in _HARNESS_INTERFACES:
                 return True
         return False
 
@@ -404,11 +405,13 @@ class EvaluationFacts:
         assert."""
         name = fn.node.name.value
         tokens = name_tokens(name)
+        if fn.cls is not None and fn.cls in self.m.classes and any("TestCase" in b for b in self.m.classes[fn.cls].bases):
+            return True  # any method of a unittest TestCase (a helper of its tests: ``embeddings_forward``)
         if "test" not in tokens and "tests" not in tokens:
             return False
         if self.m.imports.imports_module("pytest") or self.m.imports.imports_module("unittest"):
             return True
-        if fn.cls is not None and (fn.cls.startswith("Test") or any("TestCase" in b for b in self.m.classes[fn.cls].bases)):
+        if fn.cls is not None and fn.cls.startswith("Test"):
             return True
         if not name.startswith("test"):
             return False
@@ -979,6 +982,10 @@ class EvaluationFacts:
             if effect.ctx.grad == "on":
                 return False
         return True
+
+
+# lm-eval's abstract model interfaces (their subclasses write the whole evaluation themselves)
+_HARNESS_INTERFACES = frozenset(("lm_eval.api.model.LM", "lm_eval.api.model.TemplateLM", "lm_eval.base.LM"))
 
 
 def _unwrap_to(call: cst.Call) -> cst.Call:
