@@ -47,9 +47,10 @@ _TRANSFORMER_CLASSES = {"Transformer", "TransformerEncoder", "TransformerDecoder
 _DROPOUT_ARGUMENT = {"RNN", "LSTM", "GRU", "MultiheadAttention"}
 _FUNCTIONAL_DROPOUT = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"}
 _GRAD_OFF = {"no_grad", "inference_mode"}
-# Module methods that return the module itself
-_SELF_RETURNING = {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "eval", "train",
-                   "requires_grad_", "share_memory"}
+# Module methods that return the module itself (``Net(...).to(device).eval()`` is that ``Net``);
+# the per-file model reads the same list (semantics/builder.py)
+SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "eval", "train",
+                            "requires_grad_", "share_memory"})
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
@@ -321,7 +322,7 @@ class _Walker:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value = node.value
                 while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
-                        and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, ast.Call):
+                        and value.func.attr in SELF_RETURNING and isinstance(value.func.value, ast.Call):
                     value = value.func.value  # ``Net(...).to(device).eval()``: a Net
                 if isinstance(value, ast.Call):
                     callee = dotted(value.func)
@@ -336,7 +337,7 @@ class _Walker:
         scope = self.scopes[-1]
         evaled = False
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
-                and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, (ast.Call, ast.Name)):
+                and value.func.attr in SELF_RETURNING and isinstance(value.func.value, (ast.Call, ast.Name)):
             evaled = evaled or (value.func.attr == "eval" and not value.args)
             value = value.func.value
         if isinstance(value, ast.Call):

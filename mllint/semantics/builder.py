@@ -9,6 +9,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from mllint.project.facts import SELF_RETURNING
 from mllint.semantics import roles as R
 from mllint.semantics.model import (
     ANY,
@@ -47,7 +48,9 @@ _INFERENCE_METHOD = re.compile(
     r"detect|segment|reconstruct|beam_search|greedy_decode|forward_\w+)$"
 )
 _MODEL_WRAPPERS = ("DistributedDataParallel", "DataParallel", "compile", "FullyShardedDataParallel", "prepare")
-_MODEL_RETURNING_METHODS = {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_", "share_memory"}
+# Module methods that return the module itself (the project facts' list, one place for both);
+# ``.type(...)`` only with its one argument (without, it returns a string)
+_MODEL_RETURNING_METHODS = SELF_RETURNING - {"type"}
 _CONDITIONAL_NODES = (cst.If, cst.Try, cst.Match) if hasattr(cst, "Match") else (cst.If, cst.Try)
 try:
     _CONDITIONAL_NODES = _CONDITIONAL_NODES + (cst.TryStar,)  # type: ignore[attr-defined]
@@ -1185,14 +1188,10 @@ def _head(ref: str) -> str:
     return ref.split(".", 1)[0].split("[", 1)[0]
 
 
-# Module methods that return the module itself (``Net(...).to(device).eval()`` is that ``Net``)
-_SELF_RETURNING = ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "eval", "train",
-                   "requires_grad_", "share_memory")
-
 
 def _unwrap_moves(call: cst.Call) -> cst.Call:
     """``Net(...).to(device).eval()`` -> ``Net(...)``."""
-    while isinstance(call.func, cst.Attribute) and call.func.attr.value in _SELF_RETURNING \
+    while isinstance(call.func, cst.Attribute) and call.func.attr.value in SELF_RETURNING \
             and isinstance(call.func.value, cst.Call):
         call = call.func.value
     return call
