@@ -158,7 +158,9 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     from mllint.project import view_from_key
 
     view = view_from_key(getattr(options, "project", None))
-    implied = view.implied_words() if view is not None else frozenset()
+    implied = frozenset()
+    if view is not None and not _runs_for_no_implied_words(view, source, rules):
+        implied = view.implied_words()
     active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source, implied)]
     if screen is None:
         screen = getattr(options, "screen", True)
@@ -175,7 +177,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
         active = [rule for rule in active if rule.screen is None or rule.code in passing]
         if not active:
             return _suppress([], source, path, rules, suppressions)
-        tree = _screen.parse(source, path)
+        tree = None  # the model parses for statement positions only if a rule asks for one
     else:
         try:  # CPython's parser: the syntax check of every file, and the screen's facts
             tree = _screen.parse(source, path)
@@ -308,6 +310,27 @@ def _stored_screen(view, source: str, implied: frozenset, active: Sequence[Rule]
         return None
     bits = sum(1 << i for i, word in enumerate(IMPLIED_WORDS) if word in implied)
     return framework, passing[bits]
+
+
+def _runs_for_no_implied_words(view, source: str, rules: Sequence[Rule]) -> bool:
+    """Whether the screen's verdict stored for this very text says that no rule runs on it,
+    whatever words the project implies: then the project is not asked which words it implies
+    (the callers of every function of the file, the classes it imports), for most files of a
+    large project."""
+    from mllint.project.view import IMPLIED_WORDS
+
+    verdict = view.screen_verdict()
+    if verdict is None or verdict[0] != _text_digest(source):
+        return False
+    _, framework, passing, known = verdict
+    everything = frozenset(IMPLIED_WORDS)
+    possible = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source, everything)]
+    if framework == OTHER_FRAMEWORK:
+        possible = without_torch_rules(possible)
+    if any(rule.screen is None or rule.code not in known for rule in possible):
+        return False
+    ever_passing = frozenset().union(*passing)
+    return not any(rule.code in ever_passing for rule in possible)
 
 
 def without_torch_rules(rules: Sequence[Rule]) -> List[Rule]:

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
-from mllint.screen import child_nodes, dotted, walk
+from mllint.screen import child_fields, child_nodes, dotted, walk
 
 # Layer kinds (the words semantics/layers.py uses)
 DROPOUT = "dropout"
@@ -271,6 +271,7 @@ class _Walker:
         self.scopes: List[_Scope] = []
         self.loops: List[Tuple[bool, bool, bool]] = []  # (trains, calls train, clears) of the enclosing loops
         self.grad_off = 0
+        self.layers: List[_Layers] = []  # the classes being walked, innermost last
 
     # --- structure -------------------------------------------------------------------
     def module(self, tree: ast.Module) -> None:
@@ -319,6 +320,8 @@ class _Walker:
         else:
             if isinstance(node, ast.Return):
                 self.returned(node.value)
+            if self.layers and isinstance(node, ast.Assign):
+                self.layers[-1].assign(node)
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value = node.value
                 while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
@@ -367,6 +370,10 @@ class _Walker:
     def function(self, node, cls: Optional[str]) -> None:
         for dec in node.decorator_list:
             self.expressions(dec)
+        if self.layers:  # what the walk of a class body reads beyond the statements
+            self.layers[-1].walk(node.args)
+            if node.returns is not None:
+                self.layers[-1].walk(node.returns)
         outer = self.scopes[-1]
         key = f"{cls}.{node.name}" if cls else (node.name if outer.key == "<module>" else f"{outer.key}.{node.name}")
         args = node.args
@@ -398,26 +405,58 @@ class _Walker:
             if name:
                 bases.append(name)
         methods = frozenset(s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        layers = _Layers()
+        for part in node.bases + [k.value for k in node.keywords] + node.decorator_list:
+            layers.walk(part)
+        self.layers.append(layers)
         for stmt in node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(stmt, node.name)
-        layers, submodules, opaque, attrs = _class_layers(node)
-        self.classes.append(ClassFacts(node.name, node.lineno, tuple(bases), methods, layers, submodules, opaque,
-                                       _forward_returns(node, attrs), _forward_grad_off(node, self.imports)))
+            else:  # class attributes: read for the layers only (no scope of their own)
+                layers.walk(stmt)
+        self.layers.pop()
+        if self.layers:  # an enclosing class's walk covers this one
+            self.layers[-1].merge(layers)
+        self.classes.append(ClassFacts(node.name, node.lineno, tuple(bases), methods, frozenset(layers.kinds),
+                                       tuple(dict.fromkeys(layers.submodules)), layers.opaque,
+                                       _forward_returns(node, layers.attrs), _forward_grad_off(node, self.imports)))
 
     # --- expressions -------------------------------------------------------------------
     def expressions(self, node) -> None:
+        layers = self.layers[-1] if self.layers else None
         stack = [node]
+        pop, extend = stack.pop, stack.extend
+        fields_of = _FIELDS
         while stack:
-            current = stack.pop()
-            if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            current = pop()
+            kind = type(current)
+            if kind is ast.Name or kind is ast.Constant:
+                continue
+            if kind in _DEFINITIONS:
                 self.statement(current, None)
                 continue
-            if isinstance(current, ast.Lambda):
+            if kind is ast.Lambda:
+                if layers is not None:
+                    layers.walk(current)
                 continue
-            if isinstance(current, ast.Call):
+            if kind is ast.Call:
                 self.call(current)
-            stack.extend(reversed(child_nodes(current)))
+                if layers is not None:
+                    layers.call(current)
+            elif kind is ast.Attribute and layers is not None:
+                layers.attribute(current)
+            fields = fields_of.get(kind)
+            if fields is None:
+                fields = fields_of[kind] = child_fields(kind)
+            children = []
+            for name in fields:
+                value = getattr(current, name, None)
+                if type(value) is list:
+                    children.extend(item for item in value if isinstance(item, ast.AST))
+                elif isinstance(value, ast.AST):
+                    children.append(value)
+            children.reverse()
+            extend(children)
 
     def call(self, node: ast.Call) -> None:
         scope = self.scopes[-1]
@@ -470,47 +509,74 @@ class _Walker:
         ))
 
 
-def _class_layers(node: ast.ClassDef) -> Tuple[FrozenSet[str], Tuple[str, ...], bool, Dict[str, str]]:
-    """(mode-dependent layer kinds, submodule callees, opaque, probability layers assigned to
-    ``self.<attr>``) of a class, in one walk of its body."""
-    layers = set()
-    submodules: List[str] = []
-    opaque = False
-    attrs: Dict[str, str] = {}  # ``self.log_softmax = nn.LogSoftmax(...)`` -> {"self.log_softmax": "log_softmax"}
-    for sub in walk(node):
-        if isinstance(sub, ast.Call):
-            name = _last(dotted(sub.func))
-            if name in _DROPOUT_CLASSES or name in _TRANSFORMER_CLASSES:
-                layers.add(DROPOUT)
-            elif name in _NORM_CLASSES:
-                layers.add(BATCH_NORM)
-            elif name in _DROPOUT_ARGUMENT:
-                for kw in sub.keywords:
-                    if kw.arg == "dropout" and not (isinstance(kw.value, ast.Constant) and not kw.value.value):
-                        layers.add(DROPOUT)
-            elif name in _FUNCTIONAL_DROPOUT and isinstance(sub.func, ast.Attribute):
-                layers.add(DROPOUT)
-        elif isinstance(sub, ast.Attribute) and sub.attr == "training" and dotted(sub.value) == "self" \
-                and isinstance(sub.ctx, ast.Load):
-            layers.add(TRAINING_FLAG)
-        elif isinstance(sub, ast.Assign):
-            value = sub.value
-            if isinstance(value, ast.Call):
-                name = _last(dotted(value.func))
-                if name in _PROBABILITY and name[0].isupper():
-                    for target in sub.targets:
-                        ref = dotted(target)
-                        if ref and ref.startswith("self."):
-                            attrs[ref] = _PROBABILITY[name]
-            for target in sub.targets:
-                if isinstance(target, ast.Attribute) and dotted(target.value) == "self":
-                    if isinstance(value, ast.Call):
-                        callee = dotted(value.func)
-                        if callee and not callee.startswith(("nn.", "torch.")):
-                            submodules.append(callee)
-                    elif isinstance(value, ast.Name):
-                        opaque = True  # a module handed in (``self.backbone = backbone``)
-    return frozenset(layers), tuple(dict.fromkeys(submodules)), opaque, attrs
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+class _Layers:
+    """What a class's body builds and reads, gathered while the walker passes its nodes:
+    mode-dependent layer kinds, the callees assigned to ``self.<attr>`` (submodules), whether
+    a module is handed in (``self.backbone = backbone``: opaque), and the probability layers
+    assigned to ``self.<attr>``."""
+
+    __slots__ = ("kinds", "submodules", "opaque", "attrs")
+
+    def __init__(self) -> None:
+        self.kinds: set = set()
+        self.submodules: List[str] = []
+        self.opaque = False
+        self.attrs: Dict[str, str] = {}  # ``self.log_softmax = nn.LogSoftmax(...)`` -> {"self.log_softmax": "log_softmax"}
+
+    def call(self, node: ast.Call) -> None:
+        name = _last(dotted(node.func))
+        if name in _DROPOUT_CLASSES or name in _TRANSFORMER_CLASSES:
+            self.kinds.add(DROPOUT)
+        elif name in _NORM_CLASSES:
+            self.kinds.add(BATCH_NORM)
+        elif name in _DROPOUT_ARGUMENT:
+            for kw in node.keywords:
+                if kw.arg == "dropout" and not (isinstance(kw.value, ast.Constant) and not kw.value.value):
+                    self.kinds.add(DROPOUT)
+        elif name in _FUNCTIONAL_DROPOUT and isinstance(node.func, ast.Attribute):
+            self.kinds.add(DROPOUT)
+
+    def attribute(self, node: ast.Attribute) -> None:
+        if node.attr == "training" and isinstance(node.ctx, ast.Load) and dotted(node.value) == "self":
+            self.kinds.add(TRAINING_FLAG)
+
+    def assign(self, node: ast.Assign) -> None:
+        value = node.value
+        if isinstance(value, ast.Call):
+            name = _last(dotted(value.func))
+            if name in _PROBABILITY and name[0].isupper():
+                for target in node.targets:
+                    ref = dotted(target)
+                    if ref and ref.startswith("self."):
+                        self.attrs[ref] = _PROBABILITY[name]
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and dotted(target.value) == "self":
+                if isinstance(value, ast.Call):
+                    callee = dotted(value.func)
+                    if callee and not callee.startswith(("nn.", "torch.")):
+                        self.submodules.append(callee)
+                elif isinstance(value, ast.Name):
+                    self.opaque = True  # a module handed in (``self.backbone = backbone``)
+
+    def walk(self, node) -> None:
+        """Every node under `node`, for a part of the class the walker does not pass."""
+        for sub in walk(node):
+            if isinstance(sub, ast.Call):
+                self.call(sub)
+            elif isinstance(sub, ast.Attribute):
+                self.attribute(sub)
+            elif isinstance(sub, ast.Assign):
+                self.assign(sub)
+
+    def merge(self, inner: "_Layers") -> None:
+        self.kinds |= inner.kinds
+        self.submodules.extend(inner.submodules)
+        self.opaque = self.opaque or inner.opaque
+        self.attrs.update(inner.attrs)
 
 
 def _probability_of(expr, assigned: Dict[str, str], attrs: Dict[str, str]) -> Optional[str]:
