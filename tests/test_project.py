@@ -181,6 +181,25 @@ def test_store_reuses_facts_until_the_content_changes(tmp_path):
     assert changed["a.py"].frameworks == {"tensorflow"} and new_hashes["a.py"] != hashes["a.py"]
 
 
+def test_facts_computed_in_this_process_when_a_pool_does_not_pay(tmp_path, monkeypatch):
+    """One CPU (or few files): the facts are computed here, with the same entries (header,
+    pickled facts, digest of the bytes) as a worker gives; a touched file keeps its facts."""
+    import hashlib
+    import os
+
+    import mllint.project as project
+
+    make_project(tmp_path, {f"m{i}.py": f"import torch\nX{i} = torch.zeros({i})\n" for i in range(70)})
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    rels = [f"m{i}.py" for i in range(70)]
+    facts, hashes, _ = load_facts(str(tmp_path), rels, str(tmp_path / "cache"), project._compute_in_pool)
+    assert len(facts) == 70 and "torch" in facts["m3.py"].frameworks
+    assert hashes["m3.py"] == hashlib.sha256((tmp_path / "m3.py").read_bytes()).hexdigest()
+    os.utime(tmp_path / "m3.py", ns=(1, 1))  # touched, not changed: the stored facts stand
+    again, again_hashes, _ = load_facts(str(tmp_path), rels, str(tmp_path / "cache"), project._compute_in_pool)
+    assert again["m3.py"] == facts["m3.py"] and again_hashes == hashes
+
+
 def test_find_root(tmp_path):
     make_project(tmp_path, {"src/pkg/a.py": "x = 1\n"}, marker="setup.cfg")
     assert find_root(str(tmp_path / "src" / "pkg" / "a.py")) == str(tmp_path)

@@ -79,20 +79,20 @@ def project_for(root: str, settings, cache_dir: Optional[str]) -> Optional[Proje
 
 
 def _compute_in_pool(items):
-    """The (header, pickled facts) of many files, in worker processes when there are enough of
-    them to pay."""
+    """The (header, pickled facts, digest) of many files (``(rel, full path, screen hook)``
+    each), in worker processes when there are enough of them to pay."""
     from mllint.project.store import facts_entry_of_file
 
     workers = min(os.cpu_count() or 1, 8)
     if workers < 2 or len(items) < 64:
-        return [facts_entry_of_file(rel, full) for rel, full in items]
+        return [facts_entry_of_file(*item) for item in items]
     try:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(_facts_item, items, chunksize=max(1, len(items) // (workers * 8))))
     except (OSError, NotImplementedError, PermissionError, RuntimeError):
-        return [facts_entry_of_file(rel, full) for rel, full in items]
+        return [facts_entry_of_file(*item) for item in items]
 
 
 def _facts_item(item):

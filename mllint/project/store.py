@@ -176,14 +176,15 @@ def facts_entry(rel: str, data: bytes, screen: Optional[ScreenHook] = None) -> T
     return header_of(facts, verdict), pickle.dumps(facts, pickle.HIGHEST_PROTOCOL)
 
 
-def facts_entry_of_file(rel: str, full: str, screen: Optional[ScreenHook] = None) -> Tuple[Header, bytes]:
-    """`facts_entry` of the file at `full` (read here; a file gone meanwhile has no facts)."""
+def facts_entry_of_file(rel: str, full: str, screen: Optional[ScreenHook] = None) -> Tuple[Header, bytes, str]:
+    """`facts_entry` of the file at `full` (read here; a file gone meanwhile has no facts), and
+    the digest of the bytes read (where a worker computes them, the file is read once)."""
     try:
         with open(full, "rb") as handle:
             data = handle.read(MAX_FACTS_BYTES + 1)
     except OSError:
         data = b""
-    return facts_entry(rel, data, screen)
+    return (*facts_entry(rel, data, screen), hashlib.sha256(data).hexdigest())
 
 
 def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
@@ -192,8 +193,9 @@ def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
     reusing the cache where it is current. The stored graph is returned only when no file was
     added, removed or changed since it was stored.
 
-    `compute`, when given, computes the facts of many files at once (``[(rel, full path)] ->
-    [(header, pickled facts)]``, as `facts_entry_of_file` does, e.g. in worker processes); by
+    `compute`, when given, computes the facts of many files at once (``[(rel, full path, hook)] ->
+    [(header, pickled facts, digest of the bytes read)]``, as `facts_entry_of_file` does, e.g. in
+    worker processes); by
     default they are computed here."""
     store_path = _store_path(cache_dir, root) if cache_dir else None
     stored = _read_store(store_path)
@@ -213,6 +215,10 @@ def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
             fresh[rel] = entry
             hashes[rel] = entry[2]
             continue
+        changed = True
+        if entry is None:  # read and hashed where its facts are computed
+            todo.append((rel, info.st_size, info.st_mtime_ns))
+            continue
         try:
             with open(full, "rb") as handle:
                 data = handle.read(MAX_FACTS_BYTES + 1)
@@ -220,17 +226,17 @@ def load_facts(root: str, relpaths: Iterable[str], cache_dir: Optional[str],
             continue
         digest = hashlib.sha256(data).hexdigest()
         del data  # read again where the facts are computed: this process never holds every file
-        changed = True
-        hashes[rel] = digest
-        if entry is not None and entry[2] == digest:
+        if entry[2] == digest:  # touched, not changed
+            hashes[rel] = digest
             fresh[rel] = (info.st_size, info.st_mtime_ns, digest, entry[3], entry[4])
             continue
-        todo.append((rel, info.st_size, info.st_mtime_ns, digest))
+        todo.append((rel, info.st_size, info.st_mtime_ns))
     if todo:
         hook = _SCREEN
-        items = [(rel, os.path.join(root, rel), hook) for rel, _, _, _ in todo]
+        items = [(rel, os.path.join(root, rel), hook) for rel, _, _ in todo]
         computed = compute(items) if compute is not None else [facts_entry_of_file(*item) for item in items]
-        for (rel, size, mtime, digest), (header, blob) in zip(todo, computed):
+        for (rel, size, mtime), (header, blob, digest) in zip(todo, computed):
+            hashes[rel] = digest
             fresh[rel] = (size, mtime, digest, header, blob)
         del todo, computed
     changed = changed or len(fresh) != len(cached)
