@@ -113,6 +113,7 @@ class Leak:
         self.split = split
         self.evaluation = evaluation
         self.via = via  # the call of the helper the fit sits in that handed it the data
+        self.learned: Optional[D.FitEvent] = None  # applying-refit: the fit in the class's own fit method
 
 
 def _transformer_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
@@ -195,17 +196,52 @@ def _model_leak(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional
                 continue
             if any(order < evaluation.order for order in later_fits):
                 continue
-            eval_kind, eval_split = flow.classify(evaluation.data.rows)
+            eval_kind, eval_split = flow.classify(evaluation.rows_for(via))
             if eval_kind == D.TEST:
                 return Leak(fit, "refit", eval_split, evaluation, via)
     return None
+
+
+# Methods that, by the estimator API, apply what ``fit`` learned to the data they are handed
+# (new data: the test split), never learn from it.
+_APPLYING_METHODS = ("transform", "predict", "predict_proba", "predict_log_proba", "decision_function")
+
+
+def _refit_in_applying_method(flow: D.DataFlow, fit: D.FitEvent, model: FileModel) -> Optional[Leak]:
+    """A class of the file with the estimator API (``fit``/``fit_transform`` and ``transform``
+    or ``predict``) whose applying method refits the transformer its ``fit`` fitted, on the data
+    it is handed: ``transform(X_test)`` then learns from the test split (``fit_transform``
+    written where ``transform`` was meant)."""
+    if fit.kind != D.TRANSFORMER or fit.method not in ("fit", "fit_transform") or fit.scope == D.MODULE_SCOPE:
+        return None
+    cls = model.class_scope_of(fit.scope)
+    receiver = fit.receiver
+    if cls is None or fit.scope.rsplit(".", 1)[-1] not in _APPLYING_METHODS or fit.scope.count(".") != cls.count(".") + 1:
+        return None
+    if not re.fullmatch(r"self\.\w+", receiver or ""):
+        return None
+    # what it fits is the data the method was handed (not a reference set the object keeps)
+    if not fit.rows or not all(flow.param_roots.get(root, ("",))[0] == fit.scope for root, _path in fit.rows):
+        return None
+    learned = [
+        other for other in flow.fits
+        if other.scope in (f"{cls}.fit", f"{cls}.fit_transform") and other.receiver == receiver and other.is_transformer
+    ]
+    if not learned:
+        return None
+    leak = Leak(fit, "applying-refit", None)
+    leak.learned = learned[0]
+    return leak
 
 
 def find_leaks(model: FileModel) -> List[Leak]:
     flow = D.dataflow_of(model)
     leaks = []
     for fit in flow.fits:
-        leak = _transformer_leak(flow, fit, model) if fit.is_transformer else _model_leak(flow, fit, model)
+        if fit.is_transformer:
+            leak = _transformer_leak(flow, fit, model) or _refit_in_applying_method(flow, fit, model)
+        else:
+            leak = _model_leak(flow, fit, model)
         if leak is not None:
             leaks.append(leak)
     return leaks
@@ -302,6 +338,10 @@ def _headline(model: FileModel, leak: Leak) -> str:
         return f"{what} fitted on {data} before the split{at}: test rows leak into the fit"
     if leak.kind == "concat":
         return f"{what} fitted on data that includes the test split{at}: test rows leak into the fit"
+    if leak.kind == "applying-refit":
+        method = fit.scope.rsplit(".", 1)[-1]
+        learned = leak.learned.scope.rsplit(".", 1)[-1] if leak.learned is not None else "fit"
+        return f"`{method}()` refits the {what} already fitted in `{learned}()`: it learns from the data it is handed (the test split)"
     if leak.kind in (D.TEST, D.VAL) and leak.via is not None and _line(model, leak.via):
         part = "test" if leak.kind == D.TEST else "validation"
         return f"{what} refitted on the {part} split when line {_line(model, leak.via)} calls it: fit it once, on training data"
@@ -371,6 +411,14 @@ def _base_message(model: FileModel, leak: Leak) -> str:
         return (
             f"`{call}` fits the {what} on data that includes the test split{origin}: fit it on the training "
             f"split only and use `{receiver}.transform(...)` on the test split"
+        )
+    if leak.kind == "applying-refit":
+        method = fit.scope.rsplit(".", 1)[-1]
+        learned = leak.learned.scope.rsplit(".", 1)[-1] if leak.learned is not None else "fit"
+        return (
+            f"`{call}` in `{fit.scope}` refits the {what} on `{data}`, the data `{method}()` is handed: once "
+            f"`{learned}()` has learned from the training split, `{method}(X_test)` fits the test split again; use "
+            f"`{receiver}.transform({data})` here and fit only in `{learned}()`"
         )
     if leak.kind in (D.TEST, D.VAL) and leak.via is not None and _line(model, leak.via):
         part = "test" if leak.kind == D.TEST else "validation"
@@ -807,12 +855,27 @@ def _fix_transform(model: FileModel, leak: Leak) -> Optional[Fix]:
     return model.fix_replacing(call, new_call, Applicability.UNSAFE, f"Use `{call.func.value.value}.transform(...)` on the test split")
 
 
+def _fix_applying_refit(model: FileModel, leak: Leak) -> Optional[Fix]:
+    """``self.t.fit_transform(X)`` in ``transform``/``predict``: ``self.t.transform(X)``."""
+    fit = leak.fit
+    call = fit.node
+    if fit.method != "fit_transform" or not isinstance(call.func, cst.Attribute):
+        return None
+    args = [a for a in call.args if a.keyword is None and not a.star]
+    if len(args) != 1 or len(call.args) != 1:
+        return None  # a label or keyword arguments: transform takes none
+    new_call = call.with_changes(func=call.func.with_changes(attr=cst.Name("transform")))
+    return model.fix_replacing(call, new_call, Applicability.UNSAFE, f"Use `{fit.receiver}.transform(...)`: fit only in `fit`")
+
+
 def _fix(model: FileModel, leak: Leak) -> Optional[Fix]:
     try:
         if leak.kind == "full":
             return _fix_split_first(model, leak) or _fix_pipeline(model, leak)
         if leak.kind in (D.TEST, "paired", D.VAL):
             return _fix_transform(model, leak)
+        if leak.kind == "applying-refit":
+            return _fix_applying_refit(model, leak)
     except Exception:  # a fix is a convenience: never let it break linting
         return None
     return None
@@ -1186,6 +1249,73 @@ VALID = [
     booster = GradientBoostingClassifier().fit(X_train, y_train)
     importances = PermutationImportance(booster, random_state=3).fit(X_test, y_test)
     result = permutation_importance(booster, X_test, y_test, n_repeats=10)
+    """,
+    # a wrapper class that learns its scaling in fit and only applies it in predict
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    class ScaledClassifier:
+        def __init__(self):
+            self.scaler = StandardScaler()
+            self.clf = LogisticRegression()
+
+        def fit(self, X, y):
+            self.clf.fit(self.scaler.fit_transform(X), y)
+            return self
+
+        def predict(self, X):
+            return self.clf.predict(self.scaler.transform(X))
+    """,
+    # transform refits on a reference set the object keeps, never on the data it is handed
+    """
+    from sklearn.preprocessing import StandardScaler
+
+    class ReferenceScaler:
+        def __init__(self, reference):
+            self.reference = reference
+            self.scaler = StandardScaler()
+
+        def fit(self, X, y=None):
+            self.scaler.fit(self.reference)
+            return self
+
+        def transform(self, X):
+            self.scaler.fit(self.reference)
+            return self.scaler.transform(X)
+    """,
+    # groups split first; the scaler learns from the training groups' rows only
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+    train_ids, test_ids = train_test_split(frame["patient"].unique(), test_size=0.25)
+    train = frame[frame["patient"].isin(train_ids)]
+    test = frame[frame["patient"].isin(test_ids)]
+    scaler = StandardScaler().fit(train[COLS])
+    model.fit(scaler.transform(train[COLS]), train["y"])
+    print(model.score(scaler.transform(test[COLS]), test["y"]))
+    """,
+    # a helper named for splitting that is handed the two parts: not one split of the scaler's data
+    """
+    from sklearn.preprocessing import StandardScaler
+    scaler = StandardScaler().fit(train_raw[COLS])
+    train_df, test_df = split_and_clean(train_raw, test_raw)
+    model.fit(scaler.transform(train_df[COLS]), train_df["y"])
+    print(model.score(scaler.transform(test_df[COLS]), test_df["y"]))
+    """,
+    # evaluated on the held-out part; a helper then refits on all the rows for deployment
+    """
+    import joblib
+    from sklearn.model_selection import train_test_split
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2)
+
+    def refit_for_release():
+        model.fit(X, y)
+        joblib.dump(model, "model.joblib")
+
+    model.fit(X_train, y_train)
+    print(model.score(X_test, y_test))
+    refit_for_release()
     """,
 ]
 
@@ -1727,5 +1857,64 @@ INVALID = [
     X_train, X_test, y_train, y_test = train_test_split(X, y)
     model.fit(X_train, y_train)
     importances = PermutationImportance(model, cv=5).fit(X_test, y_test)
+    """,
+    # a wrapper class whose predict refits the scaler that fit fitted: predict(X_test) learns from the test rows
+    Example(
+        """
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.preprocessing import StandardScaler
+
+        class ScaledClassifier:
+            def __init__(self):
+                self.scaler = StandardScaler()
+                self.clf = LogisticRegression()
+
+            def fit(self, X, y):
+                self.clf.fit(self.scaler.fit_transform(X), y)
+                return self
+
+            def predict(self, X):
+                return self.clf.predict(self.scaler.fit_transform(X))
+        """,
+        unsafe_fixed="""
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.preprocessing import StandardScaler
+
+        class ScaledClassifier:
+            def __init__(self):
+                self.scaler = StandardScaler()
+                self.clf = LogisticRegression()
+
+            def fit(self, X, y):
+                self.clf.fit(self.scaler.fit_transform(X), y)
+                return self
+
+            def predict(self, X):
+                return self.clf.predict(self.scaler.transform(X))
+        """,
+    ),
+    # a column scaled on the whole frame, then the frame split by group membership (ids split first)
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+    frame["dose_s"] = StandardScaler().fit_transform(frame[["dose"]])
+    train_ids, test_ids = train_test_split(frame["patient"].unique(), test_size=0.25)
+    train = frame[frame["patient"].isin(train_ids)]
+    test = frame[frame["patient"].isin(test_ids)]
+    model.fit(train[["dose_s"]], train["y"])
+    print(model.score(test[["dose_s"]], test["y"]))
+    """,
+    # a split helper we cannot see, its parts named; a helper reading the module's data fits on all rows
+    """
+    from sklearn.ensemble import RandomForestClassifier
+    from samples import split_samples
+    (X_train, X_test), (y_train, y_test) = split_samples(X, y, [0.8, 0.2])
+
+    def fit_and_score(n_trees):
+        forest = RandomForestClassifier(n_estimators=n_trees)
+        forest.fit(X, y)
+        return forest.score(X_test, y_test)
+
+    scores = [fit_and_score(n) for n in (10, 100)]
     """,
 ]

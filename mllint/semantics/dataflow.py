@@ -326,6 +326,16 @@ class EvalEvent:
     data: Val
     order: int
     scope: str
+    # each call of the enclosing helper(s) that handed it data: (call, the rows it evaluated then)
+    instances: List[Tuple[cst.CSTNode, FrozenSet[Row]]] = field(default_factory=list)
+
+    def rows_for(self, call: Optional[cst.CSTNode]) -> FrozenSet[Row]:
+        """The rows it evaluated when ``call`` ran it (all it is known to evaluate without one)."""
+        if call is not None:
+            for instance, rows in self.instances:
+                if instance is call:
+                    return rows
+        return self.data.rows
 
 
 @dataclass
@@ -344,6 +354,7 @@ class Summary:
     params: Tuple[str, ...]
     param_roots: Tuple[int, ...]
     ret: Val
+    globals: FrozenSet[str] = frozenset()  # module-level names it (or a helper it calls) reads
 
 
 class DataFlow:
@@ -545,11 +556,13 @@ class _Analysis:
         self.scope = MODULE_SCOPE
         self.env = _Env()
         self.globals: Dict[str, int] = {}  # unknown global name -> root
+        self.global_reads: Set[str] = set()  # global names the function being walked reads
         self.local_roots: Dict[str, int] = {}
         self.statement: Optional[cst.CSTNode] = None
         self.block: Optional[cst.CSTNode] = None
         self.targets: Tuple[str, ...] = ()  # names the current statement assigns (for split part names)
         self.n_targets = 0
+        self.target_node: Optional[cst.BaseExpression] = None  # the current assignment's only target
         self.direct_value: Optional[cst.CSTNode] = None  # the value the current assignment binds as a whole
         self.last_fit: Dict[Tuple[str, str], FitEvent] = {}  # (scope, key) -> last fit
         self.slice_keys: Dict[Tuple[str, object], int] = {}  # (scope, rows of the sliced data) -> slice split id
@@ -641,11 +654,13 @@ class _Analysis:
             self.env.names[name] = val
             self._bound(name)
         self.returns: List[Val] = []
+        self.global_reads = set()
         self._run_block(node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body], node.body)
         ret = EMPTY
         for val in self.returns:
             ret = join(ret, val)
-        self.df.summaries[key] = Summary(tuple(params), tuple(roots), ret)
+        self.df.summaries[key] = Summary(tuple(params), tuple(roots), ret, frozenset(self.global_reads))
+        self.global_reads = set()
 
     # --- statements ------------------------------------------------------------------------------
     def _run_block(self, body, block) -> None:
@@ -750,8 +765,10 @@ class _Analysis:
             for target in small.targets:
                 names.extend(target_names(target.target, dotted))
             saved = self.targets, self.n_targets
+            saved_node = self.target_node
             self.targets = tuple(names)
             first = small.targets[0].target
+            self.target_node = first if len(small.targets) == 1 else None
             self.n_targets = len(first.elements) if isinstance(first, (cst.Tuple, cst.List)) else 1
             if isinstance(small.value, (cst.Tuple, cst.List)) and isinstance(first, (cst.Tuple, cst.List)) and len(small.value.elements) == len(first.elements) and len(small.targets) == 1:
                 # a, b = x[tr], x[te]: element by element, each with its own target name
@@ -761,10 +778,12 @@ class _Analysis:
                         self.lists.add(target_el.value.value)
                     self.targets = tuple(target_names(target_el.value, dotted))
                     self.n_targets = 1
+                    self.target_node = target_el.value
                     self.direct_value = _principal(value_el.value)
                     vals.append(self.ev(value_el.value))
                 self.direct_value = None
                 self.targets, self.n_targets = saved
+                self.target_node = saved_node
                 for target_el, value_el, val in zip(first.elements, small.value.elements, vals):
                     self._bind(target_el.value, val)
                     if isinstance(target_el.value, cst.Name):
@@ -780,6 +799,7 @@ class _Analysis:
                     else:
                         self.lists.discard(target.target.value)
             self.targets, self.n_targets = saved
+            self.target_node = saved_node
             for target in small.targets:
                 self._bind(target.target, val)
             if len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
@@ -918,6 +938,8 @@ class _Analysis:
         head = name.split(".")[0]
         if head in self.module_names and head not in self.env.names:
             return EMPTY
+        if name in self.m.functions and "." not in name:
+            return EMPTY  # a function of the file handed over as a value (``map(helper, rows)``): no data
         if head in ("self", "cls"):
             cls = self.m.class_scope_of(self.scope) if self.scope != MODULE_SCOPE else None
             obj = self._class_attr(cls, name.split(".", 1)[1]) if cls and "." in name else None
@@ -933,6 +955,8 @@ class _Analysis:
             self.env.names[name] = val
             return val
         # a global seen from a function: one root per name, shared by every function
+        if "." not in name:
+            self.global_reads.add(name)
         root = self.globals.get(name)
         if root is None:
             root = next(iter(self.root().rows))[0]
@@ -988,7 +1012,10 @@ class _Analysis:
             left, right = self.ev(node.left), self.ev(node.right)
             return join(data_of(left), data_of(right))
         if isinstance(node, cst.UnaryOperation):
-            return data_of(self.ev(node.expression))
+            val = data_of(self.ev(node.expression))
+            if isinstance(node.operator, (cst.BitInvert, cst.Not)):
+                return replace(val, index=frozenset())  # ~mask: the other rows, not that part
+            return val
         if isinstance(node, cst.BooleanOperation):
             return join(self.ev(node.left), self.ev(node.right))
         if isinstance(node, cst.Comparison):
@@ -1049,6 +1076,12 @@ class _Analysis:
                 return self.env.names[name]
             if head in self.module_names and head not in self.env.names:
                 return EMPTY
+            if head in ("self", "cls") and name.count(".") == 1 and self.scope != MODULE_SCOPE:
+                # self.scaler, bound to a constructor in some method of the class (``__init__``)
+                cls = self.m.class_scope_of(self.scope)
+                obj = self._class_attr(cls, attr) if cls else None
+                if obj is not None:
+                    return Val(objs=frozenset({obj}))
         base = self.ev(node.value)
         if base.objs and not base.rows:
             if attr.endswith("_") and not attr.startswith("_"):
@@ -1155,7 +1188,12 @@ class _Analysis:
         for row in data.rows:
             info.inputs.add(row)
             rows.add((row[0], row[1] + ((info.sid, part),)))
-        return Val(frozenset(rows), data.taint, data.coltaint, frozenset({(info.sid, part)}))
+        markers = frozenset({(info.sid, part)})
+        if not data.rows and data.index:
+            # ids or indices of a part split again (``ids_tr, ids_va = train_test_split(ids_train)``):
+            # the parts are rows of both splits
+            markers |= data.index
+        return Val(frozenset(rows), data.taint, data.coltaint, markers)
 
     def _new_split(self, node: cst.CSTNode, kind: str, label: str, confirmed: bool = True) -> SplitInfo:
         info = SplitInfo(self.next(), node, kind, self.scope, self.counter, confirmed=confirmed, label=label)
@@ -1516,6 +1554,9 @@ class _Analysis:
             return self._union(positional)
         if head in _PLOTTING_HEADS or (head in ("print", "display", "len", "isinstance", "type", "repr", "str", "format")):
             return EMPTY
+        named = self._named_split_call(call, name, last, positional, keywords, nodes)
+        if named is not None:
+            return named
         if _SINK_CALL_NAMES.match(last):
             self._sink_all(positional + list(keywords.values()), call, "call", True)
         # unknown: the result is derived from the data handed in (or a fresh root)
@@ -1523,6 +1564,50 @@ class _Analysis:
         if data_args:
             return replace(self._union(data_args), index=frozenset())
         return self._loaded()
+
+    def _named_split_call(
+        self, call: cst.Call, name: str, last: str, positional: List[Val], keywords: Dict[str, Val], nodes: List[cst.BaseExpression]
+    ) -> Optional[Val]:
+        """A function we cannot see whose name says it splits (``split_samples``, ``split_data``),
+        handed whole data, whose result is unpacked straight into names that each say a part
+        (``(X_train, X_test), (y_train, y_test) = split_samples(X, y, [0.9, 0.1])``): a split,
+        each name the part it says, of the data handed in."""
+        if "split" not in words(last) or call is not self.direct_value or self.target_node is None:
+            return None
+        if not isinstance(self.target_node, (cst.Tuple, cst.List)) or len(self.targets) < 2:
+            return None
+        parts = {}
+        for target in self.targets:
+            part = _part_of_name(target)
+            if part is None:
+                return None  # a name that is not a part (ids, a report): the shape is not known
+            parts[target] = part
+        if TRAIN not in parts.values() or not ({TEST, VAL} & set(parts.values())):
+            return None
+        data_nodes = [(val, node) for val, node in zip(positional, nodes) if data_of(val).rows]
+        data_nodes += [(val, None) for val in keywords.values() if data_of(val).rows]
+        if not data_nodes:
+            return None
+        for val, node in data_nodes:
+            if node is None or _part_of_name(_text(self.m, node)) is not None or is_train_name(_text(self.m, node)) or is_test_name(_text(self.m, node)):
+                return None  # parts handed in (``prepare(train_df, test_df)``): not one split
+        data = EMPTY
+        for val, _node in data_nodes:
+            data = join(data, data_of(val))
+        info = self._new_split(call, "named_call", f"`{last}`")
+        for index, (val, _node) in enumerate(data_nodes):
+            self._sink(val, call, "split", index == 0)
+        split_parts = {part: self._split_rows(info, data, part) for part in set(parts.values())}
+
+        def shaped(target: cst.BaseExpression) -> Val:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                return Val(items=tuple(shaped(e.value) for e in target.elements))
+            text = dotted(target)
+            return split_parts[parts[text]] if text in parts else EMPTY
+
+        for target, part in parts.items():
+            _add_name(info, part, target)
+        return shaped(self.target_node)
 
     def _union(self, vals: Iterable[Val]) -> Val:
         out = EMPTY
@@ -1552,14 +1637,35 @@ class _Analysis:
                 root = summary.param_roots[params.index(keyword)]
                 if root:
                     mapping[root] = val
+        if self.scope != MODULE_SCOPE:
+            self.global_reads.update(summary.globals)  # the caller reads what its helper reads
+        # the module-level names the helper reads, as bound where the module calls it; only the
+        # helper's own fits and evaluations (and its helpers') see them: global roots are shared
+        global_mapping: Dict[int, Val] = {}
+        if self.scope == MODULE_SCOPE:
+            for global_name in sorted(summary.globals):
+                root = self.globals.get(global_name)
+                bound = self.env.names.get(global_name)
+                if root is not None and bound is not None and root not in mapping and data_of(bound).rows:
+                    global_mapping[root] = bound
+        reached = self._reached_scopes(key) if global_mapping else frozenset()
         # instantiate: fits and splits inside the helper (or in helpers it calls, which were
         # instantiated with its parameters) now also see the caller's rows
-        if mapping:
+        if mapping or global_mapping:
             for fit in self.df.fits:
                 added = _substitute(frozenset(fit.rows), mapping)
+                if fit.scope in reached:
+                    added |= _substitute(frozenset(fit.rows), global_mapping)
                 if added:
                     fit.rows.update(added)
                     fit.instances.append((call, frozenset(added)))
+            for evaluation in self.df.evals:
+                if evaluation.scope not in reached:
+                    continue
+                known = evaluation.data.rows.union(*(rows for _call, rows in evaluation.instances))
+                added = _substitute(known, global_mapping) | _substitute(known, mapping)
+                if added:
+                    evaluation.instances.append((call, frozenset(added)))
             split_roots: Dict[int, Set[int]] = {}
             for info in self.df.splits.values():
                 added = _substitute(frozenset(info.inputs), mapping)
@@ -1574,6 +1680,24 @@ class _Analysis:
                 if any(self.df.split_of(sid) is not None for sid in sids):
                     self._sink(mapping[root], call, "split", True)
         return _substitute_val(summary.ret, mapping, self)
+
+    def _reached_scopes(self, key: str) -> FrozenSet[str]:
+        """The function ``key`` and every function of the file it calls, directly or not."""
+        if not hasattr(self, "_callees"):
+            self._callees: Dict[str, Set[str]] = {}
+            for effect in self.m.effects:
+                if effect.kind == "call" and effect.callee:
+                    self._callees.setdefault(effect.ctx.scope, set()).add(effect.callee)
+        seen: Set[str] = set()
+        todo = [key]
+        while todo:
+            scope = todo.pop()
+            if scope in seen:
+                continue
+            seen.add(scope)
+            todo.extend(self._callees.get(scope, ()))
+            todo.extend(k for k in self.m.functions if k.startswith(scope + "."))  # nested functions
+        return frozenset(seen)
 
     def _method_call(self, call: cst.Call, method: str, receiver: Val, receiver_node: cst.BaseExpression) -> Val:
         objs = receiver.objs
@@ -1648,6 +1772,11 @@ class _Analysis:
                 self._sink(y, call, "fit", False)
             self._sink_all(list(keywords.values()), call, "fit", False)
             return Val(objs=objs) if objs else EMPTY
+        if method == "isin" and positional and not objs:
+            markers = _membership_markers(self.df, positional[0])
+            if markers:
+                # a mask selecting the rows whose key is among the members of one part of a split
+                return Val(data_of(receiver).rows, frozenset(), frozenset(), markers)
         if method in _APPLY_METHODS and call.args and not objs and data_of(receiver).rows:
             applied = self._apply_function(call, call.args[0].value, data_of(receiver))
             if applied is not None:
@@ -1693,7 +1822,10 @@ class _Analysis:
             added = flat(positional[-1])
             if not added.empty:
                 name = receiver_node.value
-                self.env.names[name] = join(data_of(self.env.names.get(name, EMPTY)), replace(added, index=frozenset()))
+                # rows of data lose their part markers; ids of a part (no rows) keep them: the
+                # list collects the members of that part (``train_ids.extend(ids_tr)``)
+                kept = added.index if not added.rows else frozenset()
+                self.env.names[name] = join(data_of(self.env.names.get(name, EMPTY)), replace(added, index=kept))
             return EMPTY
         if method in ("append",) and data.rows and positional:
             return join(data, flat(positional[0]))
@@ -1878,6 +2010,14 @@ def _key_part(key: str) -> Optional[str]:
     return TEST
 
 
+def _part_of_name(name: str) -> Optional[str]:
+    """The part a data name names, when it names exactly one: X_train -> train, X_valid -> val."""
+    train, test, val = is_train_name(name), is_test_name(name), is_val_name(name)
+    if train + test + val != 1:
+        return None
+    return TRAIN if train else TEST if test else VAL
+
+
 def _named_index_part(name: str) -> Optional[str]:
     """The part an index array's name names: train_idx -> train, val_mask -> val, test_index -> test."""
     ws = words(name)
@@ -1891,6 +2031,23 @@ def _named_index_part(name: str) -> Optional[str]:
     if val and not (train or test):
         return VAL
     return None
+
+
+def _membership_markers(df: "DataFlow", members: Val) -> FrozenSet[Tuple[int, str]]:
+    """The part of a split that ``members`` are the ids of (``isin(members)``): its index markers
+    when it holds ids taken from one part (no data rows), or the path of the one part its rows
+    come from (``df.id.isin(train_df.id)``); empty when they mix parts or come from no split."""
+    members = flat(members)
+    if members.rows:
+        paths = {path for _root, path in members.rows}
+        if len(paths) != 1:
+            return frozenset()
+        markers = frozenset(next(iter(paths)))
+    else:
+        markers = members.index
+    if not markers or len({sid for sid, _part in markers}) != len(markers):
+        return frozenset()  # ids of the training and the test part together
+    return markers
 
 
 _FIT_METHODS = {"fit", "fit_transform", "fit_resample", "fit_sample", "partial_fit", "fit_on_texts"}
