@@ -230,8 +230,9 @@ def _helper_forwards(model: FileModel, phases: Phases) -> List[Effect]:
         if phases.trains(callee) or phases.function_evidence(callee) is not None or phases.events(callee):
             continue  # a training step, or evaluation code whose own forward is judged
         fn = model.functions.get(callee)
-        if fn is not None and fn.cls is not None and phases.module_like(fn.cls, by_forward=False):
-            continue  # a model's own method (``agent.pi(x)``): the model's business
+        if fn is not None and fn.cls is not None and phases.module_like(fn.cls):
+            continue  # a method of a model, or of a class with a forward of its own (an ensemble
+            # wrapper): the modes of its parts are its business (``agent.pi(x)``, ``ens.forward(x)``)
         mapping = effect.args or {}
         for ref in sorted(summary.forwards):
             head = ref.split(".", 1)[0].split("[", 1)[0]
@@ -1570,6 +1571,46 @@ if __name__ == "__main__":
     print(get_inference("segnet", torch.randn(1, 4, 1000)))
     net = build("segnet")
     print(evaluate(net, torch.randn(1, 4, 1000)))
+""",
+    # a class with a forward of its own (an ensemble wrapper): its parts' modes are its business
+    # (its to_eval() switches the members; the embedding it also runs has no mode to speak of)
+    """
+import torch
+from torch import nn
+
+
+class Ensemble:
+    def __init__(self, dim):
+        self.models = []
+        self.embed = nn.Embedding(10, dim)
+
+    def forward(self, x):
+        out = 0
+        for m in self.models:
+            out = out + m(self.embed(x))
+        return out
+
+    def to_eval(self):
+        for m in self.models:
+            m.eval()
+
+
+ens = Ensemble(8)
+ens.models.append(nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1)))
+opt = torch.optim.SGD(ens.models[0].parameters(), lr=0.1)
+for x, y in train_loader:
+    opt.zero_grad()
+    ((ens.forward(x) - y) ** 2).mean().backward()
+    opt.step()
+
+
+@torch.no_grad()
+def predict(loader):
+    return [ens.forward(x) for x, _ in loader]
+
+
+ens.to_eval()
+print(predict(val_loader))
 """,
 ]
 
