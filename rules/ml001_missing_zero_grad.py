@@ -517,7 +517,11 @@ def _closure_of(model: FileModel, site: LoopEffect):
     for call in site.via[:1]:
         fn = model.functions.get(call.callee or "")
         if fn is not None and isinstance(call.node, cst.Call) and isinstance(call.node.func, cst.Attribute):
-            if call.node.func.attr.value == "step":
+            # ``optimizer.step(closure)``: the function is handed over (not ``gan.step(batch)``,
+            # a method named step that is itself called)
+            handed = any((dotted(a.value) or "").rsplit(".", 1)[-1] == fn.node.name.value
+                         or isinstance(a.value, cst.Lambda) for a in call.node.args)
+            if call.node.func.attr.value == "step" and handed:
                 return fn
     return None
 
@@ -1283,6 +1287,59 @@ def visualise(model, steps, blur_every):
         loss.backward()
         optimizer.step()
     """,
+    # each network of the GAN holds its own optimizer, and each is cleared before its backward
+    """
+import torch
+from torch import nn
+
+
+class Generator(nn.Module):
+    def __init__(self, latent, lr):
+        super().__init__()
+        self.main = nn.Sequential(nn.Linear(latent, 784), nn.Tanh())
+        self.optimizer = torch.optim.Adam(self.parameters(), lr=lr)
+
+    def forward(self, z):
+        return self.main(z)
+
+
+class Discriminator(nn.Module):
+    def __init__(self, lr):
+        super().__init__()
+        self.main = nn.Sequential(nn.Linear(784, 1), nn.Sigmoid())
+        self.optimizer = torch.optim.Adam(self.parameters(), lr=lr)
+
+    def forward(self, x):
+        return self.main(x)
+
+
+class GAN:
+    def __init__(self, latent, lr):
+        self.latent = latent
+        self.generator = Generator(latent, lr)
+        self.discriminator = Discriminator(lr)
+        self.criterion = nn.BCELoss()
+
+    def step(self, real):
+        ones = torch.ones(real.shape[0])
+        zeros = torch.zeros(real.shape[0])
+        self.discriminator.zero_grad()
+        self.criterion(self.discriminator(real).view(-1), ones).backward()
+        fake = self.generator(torch.randn(real.shape[0], self.latent))
+        self.criterion(self.discriminator(fake.detach()).view(-1), zeros).backward()
+        self.discriminator.optimizer.step()
+
+        self.generator.zero_grad()
+        self.criterion(self.discriminator(fake).view(-1), ones).backward()
+        self.generator.optimizer.step()
+
+
+gan = GAN(100, 2e-4)
+loader = torch.utils.data.DataLoader(torch.randn(64, 784), batch_size=16)
+for epoch in range(5):
+    for real in loader:
+        gan.step(real)
+""",
 ]
 
 INVALID = [
@@ -2129,6 +2186,113 @@ def train(model, optimizer, loader):
         loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
+""",
+    ),
+    # the optimizer a network holds (``self.optimizer`` over its own parameters): clearing the
+    # other network does not clear it; ``gan.step`` is a method, not ``optimizer.step(closure)``
+    Example(
+        """
+import torch
+from torch import nn
+
+
+class Generator(nn.Module):
+    def __init__(self, latent, lr):
+        super().__init__()
+        self.main = nn.Sequential(nn.Linear(latent, 784), nn.Tanh())
+        self.optimizer = torch.optim.Adam(self.parameters(), lr=lr)
+
+    def forward(self, z):
+        return self.main(z)
+
+
+class Discriminator(nn.Module):
+    def __init__(self, lr):
+        super().__init__()
+        self.main = nn.Sequential(nn.Linear(784, 1), nn.Sigmoid())
+        self.optimizer = torch.optim.Adam(self.parameters(), lr=lr)
+
+    def forward(self, x):
+        return self.main(x)
+
+
+class GAN:
+    def __init__(self, latent, lr):
+        self.latent = latent
+        self.generator = Generator(latent, lr)
+        self.discriminator = Discriminator(lr)
+        self.criterion = nn.BCELoss()
+
+    def step(self, real):
+        ones = torch.ones(real.shape[0])
+        zeros = torch.zeros(real.shape[0])
+        self.criterion(self.discriminator(real).view(-1), ones).backward()
+        fake = self.generator(torch.randn(real.shape[0], self.latent))
+        self.criterion(self.discriminator(fake.detach()).view(-1), zeros).backward()
+        self.discriminator.optimizer.step()
+
+        self.generator.zero_grad()
+        self.criterion(self.discriminator(fake).view(-1), ones).backward()
+        self.generator.optimizer.step()
+
+
+gan = GAN(100, 2e-4)
+loader = torch.utils.data.DataLoader(torch.randn(64, 784), batch_size=16)
+for epoch in range(5):
+    for real in loader:
+        gan.step(real)
+""",
+        unsafe_fixed="""
+import torch
+from torch import nn
+
+
+class Generator(nn.Module):
+    def __init__(self, latent, lr):
+        super().__init__()
+        self.main = nn.Sequential(nn.Linear(latent, 784), nn.Tanh())
+        self.optimizer = torch.optim.Adam(self.parameters(), lr=lr)
+
+    def forward(self, z):
+        return self.main(z)
+
+
+class Discriminator(nn.Module):
+    def __init__(self, lr):
+        super().__init__()
+        self.main = nn.Sequential(nn.Linear(784, 1), nn.Sigmoid())
+        self.optimizer = torch.optim.Adam(self.parameters(), lr=lr)
+
+    def forward(self, x):
+        return self.main(x)
+
+
+class GAN:
+    def __init__(self, latent, lr):
+        self.latent = latent
+        self.generator = Generator(latent, lr)
+        self.discriminator = Discriminator(lr)
+        self.criterion = nn.BCELoss()
+
+    def step(self, real):
+        ones = torch.ones(real.shape[0])
+        zeros = torch.zeros(real.shape[0])
+        self.criterion(self.discriminator(real).view(-1), ones).backward()
+        fake = self.generator(torch.randn(real.shape[0], self.latent))
+        self.criterion(self.discriminator(fake.detach()).view(-1), zeros).backward()
+        self.discriminator.optimizer.step()
+
+        self.generator.zero_grad()
+        self.criterion(self.discriminator(fake).view(-1), ones).backward()
+        self.generator.optimizer.step()
+
+
+gan = GAN(100, 2e-4)
+loader = torch.utils.data.DataLoader(torch.randn(64, 784), batch_size=16)
+for epoch in range(5):
+    for real in loader:
+        gan.discriminator.optimizer.zero_grad()
+        gan.step(real)
 """,
     ),
 ]

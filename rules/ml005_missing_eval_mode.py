@@ -103,7 +103,7 @@ from typing import Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics.model import CALL, MODULE_SCOPE, Effect, FileModel
+from mllint.semantics.model import ANY, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel, translate
 from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
@@ -139,7 +139,11 @@ def check(model: FileModel) -> Iterable[Finding]:
         return
     reported: Set[Tuple] = set()
     evaluated: Set[cst.CSTNode] = set()  # forwards reported as evaluations
-    for effect in phases.forwards() + phases.generate_calls():  # HF generate() runs in the model's mode
+    # HF generate() runs in the model's mode; a helper shared with training runs the forward
+    # for evaluation code that calls it (reported at the call)
+    through_helpers = _helper_forwards(model, phases)
+    helper_ids = {id(e) for e in through_helpers}
+    for effect in phases.forwards() + phases.generate_calls() + through_helpers:
         evidence = phases.evidence(effect)
         if evidence is None or _generating(model, effect.ctx.scope):
             continue  # generating or sampling (a GAN's samples in training mode) is not evaluating
@@ -154,6 +158,8 @@ def check(model: FileModel) -> Iterable[Finding]:
         modes = phases.mode_at(effect, ref)
         if "maybe" in modes or not (modes - {"eval", "eval_initial"}):
             continue
+        if id(effect) in helper_ids and modes != {"train"}:
+            continue  # through a helper: only a model the code puts in training mode
         if _deliberate_train(phases, effect, evidence):
             continue
         unit = (model.canonical(ref, scope), evidence.kind, evidence.function, id(evidence.loop.node) if evidence.loop else None)
@@ -203,6 +209,40 @@ def check(model: FileModel) -> Iterable[Finding]:
         )
         yield model.finding(item.event.node, CODE, NAME, message, _undone_fix(phases, item), detail,
                             basis="structure")
+
+
+def _helper_forwards(model: FileModel, phases: Phases) -> List[Effect]:
+    """Forwards that evaluation code runs through a helper of this file which is not itself
+    evaluation code (``output, loss = self._forward_pass(x, y)`` in ``validate()``, where the
+    training step calls the same helper): one forward per model the helper runs, at the call,
+    in the caller's terms. Left out: helpers that backpropagate (a shared epoch function: see
+    ``_flag_evaluations``) or switch a mode themselves (the mode inside is theirs), and calls
+    that are a forward already (``model.forward(x)``)."""
+    forward_sites = {e.node for e in phases.forwards()}
+    out: List[Effect] = []
+    for effect in model.effects:
+        callee = effect.callee
+        if effect.kind != CALL or not callee or effect.node in forward_sites or not isinstance(effect.node, cst.Call):
+            continue
+        summary = model.summaries.get(callee)
+        if summary is None or not summary.forwards or summary.evals or summary.trains or summary.backward_sites:
+            continue
+        if phases.trains(callee) or phases.function_evidence(callee) is not None or phases.events(callee):
+            continue  # a training step, or evaluation code whose own forward is judged
+        fn = model.functions.get(callee)
+        if fn is not None and fn.cls is not None and phases.module_like(fn.cls):
+            continue  # a method of a model, or of a class with a forward of its own (an ensemble
+            # wrapper): the modes of its parts are its business (``agent.pi(x)``, ``ens.forward(x)``)
+        mapping = effect.args or {}
+        for ref in sorted(summary.forwards):
+            head = ref.split(".", 1)[0].split("[", 1)[0]
+            if fn is not None and head in fn.params and head not in mapping:
+                continue  # a parameter the call leaves at its default
+            translated = translate(ref, mapping)
+            if translated == ANY or not phases._is_model_call(translated, effect.ctx.scope):
+                continue
+            out.append(Effect(FORWARD, translated, effect.node, effect.ctx, effect.order))
+    return out
 
 
 def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
@@ -563,6 +603,13 @@ def _missing_fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evi
         fn = model.functions[scope]
         if phases.valid_at(ref, scope):
             change = _insert_at_top(fn.node.body, text)
+        elif not effect.ctx.conds:
+            # a parameter the function rebinds to the model (``model = build(model)``): right
+            # before the evaluation, where the name holds the model
+            loop = _outermost_eval_loop(phases, effect)
+            target = loop.node if loop is not None else effect.ctx.statement
+            if target is not None and phases.valid_at(ref, scope, target, loop):
+                change = _insert_before(phases, phases.outside_withs(target, effect.ctx.withs), text)
     elif evidence.kind == "loop" and evidence.loop is not None:
         target = phases.outside_withs(evidence.loop.node, effect.ctx.withs)
         if phases.valid_at(ref, scope, evidence.loop.node, evidence.loop):
@@ -1448,6 +1495,123 @@ def evaluate_accuracy(data_iter, net):
             acc_sum += (net(X).argmax(dim=1) == y).float().sum().item()
     return acc_sum
     """,
+    # a helper shared by training and validation: the validation function switches the model to
+    # eval mode itself, and the training step switches it back
+    """
+import torch
+import torch.nn.functional as F
+
+
+class Trainer:
+    def __init__(self, model, optimizer, loaders):
+        self.model = model
+        self.optimizer = optimizer
+        self.loaders = loaders
+
+    def _forward_pass(self, x, y):
+        output = self.model(x)
+        return output, F.cross_entropy(output, y)
+
+    def train_epoch(self):
+        for i, (x, y) in enumerate(self.loaders["train"]):
+            self.model.train()
+            _, loss = self._forward_pass(x, y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            if i % 100 == 0:
+                print(self.validate(self.loaders["val"]))
+
+    def validate(self, val_loader):
+        self.model.eval()
+        total = 0.0
+        with torch.no_grad():
+            for x, y in val_loader:
+                _, loss = self._forward_pass(x, y)
+                total += loss.item()
+        return total
+""",
+    # a parameter rebound to a model that its factory hands over in eval mode; a parameter moved
+    # in place (``model = model.to(dev)``) holds what the caller handed in (in eval mode here)
+    """
+import torch
+from torch import nn
+
+
+class SegNet(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv1d(4, 32, 1), nn.BatchNorm1d(32), nn.ReLU(), nn.Conv1d(32, classes, 1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def build(name, pretrained=True):
+    net = SegNet(19)
+    if pretrained:
+        net.load_state_dict(torch.load(f"{name}.pt"))
+    return net.eval()
+
+
+def get_inference(model, points):
+    model = build(model, pretrained=True)
+    model = model.to("cpu")
+    with torch.no_grad():
+        return model(points).argmax(1)
+
+
+def evaluate(model, points):
+    model = model.to("cpu")
+    with torch.no_grad():
+        return model(points).argmax(1)
+
+
+if __name__ == "__main__":
+    print(get_inference("segnet", torch.randn(1, 4, 1000)))
+    net = build("segnet")
+    print(evaluate(net, torch.randn(1, 4, 1000)))
+""",
+    # a class with a forward of its own (an ensemble wrapper): its parts' modes are its business
+    # (its to_eval() switches the members; the embedding it also runs has no mode to speak of)
+    """
+import torch
+from torch import nn
+
+
+class Ensemble:
+    def __init__(self, dim):
+        self.models = []
+        self.embed = nn.Embedding(10, dim)
+
+    def forward(self, x):
+        out = 0
+        for m in self.models:
+            out = out + m(self.embed(x))
+        return out
+
+    def to_eval(self):
+        for m in self.models:
+            m.eval()
+
+
+ens = Ensemble(8)
+ens.models.append(nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1)))
+opt = torch.optim.SGD(ens.models[0].parameters(), lr=0.1)
+for x, y in train_loader:
+    opt.zero_grad()
+    ((ens.forward(x) - y) ** 2).mean().backward()
+    opt.step()
+
+
+@torch.no_grad()
+def predict(loader):
+    return [ens.forward(x) for x, _ in loader]
+
+
+ens.to_eval()
+print(predict(val_loader))
+""",
 ]
 
 INVALID = [
@@ -3071,6 +3235,310 @@ def predict(x):
     model.eval()
     with torch.no_grad():
         return model(x).argmax(1)
+""",
+    ),
+    # a helper shared with training runs the forward: the validation call of it evaluates the
+    # model in the training mode the epoch set (reported at the call); the fix switches it to
+    # eval mode in validate() and back at the start of the training step
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+
+class Trainer:
+    def __init__(self, model, optimizer, loaders):
+        self.model = model
+        self.optimizer = optimizer
+        self.loaders = loaders
+
+    def _forward_pass(self, x, y):
+        output = self.model(x)
+        return output, F.cross_entropy(output, y)
+
+    def train_epoch(self):
+        self.model.train()
+        for i, (x, y) in enumerate(self.loaders["train"]):
+            _, loss = self._forward_pass(x, y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            if i % 100 == 0:
+                print(self.validate(self.loaders["val"]))
+
+    def validate(self, val_loader):
+        total = 0.0
+        with torch.no_grad():
+            for x, y in val_loader:
+                _, loss = self._forward_pass(x, y)
+                total += loss.item()
+        return total
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+
+class Trainer:
+    def __init__(self, model, optimizer, loaders):
+        self.model = model
+        self.optimizer = optimizer
+        self.loaders = loaders
+
+    def _forward_pass(self, x, y):
+        output = self.model(x)
+        return output, F.cross_entropy(output, y)
+
+    def train_epoch(self):
+        self.model.train()
+        for i, (x, y) in enumerate(self.loaders["train"]):
+            self.model.train()
+            _, loss = self._forward_pass(x, y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            if i % 100 == 0:
+                print(self.validate(self.loaders["val"]))
+
+    def validate(self, val_loader):
+        total = 0.0
+        self.model.eval()
+        with torch.no_grad():
+            for x, y in val_loader:
+                _, loss = self._forward_pass(x, y)
+                total += loss.item()
+        return total
+""",
+    ),
+    # a method that trains the model through one helper and evaluates it through another, with
+    # no switch anywhere: the model is evaluated in the mode it is trained in
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+
+
+class Pipeline:
+    def __init__(self, model, train_loader, val_loader):
+        self.model = model
+        self.train_loader = train_loader
+        self.val_loader = val_loader
+
+    def _train_loop(self):
+        for x, y in self.train_loader:
+            loss = F.cross_entropy(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+    def _val_loop(self):
+        correct = 0
+        with torch.no_grad():
+            for x, y in self.val_loader:
+                correct += (self.model(x).argmax(1) == y).sum().item()
+        return correct
+
+    def fit(self, epochs):
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for epoch in range(epochs):
+            self._train_loop()
+            print(epoch, self._val_loop())
+""",
+        fixed="""
+import torch
+import torch.nn.functional as F
+
+
+class Pipeline:
+    def __init__(self, model, train_loader, val_loader):
+        self.model = model
+        self.train_loader = train_loader
+        self.val_loader = val_loader
+
+    def _train_loop(self):
+        for x, y in self.train_loader:
+            loss = F.cross_entropy(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+    def _val_loop(self):
+        correct = 0
+        self.model.eval()
+        with torch.no_grad():
+            for x, y in self.val_loader:
+                correct += (self.model(x).argmax(1) == y).sum().item()
+        return correct
+
+    def fit(self, epochs):
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for epoch in range(epochs):
+            self.model.train()
+            self._train_loop()
+            print(epoch, self._val_loop())
+""",
+    ),
+    # generate() on a parameter annotated as an HF model
+    Example(
+        """
+import torch
+from transformers import VisionEncoderDecoderModel
+
+
+def predict(model: VisionEncoderDecoderModel, loader):
+    texts = []
+    with torch.no_grad():
+        for batch in loader:
+            texts.append(model.generate(batch["pixel_values"], max_new_tokens=32))
+    return texts
+""",
+        fixed="""
+import torch
+from transformers import VisionEncoderDecoderModel
+
+
+def predict(model: VisionEncoderDecoderModel, loader):
+    model.eval()
+    texts = []
+    with torch.no_grad():
+        for batch in loader:
+            texts.append(model.generate(batch["pixel_values"], max_new_tokens=32))
+    return texts
+""",
+    ),
+    # ``model.forward(x)`` on a module class of this file is a forward pass too
+    Example(
+        """
+import torch
+from torch import nn
+
+train_loader = torch.utils.data.DataLoader(list(range(8)), batch_size=4)
+test_loader = torch.utils.data.DataLoader(list(range(8)), batch_size=4)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(10, 100), nn.ReLU(), nn.Dropout(0.2), nn.Linear(100, 10))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model.forward(x), y)
+        loss.backward()
+        optimizer.step()
+
+correct = 0
+with torch.no_grad():
+    for x, y in test_loader:
+        correct += (model.forward(x).argmax(1) == y).sum().item()
+print(correct)
+""",
+        fixed="""
+import torch
+from torch import nn
+
+train_loader = torch.utils.data.DataLoader(list(range(8)), batch_size=4)
+test_loader = torch.utils.data.DataLoader(list(range(8)), batch_size=4)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(10, 100), nn.ReLU(), nn.Dropout(0.2), nn.Linear(100, 10))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model.forward(x), y)
+        loss.backward()
+        optimizer.step()
+
+correct = 0
+model.eval()
+with torch.no_grad():
+    for x, y in test_loader:
+        correct += (model.forward(x).argmax(1) == y).sum().item()
+print(correct)
+""",
+    ),
+    # a parameter holding the model's name, rebound to the model a factory builds (training
+    # mode): the fix goes where the name holds the model, not at the top of the function
+    Example(
+        """
+import torch
+from torch import nn
+
+
+class SegNet(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv1d(4, 32, 1), nn.BatchNorm1d(32), nn.ReLU(), nn.Conv1d(32, classes, 1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def build(name, pretrained=True):
+    net = SegNet(19)
+    if pretrained:
+        net.load_state_dict(torch.load(f"{name}.pt"))
+    return net
+
+
+def get_inference(model, points):
+    model = build(model, pretrained=True)
+    model = model.to("cpu")
+    with torch.no_grad():
+        return model(points).argmax(1)
+
+
+if __name__ == "__main__":
+    print(get_inference("segnet", torch.randn(1, 4, 1000)))
+""",
+        fixed="""
+import torch
+from torch import nn
+
+
+class SegNet(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv1d(4, 32, 1), nn.BatchNorm1d(32), nn.ReLU(), nn.Conv1d(32, classes, 1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def build(name, pretrained=True):
+    net = SegNet(19)
+    if pretrained:
+        net.load_state_dict(torch.load(f"{name}.pt"))
+    return net
+
+
+def get_inference(model, points):
+    model = build(model, pretrained=True)
+    model = model.to("cpu")
+    model.eval()
+    with torch.no_grad():
+        return model(points).argmax(1)
+
+
+if __name__ == "__main__":
+    print(get_inference("segnet", torch.randn(1, 4, 1000)))
 """,
     ),
 ]

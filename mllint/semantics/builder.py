@@ -600,6 +600,11 @@ class _Builder(cst.CSTVisitor):
                 and self._self_is_model(ctx.scope) and not ctx.scope.endswith((".forward", "._forward"))
             ):
                 emit(FORWARD, "self")  # self.forward(batch) in a model's own predict(): a forward pass too
+            elif isinstance(func, cst.Attribute) and func.attr.value == "forward" and local.endswith(".forward"):
+                receiver = ref_of(func.value)
+                info = self.m.classes.get(local.rsplit(".", 1)[0])
+                if receiver and receiver != "self" and info is not None and (info.is_module or self._is_module_class(info)):
+                    emit(FORWARD, receiver)  # model.forward(x) on a module class of this file: a forward pass too
             return
         if self._call_of_callable(call, ctx, order):
             return

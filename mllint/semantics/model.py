@@ -374,7 +374,44 @@ class FileModel:
 
     def optimizer_owners(self, ref: str, scope: str) -> Optional[FrozenSet[str]]:
         """Models whose ``.parameters()`` the optimizer ``ref`` was built from (None: unknown)."""
-        return self.optimizer_params.get(scope, ref) or self.optimizer_params.get(scope, self.canonical(ref, scope))
+        found = self.optimizer_params.get(scope, ref) or self.optimizer_params.get(scope, self.canonical(ref, scope))
+        return found if found is not None else self._held_optimizer_owners(ref, scope)
+
+    def _class_of(self, ref: str, scope: str, depth: int) -> Optional[str]:
+        """The class of this file ``ref`` is an instance of, also through attributes that
+        ``__init__`` of a class of this file sets (``gan.discriminator`` for ``gan = GAN()`` and
+        ``self.discriminator = Discriminator()`` in ``GAN.__init__``)."""
+        cls = self.instance_of.get(scope, ref) or self.instance_of.get(scope, self.canonical(ref, scope))
+        if cls is None and depth < 3 and "." in ref and "[" not in ref:
+            owner, _, attr = ref.rpartition(".")
+            outer = self._class_of(owner, scope, depth + 1)
+            init = self.method_key(outer, "__init__") if outer is not None else None
+            if init is not None:
+                cls = self.instance_of.get(init, f"self.{attr}")
+        return cls if cls in self.classes else None
+
+    def _held_optimizer_owners(self, ref: str, scope: str) -> Optional[FrozenSet[str]]:
+        """An optimizer an object of a class of this file holds as an attribute (``self.optimizer
+        = Adam(self.parameters())`` in ``Discriminator.__init__``), reached through that object
+        (``self.discriminator.optimizer`` for ``self.discriminator = Discriminator(...)``): the
+        models it holds, in the terms of ``scope`` (``self.discriminator``). None when the class
+        builds it over anything but its own parameters or attributes."""
+        head, _, attr = ref.rpartition(".")
+        if not head or not attr.isidentifier() or "[" in head:
+            return None
+        cls = self._class_of(head, scope, 0)
+        if cls is None:
+            return None
+        method = self.method_key(cls, "__init__")
+        owners = self.optimizer_params.get(method, f"self.{attr}") if method is not None else None
+        if not owners:
+            return None
+        out = set()
+        for owner in owners:
+            if owner != "self" and not owner.startswith("self."):
+                return None  # a parameter or a global of the class's code: not known from here
+            out.add(head + owner[len("self"):])
+        return frozenset(out)
 
     def class_scope_of(self, scope: str) -> Optional[str]:
         """The scope key of the class whose method ``scope`` is (or is nested in)."""

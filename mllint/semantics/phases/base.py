@@ -219,6 +219,8 @@ class FileFacts:
         if head in ("self", "cls"):
             return fn is not None and self.m.class_scope_of(scope) is not None
         if fn is not None and head in fn.params:
+            if before is None and self._param_rebound(head, scope):
+                return False  # at the start it still holds what the caller handed in
             return True
         local = False
         for targets, _value, ctx in self.m.assignments:
@@ -240,6 +242,16 @@ class FileFacts:
         if scope != MODULE_SCOPE and head in self.m.locals.get(scope, ()):
             return False  # a local of this function, not bound yet here
         return True  # a global, or a variable of an enclosing function (a closure sees it)
+
+    def _param_rebound(self, name: str, scope: str) -> bool:
+        """Whether the parameter ``name`` of function ``scope`` is assigned there something other
+        than itself, moved or wrapped (``model = build(model)``, not ``model = model.to(dev)``)."""
+        from mllint.semantics.builder import _source_ref
+
+        for targets, value, ctx in self.m.assignments_in(scope):
+            if name in targets and (len(targets) != 1 or _source_ref(value) != name):
+                return True
+        return False
 
     # --- forward sites ------------------------------------------------------------------------------------
     def forwards(self) -> List[Effect]:
@@ -341,6 +353,8 @@ class FileFacts:
         every caller in the file hands it one (at least one caller)."""
         fn = self.m.functions.get(scope)
         if fn is not None and _head(ref) in fn.params and not ref.startswith(("self.", "cls.")):
+            if ref == _head(ref) and self.m.has_role(ref, role, scope, by_name=False):
+                return True  # annotated as one (``model: VisionEncoderDecoderModel``)
             sites = self.call_sites(scope)
             if not sites or depth > 3:
                 return False

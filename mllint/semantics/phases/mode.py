@@ -479,7 +479,34 @@ class ModeFacts:
         if before:
             result.add(self._kind(before[-1], ctx))
             return result
+        rebound = self._rebound_parameter(scope, ref, order)
+        if rebound is not None:
+            return result | {rebound}
         return result | self._outer(scope, ref, depth, seen)
+
+    def _rebound_parameter(self, scope: str, ref: str, order: float) -> Optional[str]:
+        """How the model starts out when ``ref`` is a parameter the function rebinds on every
+        path before ``order`` (``model = build(name, pretrained=True); model = model.to(dev)``,
+        the parameter holding only the model's name): from that assignment, not from what the
+        callers hand in. None when it is not so rebound."""
+        fn = self.m.functions.get(scope)
+        head = _head(ref)
+        if fn is None or ref != head or head not in fn.params:
+            return None
+        assignments = self.m.assignments
+        last = None
+        for index, (targets, value, ctx) in enumerate(assignments):
+            if ctx.scope != scope or targets != (head,):
+                continue
+            at = self.m.assignment_order.get(value)
+            if at is None or at >= order:
+                continue
+            if ctx.loop is None and not ctx.conds and not ctx.conditional and not ctx.withs:
+                last = index
+        if last is None:
+            return None
+        found = self._initial(scope, ref, 0, last + 1)
+        return None if found == "none" else found
 
     def _outer(self, scope: str, ref: str, depth: int, seen: FrozenSet) -> Set[str]:
         """The mode a model has when ``scope`` starts: from the callers, else how it was made."""
@@ -503,7 +530,10 @@ class ModeFacts:
             if head in ("self", "cls"):
                 found = self._initial_attr(scope, ref)
                 if found == "none" and not self._unset_counts(scope, depth):
-                    found = "maybe"
+                    # as for a parameter below: a method that trains this model (itself or
+                    # through a helper) and evaluates it through a helper runs it in the mode it
+                    # trains it in, when nothing here switches it
+                    found = "train" if self._trains_model_here(scope, ref) else "maybe"
                 cls = self.m.class_scope_of(scope) or ""
                 owner = f"{cls}.__init__"
                 others = [k for k in self.m.functions if k.startswith(cls + ".") and k.count(".") == cls.count(".") + 1]
