@@ -577,9 +577,17 @@ def _fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evidence) -
             return None
         small = statement.body[0]
         held = phases.gradient_cut_output(effect)
-        if held is small or (isinstance(small, (cst.Assign, cst.Expr)) and small.value is held):
-            return _wrap(phases, statement, "statement")
-        return None
+        if held is small:
+            return _wrap(phases, statement, "statement")  # ``out = model(x)``, every read of ``out`` cut
+        # ``action = self.q(state).argmax().item()``: the statement's value is the chain on the output
+        node = held
+        while node is not None and isinstance(small, (cst.Assign, cst.Expr)) and node is not small.value:
+            parent = model.index.get(node)
+            chained = (isinstance(parent, cst.Attribute) and parent.value is node) or (
+                isinstance(parent, cst.Call) and parent.func is node) or (
+                isinstance(parent, cst.Subscript) and parent.value is node)
+            node = parent if chained else None
+        return _wrap(phases, statement, "statement") if node is not None else None
     if scope != MODULE_SCOPE and phases.evaluation_only_function(scope):
         if evidence.kind in ("function", "callers", "mode", "script") or not phases.trains(scope):
             return _decorate(phases, _evaluation_unit(phases, scope))

@@ -1067,6 +1067,10 @@ class EvaluationFacts:
         if fn is not None:
             if self.managed(fn) or self.unit_test(fn) or self.trains(scope):
                 return None
+            if any(self.feeds_backward(site.node, site.ctx.scope) for site in self.call_sites(scope)):
+                return None  # a piece of a training step (a DQN loss's ``argmax`` of the online net)
+            if not self._returns_no_gradient(fn):
+                return None  # it hands back what may carry a gradient: a caller (here or elsewhere) may train on it
             if fn.cls is not None and self.module_like(fn.cls, by_forward=False) and (
                     fn.node.name.value in ("forward", "_forward", "__call__") or fn.key in self.methods_forward_runs(fn.cls)):
                 return None  # a model's internals: ``self.encoder(x).detach()`` is its stop-gradient
@@ -1082,6 +1086,22 @@ class EvaluationFacts:
         if self.gradient_cut_output(effect) is None or self.smoke_test(effect):
             return None
         return Evidence("output", "whose output is only read detached from autograd")
+
+    def _returns_no_gradient(self, fn: Function) -> bool:
+        """Whether nothing ``fn`` returns can carry a gradient: it returns nothing, or only values
+        computed from no forward (``_forward_outputs``) or cut from autograd (``argmax``,
+        ``.item()``, ``.numpy()``...). A generator's values are unknown."""
+        tainted = self._forward_outputs(fn.key)
+        forwards = {e.node for e in self.m.effects_in(fn.key) if e.kind in (FORWARD, CALL)}
+        for value in _returned_values(self.m, fn.node):
+            if isinstance(value, cst.Name) and value.value == "__yield__":
+                return False
+            if self._no_gradient(value, fn.key, 2):
+                continue
+            reads = _reads(value)
+            if _hits(reads.refs, tainted) or set(reads.calls) & forwards:
+                return False
+        return True
 
     def gradient_cut_output(self, effect: Effect) -> Optional[cst.CSTNode]:
         """The statement-level expression that holds a forward's output when every read of it is
