@@ -1357,6 +1357,60 @@ def main(model, loader, val_x, opt):
 ]
 
 INVALID = [
+    # a language model's own generate(): what it returns is built from ``.data`` of the output
+    Example(
+        """
+import torch
+from torch import nn
+
+class CharLM(nn.Module):
+    def __init__(self, vocab):
+        super().__init__()
+        self.vocab = vocab
+        self.rnn = nn.GRU(16, 32)
+        self.out = nn.Linear(32, len(vocab))
+
+    def forward(self, x, hidden):
+        y, hidden = self.rnn(x, hidden)
+        return self.out(y), hidden
+
+    def generate(self, start, hidden, n=100):
+        chars = []
+        x = start
+        for _ in range(n):
+            logits, hidden = self.forward(x, hidden)
+            weights = logits.squeeze().data.div(0.8).exp().cpu()
+            idx = torch.multinomial(weights, 1)[0]
+            chars.append(self.vocab[idx])
+        return "".join(chars)
+""",
+        fixed="""
+import torch
+from torch import nn
+
+class CharLM(nn.Module):
+    def __init__(self, vocab):
+        super().__init__()
+        self.vocab = vocab
+        self.rnn = nn.GRU(16, 32)
+        self.out = nn.Linear(32, len(vocab))
+
+    def forward(self, x, hidden):
+        y, hidden = self.rnn(x, hidden)
+        return self.out(y), hidden
+
+    @torch.no_grad()
+    def generate(self, start, hidden, n=100):
+        chars = []
+        x = start
+        for _ in range(n):
+            logits, hidden = self.forward(x, hidden)
+            weights = logits.squeeze().data.div(0.8).exp().cpu()
+            idx = torch.multinomial(weights, 1)[0]
+            chars.append(self.vocab[idx])
+        return "".join(chars)
+""",
+    ),
     # the output is only read detached: no gradient can flow from it, whatever the function's name
     Example(
         """

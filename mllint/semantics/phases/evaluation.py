@@ -291,10 +291,16 @@ class EvaluationFacts:
             index = expr.slice[0].slice if len(expr.slice) == 1 else None
             if expr.value.func.attr.value in ("max", "min", "topk", "sort") and isinstance(index, cst.Index):
                 return isinstance(index.value, cst.Integer) and index.value.value == "1"
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+            return True  # ``out.data``: the tensor without its history
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             if expr.func.attr.value in _NO_GRADIENT_METHODS:
                 return True
             if expr.func.attr.value in ("cpu", "cuda", "to", "squeeze", "view", "reshape", "flatten", "float", "long"):
+                return self._no_gradient(expr.func.value, scope, depth)
+            if isinstance(expr.func.value, (cst.Call, cst.Attribute)) and all(
+                    isinstance(a.value, (cst.Integer, cst.Float, cst.SimpleString)) for a in expr.args):
+                # ``out.data.div(1.0).exp()``: a method with literal arguments of what carries none
                 return self._no_gradient(expr.func.value, scope, depth)
         if isinstance(expr, cst.Name) and depth > 0:
             values = [v for t, v, ctx in self.m.assignments_to(expr.value) if ctx.scope == scope]
