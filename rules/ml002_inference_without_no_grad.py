@@ -22,11 +22,23 @@ Why it matters
     ``self(x)`` in such a method. Files that use transformers or accelerate
     without importing torch are checked too.
 
+    Structure says so too, whatever the names: a forward whose output is only
+    ever read detached from autograd (``out = model(x)`` and every read of
+    ``out`` is ``out.detach()``, ``out.argmax(1)``, ``out.cpu().numpy()``,
+    ``out.item()``), in code that runs no backward pass (not in ``forward`` and
+    what it runs); a function of a file that trains nothing running a model it
+    loads itself (``from_pretrained``, ``load_state_dict``) and keeps to itself
+    (never returns, stores or hands on the model or its parameters); a function
+    only the top level calls, each time after training there (a notebook that
+    trains, then runs ``imagine_digit(model, 3)``), whose result reaches no
+    backward pass.
+
 When the code is fine
     - the forward runs under ``with torch.no_grad():``, ``torch.inference_mode()``,
       ``torch.set_grad_enabled(False)`` (or a flag that is False in the evaluation
       phase, as in a shared train/val loop), after a
-      ``torch.set_grad_enabled(False)`` statement, or in a function decorated with
+      ``torch.set_grad_enabled(False)`` or ``torch.no_grad().__enter__()`` statement,
+      or in a function decorated with
       ``@torch.no_grad()`` / ``@torch.inference_mode()``, or in a helper every caller
       of which calls it with grad off;
     - its output feeds ``backward()`` or ``torch.autograd.grad`` (training, a
@@ -62,13 +74,16 @@ When the code is fine
     calls run under ``no_grad`` (here or in other files of the project) and others do
     not, is reported at each unprotected call whose result feeds no backward pass, not
     in the helper (``print(validate(model, test_loader))`` after the epoch loop wraps
-    its other call). From another file: a call of the project's evaluation function
+    its other call), also when the helper reaches the forward through further helpers
+    (``calc_loss_loader`` -> ``calc_loss_batch`` -> ``model(x)``). From another file: a call of the project's evaluation function
     (named for evaluation, running a forward of what it is handed) that another call
     in the project runs under ``no_grad`` (``test.test(model=model)`` in the training
     loop), and a method inherited from a project base class of another file that runs
-    a model attribute (``self._forward(batch)`` after ``self.model.eval()``); a method
-    of a base class in another file that runs ``backward()`` counts as a backward pass
-    (``self._backward(loss)``).
+    a model attribute (``self._forward(batch)`` after ``self.model.eval()``), or a method
+    this class leaves to subclasses in other files that run a model attribute there
+    (``self.evaluate(loaders)`` after ``self.model.eval()``, with ``evaluate`` abstract
+    here); a method of a base class in another file that runs ``backward()`` counts as a
+    backward pass (``self._backward(loss)``).
 
     Evaluation inside the training loop counts as well: a branch such as ``if step % 100
     == 0:`` that draws a batch from the validation loader (``next(iter(val_loader))``, a
@@ -97,12 +112,13 @@ from mllint.semantics.model import CALL, FORWARD, MODULE_SCOPE, Effect, FileMode
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, Phases
 from mllint.semantics.roles import MODEL
-from mllint.semantics.phases.words import eval_name_strength, evaluation_possible, torch_file_possible
+from mllint.semantics.phases.words import _LOAD_CALLS, GRADIENT_CUTS, eval_name_strength, evaluation_possible, torch_file_possible
 
 CODE = "ML002"
 NAME = "inference-without-no-grad"
 MESSAGE = "forward pass in evaluation code runs with autograd on"
-TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward", "translat", "decod", "dev")
+TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward", "translat", "decod", "dev",
+            "detach", "numpy", "item", "tolist", "argm", "step")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
 FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
@@ -116,9 +132,14 @@ def SCREEN(facts) -> bool:
     # a training flag (_flag_shared_forwards: a BACKWARD effect).
     # _project_helper_calls: a call of another file's function named for evaluation (its
     # protected callers elsewhere), or of an inherited method in evaluation code (the evidence above).
+    # output_evidence needs a call of a method that cuts a value from autograd (GRADIENT_CUTS);
+    # loaded_here_evidence a weights load in some function; after_training_evidence training in
+    # the file (a backward pass or an optimizer step).
     return torch_file_possible(facts) and (
-        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
+        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward", "step"})
         or any(eval_name_strength(name) == "strong" for name in facts.call_names)
+        or not facts.call_names.isdisjoint(GRADIENT_CUTS)  # output_evidence: a forward's output read detached
+        or any(_LOAD_CALLS.search(name) for name in facts.call_quals)  # loaded_here_evidence: a load in any function
     )
 
 
@@ -141,7 +162,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue  # model.predict(x) of a class we cannot see may run under no_grad itself
         if _forward_turns_grad_off(model, effect.ref, effect.ctx.scope):
             continue  # model(x, mode="inference") whose forward runs that branch under no_grad
-        evidence = phases.evidence(effect) or phases.mode_evidence(effect)
+        evidence = (phases.evidence(effect) or phases.mode_evidence(effect) or phases.loaded_here_evidence(effect)
+                    or phases.after_training_evidence(effect) or phases.output_evidence(effect))
         if evidence is None or not _result_is_gradient_free(phases, effect.ctx.scope):
             continue
         message = f"`{shorten(effect.ref)}(...)` {evidence.brief} builds an autograd graph for nothing"
@@ -151,6 +173,12 @@ def check(model: FileModel) -> Iterable[Finding]:
         )
         yield model.finding(effect.node, CODE, NAME, message, _fix(model, phases, effect, evidence), detail,
                             basis=evidence.basis)
+    for key in model.functions:
+        # a helper that reaches its forward through further helpers (``calc_loss_loader`` ->
+        # ``calc_loss_batch`` -> ``model(x)``), called under no_grad at some calls and not at others
+        if key not in unprotected_in and _reaches_unprotected_forward(model, phases, key, set()) \
+                and not phases.trains(key) and phases.callers_disagree(key):
+            unprotected_in.add(key)
     at_calls: Set[cst.CSTNode] = set()  # helper calls reported by _helper_forwards
     yield from _helper_forwards(model, phases, at_calls)
     yield from _flag_shared_forwards(model, phases)
@@ -197,6 +225,26 @@ def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[
         yield model.finding(effect.node, CODE, NAME, message, fix, detail, basis="structure")
 
 
+def _reaches_unprotected_forward(model: FileModel, phases: Phases, key: str, seen: Set[str]) -> bool:
+    """Whether function ``key`` runs a model forward with autograd on, itself or through the
+    helpers of this file it calls outside any grad-off region (as far as ``key``'s own body and
+    the helpers' bodies say: whoever calls ``key`` decides the rest)."""
+    if key in seen or key in phases.grad_off_functions():
+        return False
+    seen.add(key)
+    summary = model.summaries.get(key)
+    if summary is None or not summary.forwards:
+        return False
+    for effect in model.effects_in(key):
+        if effect.ctx.grad == "off" or phases._withs_grad(effect.ctx) is not None:
+            continue
+        if effect.kind == FORWARD and not phases.frozen(effect.ref, key):
+            return True
+        if effect.kind == CALL and effect.callee and _reaches_unprotected_forward(model, phases, effect.callee, seen):
+            return True
+    return False
+
+
 def _project_helper_calls(model: FileModel, phases: Phases) -> Iterable[Finding]:
     """Calls of functions defined in other files of the project that run a model forward with
     autograd on:
@@ -222,7 +270,8 @@ def _project_helper_calls(model: FileModel, phases: Phases) -> Iterable[Finding]
         if name.startswith("self.") and name.count(".") == 1:
             cls = model.class_scope_of(ctx.scope)
             if cls is not None and "." not in cls:
-                found = project.inherited_method(cls, name[len("self."):])
+                found = project.inherited_method(cls, name[len("self."):]) or _overriding_method(
+                    model, project, cls, name[len("self."):])
                 inherited = True
         else:
             qual = model.imports.qualname(call.func)
@@ -263,6 +312,25 @@ def _project_helper_calls(model: FileModel, phases: Phases) -> Iterable[Finding]
         )
         fix = _fix(model, phases, effect, evidence) if evidence is not None else None
         yield model.finding(call, CODE, NAME, message, fix, detail, basis="structure")
+
+
+def _overriding_method(model: FileModel, project, cls: str, method: str):
+    """For ``self.method()`` in class ``cls`` whose own ``method`` runs no forward (an abstract
+    ``evaluate`` left to subclasses): (file, facts) of an override in a subclass of another
+    file that runs a forward with autograd on, when no override runs a backward pass or an
+    optimizer step or turns autograd off. None otherwise."""
+    key = model.method_key(cls, method)
+    if key is None or key not in model.functions:
+        return None
+    summary = model.summaries.get(key)
+    if summary is not None and (summary.forwards or summary.backward_sites):
+        return None
+    if model.effects_in(key):
+        return None  # it does something of its own (calls a helper, switches a mode...)
+    overrides = project.overrides(cls, method)
+    if not overrides or any(fn.grad_off or fn.backward or fn.steps for _rel, fn in overrides):
+        return None
+    return next(((rel, fn) for rel, fn in overrides if fn.forwards_grad_on), None)
 
 
 def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]:
@@ -501,6 +569,25 @@ def _evaluation_unit(phases: Phases, key: str) -> str:
 
 def _fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evidence) -> Optional[Fix]:
     scope = effect.ctx.scope
+    if evidence.kind == "output":
+        # only this statement is known to need no gradient (its value is read detached); the
+        # rest of the function or loop may compute what a caller backpropagates
+        statement = effect.ctx.statement
+        if statement is None or not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return None
+        small = statement.body[0]
+        held = phases.gradient_cut_output(effect)
+        if held is small:
+            return _wrap(phases, statement, "statement")  # ``out = model(x)``, every read of ``out`` cut
+        # ``action = self.q(state).argmax().item()``: the statement's value is the chain on the output
+        node = held
+        while node is not None and isinstance(small, (cst.Assign, cst.Expr)) and node is not small.value:
+            parent = model.index.get(node)
+            chained = (isinstance(parent, cst.Attribute) and parent.value is node) or (
+                isinstance(parent, cst.Call) and parent.func is node) or (
+                isinstance(parent, cst.Subscript) and parent.value is node)
+            node = parent if chained else None
+        return _wrap(phases, statement, "statement") if node is not None else None
     if scope != MODULE_SCOPE and phases.evaluation_only_function(scope):
         if evidence.kind in ("function", "callers", "mode", "script") or not phases.trains(scope):
             return _decorate(phases, _evaluation_unit(phases, scope))
@@ -1198,9 +1285,291 @@ def main(model, loader, val_x, opt):
     with torch.no_grad():
         print(encode(model, val_x))
     """,
+    # a training step that detaches a generator's output for the discriminator: the loop backpropagates
+    """
+    import torch
+
+    def train_gan(G, D, loader, opt_d, z_dim):
+        for real in loader:
+            fake = G(torch.randn(real.size(0), z_dim)).detach()
+            loss = D(fake).mean() - D(real).mean()
+            opt_d.zero_grad()
+            loss.backward()
+            opt_d.step()
+    """,
+    # a model's own stop-gradient inside forward: model internals, run in the caller's grad mode
+    """
+    import torch
+    from torch import nn
+
+    class Siamese(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.online = nn.Linear(8, 8)
+            self.target = nn.Linear(8, 8)
+
+        def forward(self, x):
+            t = self.target(x)
+            return self.online(x) - t.detach()
+    """,
+    # a model loaded in a function that hands it back: the caller may fine-tune it
+    """
+    import torch
+    from transformers import AutoModel
+
+    def load_with_probe(name, batch):
+        model = AutoModel.from_pretrained(name)
+        hidden = model(**batch).last_hidden_state
+        return model, hidden
+    """,
+    # a grad-off context entered by hand: grad is off from there on
+    """
+    import torch
+
+    def main(model_path, test_set):
+        model = torch.load(model_path, weights_only=False)
+        model.eval()
+        torch.no_grad().__enter__()
+        for mix, target in test_set:
+            print(model(mix).sub(target).abs().mean())
+    """,
+    # a helper called after training whose result trains another model
+    """
+    import torch
+
+    def soft_targets(teacher, x):
+        return torch.softmax(teacher(x), dim=-1)
+
+    teacher = torch.nn.Linear(4, 3)
+    opt = torch.optim.SGD(teacher.parameters(), lr=0.1)
+    for x, y in train_loader:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(teacher(x), y).backward()
+        opt.step()
+    student = torch.nn.Linear(4, 3)
+    opt_s = torch.optim.SGD(student.parameters(), lr=0.1)
+    for x, y in train_loader:
+        opt_s.zero_grad()
+        loss = torch.nn.functional.kl_div(student(x).log_softmax(-1), soft_targets(teacher, x))
+        loss.backward()
+        opt_s.step()
+    """,
 ]
 
 INVALID = [
+    # a language model's own generate(): what it returns is built from ``.data`` of the output
+    Example(
+        """
+import torch
+from torch import nn
+
+class CharLM(nn.Module):
+    def __init__(self, vocab):
+        super().__init__()
+        self.vocab = vocab
+        self.rnn = nn.GRU(16, 32)
+        self.out = nn.Linear(32, len(vocab))
+
+    def forward(self, x, hidden):
+        y, hidden = self.rnn(x, hidden)
+        return self.out(y), hidden
+
+    def generate(self, start, hidden, n=100):
+        chars = []
+        x = start
+        for _ in range(n):
+            logits, hidden = self.forward(x, hidden)
+            weights = logits.squeeze().data.div(0.8).exp().cpu()
+            idx = torch.multinomial(weights, 1)[0]
+            chars.append(self.vocab[idx])
+        return "".join(chars)
+""",
+        fixed="""
+import torch
+from torch import nn
+
+class CharLM(nn.Module):
+    def __init__(self, vocab):
+        super().__init__()
+        self.vocab = vocab
+        self.rnn = nn.GRU(16, 32)
+        self.out = nn.Linear(32, len(vocab))
+
+    def forward(self, x, hidden):
+        y, hidden = self.rnn(x, hidden)
+        return self.out(y), hidden
+
+    @torch.no_grad()
+    def generate(self, start, hidden, n=100):
+        chars = []
+        x = start
+        for _ in range(n):
+            logits, hidden = self.forward(x, hidden)
+            weights = logits.squeeze().data.div(0.8).exp().cpu()
+            idx = torch.multinomial(weights, 1)[0]
+            chars.append(self.vocab[idx])
+        return "".join(chars)
+""",
+    ),
+    # the output is only read detached: no gradient can flow from it, whatever the function's name
+    Example(
+        """
+import torch
+
+def render(model, image):
+    out = model(image.unsqueeze(0))
+    return out[0].permute(1, 2, 0).detach().cpu().numpy()
+""",
+        fixed="""
+import torch
+
+def render(model, image):
+    with torch.no_grad():
+        out = model(image.unsqueeze(0))
+    return out[0].permute(1, 2, 0).detach().cpu().numpy()
+""",
+    ),
+    # a model the function loads itself and keeps to itself, in a file that trains nothing
+    Example(
+        """
+import torch
+from transformers import AutoModel, AutoTokenizer
+
+def extract_features(name, texts):
+    model = AutoModel.from_pretrained(name)
+    tokenizer = AutoTokenizer.from_pretrained(name)
+    feats = []
+    for text in texts:
+        out = model(**tokenizer(text, return_tensors="pt"))
+        feats.append(out.last_hidden_state.mean(1))
+    return torch.cat(feats)
+""",
+        fixed="""
+import torch
+from transformers import AutoModel, AutoTokenizer
+
+@torch.no_grad()
+def extract_features(name, texts):
+    model = AutoModel.from_pretrained(name)
+    tokenizer = AutoTokenizer.from_pretrained(name)
+    feats = []
+    for text in texts:
+        out = model(**tokenizer(text, return_tensors="pt"))
+        feats.append(out.last_hidden_state.mean(1))
+    return torch.cat(feats)
+""",
+    ),
+    # a notebook that trains, then runs a helper that only looks at the trained model's outputs
+    Example(
+        """
+import torch
+
+def imagine(model, digit, n=100):
+    best, best_p = None, 0.0
+    for _ in range(n):
+        x = torch.randn(32, 784)
+        p = torch.softmax(model(x), -1)[:, digit]
+        if p.max() > best_p:
+            best_p, best = p.max(), x[p.argmax()]
+    return best, best_p
+
+model = torch.nn.Linear(784, 10)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in train_loader:
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+image, prob = imagine(model, 3)
+print(prob.item())
+""",
+        fixed="""
+import torch
+
+@torch.no_grad()
+def imagine(model, digit, n=100):
+    best, best_p = None, 0.0
+    for _ in range(n):
+        x = torch.randn(32, 784)
+        p = torch.softmax(model(x), -1)[:, digit]
+        if p.max() > best_p:
+            best_p, best = p.max(), x[p.argmax()]
+    return best, best_p
+
+model = torch.nn.Linear(784, 10)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in train_loader:
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+image, prob = imagine(model, 3)
+print(prob.item())
+""",
+    ),
+    # a loss helper that reaches the model through another helper (which training shares): the
+    # evaluation calls it under no_grad, the call before training does not
+    Example(
+        """
+import torch
+
+def batch_loss(x, y, model):
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+def loader_loss(loader, model):
+    total = 0.0
+    for x, y in loader:
+        total += batch_loss(x, y, model).item()
+    return total / len(loader)
+
+def evaluate(model, val_loader):
+    model.eval()
+    with torch.no_grad():
+        loss = loader_loss(val_loader, model)
+    model.train()
+    return loss
+
+def train(model, train_loader, val_loader, opt):
+    for x, y in train_loader:
+        opt.zero_grad()
+        batch_loss(x, y, model).backward()
+        opt.step()
+    print(evaluate(model, val_loader))
+
+model = torch.nn.Linear(4, 3)
+print(loader_loss(val_loader, model))
+train(model, train_loader, val_loader, torch.optim.SGD(model.parameters(), lr=0.1))
+""",
+        fixed="""
+import torch
+
+def batch_loss(x, y, model):
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+def loader_loss(loader, model):
+    total = 0.0
+    for x, y in loader:
+        total += batch_loss(x, y, model).item()
+    return total / len(loader)
+
+def evaluate(model, val_loader):
+    model.eval()
+    with torch.no_grad():
+        loss = loader_loss(val_loader, model)
+    model.train()
+    return loss
+
+def train(model, train_loader, val_loader, opt):
+    for x, y in train_loader:
+        opt.zero_grad()
+        batch_loss(x, y, model).backward()
+        opt.step()
+    print(evaluate(model, val_loader))
+
+model = torch.nn.Linear(4, 3)
+with torch.no_grad():
+    print(loader_loss(val_loader, model))
+train(model, train_loader, val_loader, torch.optim.SGD(model.parameters(), lr=0.1))
+""",
+    ),
     # a model class an evaluation harness drives (lm-eval's `LM`): its methods evaluate; the
     # no_grad goes on the method that consumes the forward's output
     Example(

@@ -895,3 +895,52 @@ def test_forward_and_backward_through_methods_inherited_from_another_file(tmp_pa
     forget()
     found = lint_json(tmp_path, "energy_trainer.py", extra=["--select", "ML002"])
     assert codes_at(found, "energy_trainer.py") == [("ML002", 19)]
+
+
+ABSTRACT_TRAINER = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+
+    def test(self, loaders):
+        self.model.eval()
+        self.evaluate(loaders)
+
+    def evaluate(self, loaders):
+        raise NotImplementedError
+"""
+
+UNET_TRAINER = """\
+import torch
+from trainer import Trainer
+
+
+class UNetTrainer(Trainer):
+    def evaluate(self, loaders):
+        scores = []
+        for x, y in loaders:
+            scores.append((self.model(x).argmax(1) == y).float().mean().item())
+        return scores
+"""
+
+
+def test_self_call_of_a_method_subclasses_of_other_files_implement(tmp_path):
+    """``self.evaluate()`` after ``self.model.eval()`` in a base class whose ``evaluate`` is
+    abstract: the subclasses of other files run the model there, with autograd on."""
+    forget()
+    make_project(tmp_path, {"trainer.py": ABSTRACT_TRAINER, "unet_trainer.py": UNET_TRAINER})
+    found = lint_json(tmp_path, "trainer.py", extra=["--select", "ML002"])
+    assert codes_at(found, "trainer.py") == [("ML002", 11)]
+    # an override that trains (a backward pass) makes the call training code
+    training = UNET_TRAINER.replace("scores.append(", "(self.model(x).sum()).backward()\n            scores.append(")
+    (tmp_path / "unet_trainer.py").write_text(training)
+    forget()
+    assert codes_at(lint_json(tmp_path, "trainer.py", extra=["--select", "ML002"]), "trainer.py") == []
+    # the override runs the model under no_grad itself
+    (tmp_path / "unet_trainer.py").write_text(UNET_TRAINER.replace("    def evaluate", "    @torch.no_grad()\n    def evaluate"))
+    forget()
+    assert codes_at(lint_json(tmp_path, "trainer.py", extra=["--select", "ML002"]), "trainer.py") == []

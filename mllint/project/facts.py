@@ -464,6 +464,8 @@ class _Walker:
         if isinstance(func, ast.Attribute):
             attr = func.attr
             receiver = _ref(func.value)
+            if attr in ("backward", "manual_backward"):
+                scope.backward = True  # also ``model(x).sum().backward()``, whose receiver is no reference
             if receiver is not None:
                 if attr == "eval" and not node.args:
                     scope.evals.add(receiver)

@@ -175,6 +175,41 @@ class ProjectView:
             return None
         return found.rel, found.facts  # type: ignore[return-value]
 
+    def overrides(self, cls: str, method: str) -> List[Tuple[str, FunctionFacts]]:
+        """(file, facts) of each method ``method`` that a project class of another file defines
+        while deriving from class ``cls`` of this file (directly, or through project classes):
+        what a ``self.method()`` call in ``cls`` may run instead of its own (an abstract
+        ``evaluate`` that subclasses implement). Only the files that import this one (directly,
+        or through a package ``__init__``) are searched: a subclass names its base."""
+        if self.rel not in self.project.facts or cls not in self.project.classes_of(self.rel):
+            return []
+        files = set(self.project.importers(self.rel))
+        for other in list(files):
+            if other.endswith("__init__.py"):
+                files |= self.project.importers(other)
+        files.discard(self.rel)
+        found = []
+        for rel in sorted(files):
+            for facts in self.project.classes_of(rel).values():
+                if self._derives_from(rel, facts, cls, 0):
+                    fn = self.project.functions_of(rel).get(f"{facts.name}.{method}")
+                    if fn is not None:
+                        found.append((rel, fn))
+        return found
+
+    def _derives_from(self, rel: str, facts: ClassFacts, cls: str, depth: int) -> bool:
+        if depth > 4:
+            return False
+        for base in facts.bases:
+            parent = self.project.class_in(rel, base)
+            if parent is None or parent[1] is facts:
+                continue
+            if parent[0] == self.rel and parent[1].name == cls:
+                return True
+            if self._derives_from(parent[0], parent[1], cls, depth + 1):
+                return True
+        return False
+
     def calls_of(self, rel: str, key: str) -> List[Tuple[str, CallFacts]]:
         """Every call of function `key` of file `rel` in the project: the calls from other files,
         and, for a function of the module's top level, the calls in its own file."""

@@ -38,6 +38,7 @@ from mllint.semantics.phases.words import (
     _part_for,
     _truth,
     _words,
+    GRADIENT_CUTS,
     eval_name_strength,
     is_eval_data_ref,
     name_tokens,
@@ -139,6 +140,9 @@ def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 _MOVES = frozenset("to cuda cpu float half double long int bfloat16 contiguous".split())
 
+# Methods that only reshape what they are given (followed up to a cut, words.GRADIENT_CUTS).
+_RESHAPES = frozenset("squeeze unsqueeze view reshape permute transpose flatten".split())
+
 
 # --- results ---------------------------------------------------------------------------------------------
 
@@ -147,7 +151,7 @@ _MOVES = frozenset("to cuda cpu float half double long int bfloat16 contiguous".
 class Evidence:
     """Why a piece of code is evaluation code."""
 
-    kind: str  # "function", "callers", "loop", "data", "script", "mode"
+    kind: str  # "function", "callers", "loop", "data", "script", "mode", "output" (ML002 only)
     text: str  # for messages: "in `evaluate()`", "in the loop over `val_loader`"
     function: Optional[str] = None  # the evaluation function (kind function/callers)
     loop: Optional[Loop] = field(default=None, compare=False, hash=False)  # the evaluation loop (kind loop)
@@ -158,7 +162,7 @@ class Evidence:
         """What the evidence rests on: "structure" (a mode switch before it, a weights load in a
         script that trains nothing) or "name" (only a function's, a loader's or a variable's
         spelling says the code evaluates)."""
-        return "structure" if self.kind in ("script", "mode") else "name"
+        return "structure" if self.kind in ("script", "mode", "output") else "name"
 
     @property
     def brief(self) -> str:
@@ -287,10 +291,16 @@ class EvaluationFacts:
             index = expr.slice[0].slice if len(expr.slice) == 1 else None
             if expr.value.func.attr.value in ("max", "min", "topk", "sort") and isinstance(index, cst.Index):
                 return isinstance(index.value, cst.Integer) and index.value.value == "1"
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+            return True  # ``out.data``: the tensor without its history
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             if expr.func.attr.value in _NO_GRADIENT_METHODS:
                 return True
             if expr.func.attr.value in ("cpu", "cuda", "to", "squeeze", "view", "reshape", "flatten", "float", "long"):
+                return self._no_gradient(expr.func.value, scope, depth)
+            if isinstance(expr.func.value, (cst.Call, cst.Attribute)) and all(
+                    isinstance(a.value, (cst.Integer, cst.Float, cst.SimpleString)) for a in expr.args):
+                # ``out.data.div(1.0).exp()``: a method with literal arguments of what carries none
                 return self._no_gradient(expr.func.value, scope, depth)
         if isinstance(expr, cst.Name) and depth > 0:
             values = [v for t, v, ctx in self.m.assignments_to(expr.value) if ctx.scope == scope]
@@ -769,6 +779,92 @@ class EvaluationFacts:
             return Evidence("script", "in inference code (weights are loaded and nothing is trained)")
         return None
 
+    def loaded_here_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """A forward in a plain function of a file that trains nothing, of a model that function
+        itself loads with trained weights (``model = AutoModel.from_pretrained(name)``, or built
+        and given ``load_state_dict``) and keeps to itself: it returns, yields, stores or hands
+        on neither the model nor its parameters, so nothing anywhere can train it (for ML002;
+        ``script_evidence`` covers module level and main())."""
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        ref = effect.ref
+        if fn is None or fn.cls is not None or fn.node.name.value in _MAIN_NAMES or ref != _head(ref):
+            return None
+        if ref in fn.params or not self.m.assigns_locally(scope, ref) or self.file_trains():
+            return None
+        if self.managed(fn) or self.unit_test(fn) or self.trains(scope):
+            return None
+        if not self._weights_loaded(ref, scope) or self._model_escapes(fn, ref):
+            return None
+        if self.smoke_test(effect) or self.feeds_backward(effect.node, scope):
+            return None
+        return Evidence("script", "in inference code (the model is loaded here and nothing is trained)")
+
+    def after_training_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """A forward in a plain function that only the top level of the file calls, each time
+        after something was trained there (a notebook or script that trains, then runs
+        ``imagine_digit(model, 3)``), outside any loop that backpropagates, and whose result
+        reaches no backward pass; the function itself trains nothing (for ML002)."""
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        if fn is None or fn.cls is not None or "." in scope or fn.node.asynchronous is not None:
+            return None
+        if self.managed(fn) or self.unit_test(fn) or self.trains(scope) or self.referenced_as_value(scope):
+            return None
+        calls = self.calls_in(scope)
+        if any(self._autograd_call(c) or isinstance(c.func, cst.Attribute) and c.func.attr.value in _HIDDEN_TRAINING
+               for c, _ in calls):
+            return None
+        sites = self.call_sites(scope)
+        if not sites:
+            return None
+        for site in sites:
+            if site.ctx.scope != MODULE_SCOPE or not self.trained_before(site):
+                return None
+            loop = site.ctx.loop
+            while loop is not None:
+                if self.loop_backprops(loop):
+                    return None
+                loop = loop.parent
+            if self.feeds_backward(site.node, MODULE_SCOPE):
+                return None
+        if self.smoke_test(effect) or self.feeds_backward(effect.node, scope):
+            return None
+        name = fn.node.name.value
+        return Evidence("callers", f"in `{name}()` (called after training, its result never backpropagated)", scope)
+
+    def _model_escapes(self, fn: Function, ref: str) -> bool:
+        """Whether function ``fn`` lets the model in its local ``ref`` out, where something could
+        train it: returns or yields it, binds it to another name, an attribute or a container,
+        hands it to a call (other than a load into it and builtins such as ``hasattr``), reads
+        its parameters, declares it global, or reads it in a nested function or lambda."""
+        index = self.m.index
+        nested = list(index.nodes((cst.FunctionDef, cst.Lambda), fn.node.body))
+        for found in index.nodes(cst.Name, fn.node.body):
+            if found.value != ref:
+                continue
+            holder = index.get(found)
+            if isinstance(holder, cst.Attribute) and holder.attr is found:
+                continue
+            if isinstance(holder, cst.Arg) and holder.keyword is found:
+                continue
+            if any(index.contains(inner, found) for inner in nested):
+                return True
+            if isinstance(holder, cst.AssignTarget):
+                continue  # rebound (what it gets is checked as a load by _weights_loaded)
+            if isinstance(holder, cst.Attribute):
+                if holder.attr.value in ("parameters", "named_parameters", "state_dict", "requires_grad_", "train"):
+                    return True
+                continue  # ``model.config``, ``model.to(device)``, ``model.get_encoder()``
+            if isinstance(holder, cst.Call) and holder.func is found:
+                continue  # the forward itself
+            if isinstance(holder, cst.Arg):
+                call = index.get(holder)
+                if isinstance(call, cst.Call) and (self._load_call(call) or self.qual(call.func) in _INSPECTING_BUILTINS):
+                    continue
+            return True  # returned, yielded, stored, handed on, global, in a container...
+        return False
+
     def smoke_test(self, effect: Effect) -> bool:
         """A forward of a model built right there and not trained or loaded by then (``net = Net();
         y = net(torch.randn(2, 3, 32, 32)); print(y.shape)``): a shape check, not evaluation.
@@ -963,6 +1059,130 @@ class EvaluationFacts:
             return None
         return Evidence("mode", f"after `{effect.ref}.eval()`")
 
+    # --- a forward whose output no gradient can flow from (ML002 only) --------------------------------
+    def output_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """A forward whose output is only ever read through what cuts it from autograd
+        (``model(x).detach()``, ``out = model(x)`` and every later read of ``out`` is
+        ``out.detach()``, ``out.argmax(1)``, ``out.item()``, ``out.cpu().numpy()``...), in code
+        that runs no backward pass (not in a loop that backpropagates, nor in a function that
+        does): nothing can ever use the graph it records, whatever its caller's grad mode or
+        its name (for ML002; it says nothing about eval mode). Not in model internals that
+        ``forward`` runs, framework hooks, unit tests or smoke tests."""
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        if fn is not None:
+            if self.managed(fn) or self.unit_test(fn) or self.trains(scope):
+                return None
+            if any(self.feeds_backward(site.node, site.ctx.scope) for site in self.call_sites(scope)):
+                return None  # a piece of a training step (a DQN loss's ``argmax`` of the online net)
+            if not self._returns_no_gradient(fn):
+                return None  # it hands back what may carry a gradient: a caller (here or elsewhere) may train on it
+            if fn.cls is not None and self.module_like(fn.cls, by_forward=False) and (
+                    fn.node.name.value in ("forward", "_forward", "__call__") or fn.key in self.methods_forward_runs(fn.cls)):
+                return None  # a model's internals: ``self.encoder(x).detach()`` is its stop-gradient
+        loop = effect.ctx.loop
+        while loop is not None:
+            if self.loop_backprops(loop):
+                return None
+            loop = loop.parent
+        if any(e.kind == BACKWARD for e in self.m.effects_in(scope)):
+            return None
+        if any(self._autograd_call(c) for c, _ in self.calls_in(scope)):
+            return None
+        if self.gradient_cut_output(effect) is None or self.smoke_test(effect):
+            return None
+        return Evidence("output", "whose output is only read detached from autograd")
+
+    def _returns_no_gradient(self, fn: Function) -> bool:
+        """Whether nothing ``fn`` returns can carry a gradient: it returns nothing, or only values
+        computed from no forward (``_forward_outputs``) or cut from autograd (``argmax``,
+        ``.item()``, ``.numpy()``...). A generator's values are unknown."""
+        tainted = self._forward_outputs(fn.key)
+        forwards = {e.node for e in self.m.effects_in(fn.key) if e.kind in (FORWARD, CALL)}
+        for value in _returned_values(self.m, fn.node):
+            if isinstance(value, cst.Name) and value.value == "__yield__":
+                return False
+            if self._no_gradient(value, fn.key, 2):
+                continue
+            reads = _reads(value)
+            if _hits(reads.refs, tainted) or set(reads.calls) & forwards:
+                return False
+        return True
+
+    def gradient_cut_output(self, effect: Effect) -> Optional[cst.CSTNode]:
+        """The statement-level expression that holds a forward's output when every read of it is
+        cut from autograd (see ``output_evidence``): the forward chained into a cutting method,
+        or the forward assigned alone to a local name every read of which is cut. None
+        otherwise."""
+        node = effect.node
+        if not isinstance(node, cst.Call):
+            return None
+        if self._cut_read(node):
+            return node
+        top = self._moved(node)
+        parent = self.m.index.get(top)
+        if not (isinstance(parent, cst.Assign) and parent.value is top and len(parent.targets) == 1):
+            return None
+        target = parent.targets[0].target
+        if not isinstance(target, cst.Name):
+            return None
+        name = target.value
+        body = self._scope_body(effect.ctx.scope)
+        if body is None:
+            return None
+        reads = 0
+        for found in self.m.index.nodes(cst.Name, body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if found.value != name or found is target:
+                continue
+            holder = self.m.index.get(found)
+            if isinstance(holder, cst.Attribute) and holder.attr is found:
+                continue  # ``x.out``: an attribute of that name
+            if isinstance(holder, (cst.Arg, cst.Param)) and getattr(holder, "keyword", None) is found:
+                continue  # ``f(out=...)``
+            if isinstance(holder, (cst.Global, cst.Nonlocal)) or isinstance(self.m.index.get(holder), (cst.Global, cst.Nonlocal)):
+                return None
+            if isinstance(holder, cst.AssignTarget) and holder.target is found:
+                continue  # rebound: what it then holds is read the same way (checked as reads)
+            if not self._cut_read(found):
+                return None
+            reads += 1
+        return parent if reads else None
+
+    def _moved(self, node: cst.CSTNode) -> cst.CSTNode:
+        """``node`` followed up through device and dtype moves (``model(x).to(device)``)."""
+        index = self.m.index
+        for _ in range(8):
+            parent = index.get(node)
+            call = index.get(parent) if isinstance(parent, cst.Attribute) and parent.value is node else None
+            if isinstance(call, cst.Call) and call.func is parent and parent.attr.value in _MOVES:
+                node = call
+                continue
+            break
+        return node
+
+    def _cut_read(self, node: cst.CSTNode) -> bool:
+        """Whether the value of ``node`` is read only through a method that cuts it from autograd,
+        after indexing and shape-preserving moves: ``out[0].permute(1, 2, 0).detach()``,
+        ``out.argmax(1)``, ``out.cpu().numpy()``."""
+        index = self.m.index
+        for _ in range(12):
+            parent = index.get(node)
+            if isinstance(parent, cst.Subscript) and parent.value is node:
+                node = parent
+                continue
+            if not (isinstance(parent, cst.Attribute) and parent.value is node):
+                return False
+            attr = parent.attr.value
+            call = index.get(parent)
+            if not (isinstance(call, cst.Call) and call.func is parent):
+                return False
+            if attr in GRADIENT_CUTS:
+                return True
+            if attr not in _MOVES and attr not in _RESHAPES:
+                return False
+            node = call
+        return False
+
     def evaluation_only_function(self, key: str) -> bool:
         """A function that may take ``@torch.no_grad()``: it evaluates and nothing else."""
         fn = self.m.functions.get(key)
@@ -982,6 +1202,10 @@ class EvaluationFacts:
             if effect.ctx.grad == "on":
                 return False
         return True
+
+
+# Builtins that only look at the object handed to them.
+_INSPECTING_BUILTINS = frozenset("hasattr isinstance getattr callable type id print repr str len".split())
 
 
 # lm-eval's abstract model interfaces (their subclasses write the whole evaluation themselves)

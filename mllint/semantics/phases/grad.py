@@ -112,14 +112,24 @@ class GradFacts:
         return False
 
     def _grad_off_statement_orders(self) -> List[Tuple[str, int]]:
-        """``torch.set_grad_enabled(False)`` (or of a flag) used as a statement: (scope, order) from where grad is (or may be) off."""
+        """``torch.set_grad_enabled(False)`` (or of a flag) used as a statement, or a grad-off
+        context entered by hand (``torch.no_grad().__enter__()``): (scope, order) from where
+        grad is (or may be) off."""
         if self._grad_off_statements is None:
-            from mllint.semantics.builder import SET_GRAD_ENABLED
+            from mllint.semantics.builder import GRAD_OFF_CONTEXTS, SET_GRAD_ENABLED
 
             found = []
             helpers: List[Tuple[str, str]] = []
             for call, ctx in self.m.calls:
-                qual = self.qual(call.func)
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "__enter__" and isinstance(func.value, cst.Call) \
+                        and self.qual(func.value.func) in GRAD_OFF_CONTEXTS:
+                    stmt = ctx.statement
+                    if isinstance(stmt, cst.SimpleStatementLine) and any(
+                            isinstance(s, cst.Expr) and s.value is call for s in stmt.body):
+                        found.append((ctx.scope, self.m.call_order.get(call, 0)))
+                    continue
+                qual = self.qual(func)
                 if qual in SET_GRAD_ENABLED or qual == "torch._C._set_grad_enabled":
                     # False, or a flag (``torch.set_grad_enabled(train_model)``: off in evaluation)
                     if call.args and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value != "True":

@@ -269,6 +269,12 @@ def torch_file_possible(facts) -> bool:
     return facts.has_class or facts.torch_project or any(facts.imports_module(p) for p in _TORCH_FAMILY)
 
 
+# Methods whose result carries no gradient: a forward's output read only through them
+# (``out.detach()``, ``out.argmax(1)``, ``out.cpu().numpy()``) needs no autograd graph
+# (EvaluationFacts.output_evidence).
+GRADIENT_CUTS = frozenset("detach detach_ item tolist numpy argmax argmin".split())
+
+
 def evaluation_possible(facts) -> bool:
     """`_evaluation_possible`, once per file."""
     return facts.once("evaluation_possible", _evaluation_possible)
