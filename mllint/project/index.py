@@ -74,7 +74,13 @@ class Project:
         self._callers: Dict[Tuple[str, str], List[Tuple[str, CallFacts]]] = {}
         self._indexed: Set[str] = set()  # files whose calls are in _callers
         self._instances: Dict[str, Dict[Tuple[str, str], str]] = {}
+        self._memos: Dict[str, dict] = {}
         self.torch = any("torch" in self.facts.header(rel)[1] for rel in self.facts)
+
+    def memo(self, name: str) -> dict:
+        """A dictionary kept with the project for one kind of derived answer (views are made per
+        file and question; what several of them ask again lives here)."""
+        return self._memos.setdefault(name, {})
 
     def imports_of(self, rel: str) -> Dict[str, str]:
         table = self._imports.get(rel)

@@ -4,7 +4,7 @@ elsewhere (classes it imports, callers of its own functions in other files)."""
 from __future__ import annotations
 
 import hashlib
-from typing import FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from mllint.project.facts import CallFacts, ClassFacts, FunctionFacts
 from mllint.project.index import Project
@@ -183,32 +183,46 @@ class ProjectView:
         or through a package ``__init__``) are searched: a subclass names its base."""
         if self.rel not in self.project.facts or cls not in self.project.classes_of(self.rel):
             return []
+        found = []
+        for rel, name in self._subclasses().get(cls, ()):
+            fn = self.project.functions_of(rel).get(f"{name}.{method}")
+            if fn is not None:
+                found.append((rel, fn))
+        return found
+
+    def _subclasses(self) -> Dict[str, List[Tuple[str, str]]]:
+        """{class of this file: (file, class name) of each class of an importing file that derives
+        from it}, from one pass over those files, kept per file (a file with many classes asks for
+        many methods; each pass over a package's importers would decode their facts again)."""
+        memo = self.project.memo("subclasses")
+        table = memo.get(self.rel)
+        if table is not None:
+            return table
         files = set(self.project.importers(self.rel))
         for other in list(files):
             if other.endswith("__init__.py"):
                 files |= self.project.importers(other)
         files.discard(self.rel)
-        found = []
-        for rel in sorted(files):
-            for facts in self.project.classes_of(rel).values():
-                if self._derives_from(rel, facts, cls, 0):
-                    fn = self.project.functions_of(rel).get(f"{facts.name}.{method}")
-                    if fn is not None:
-                        found.append((rel, fn))
-        return found
+        candidates = [(rel, facts) for rel in sorted(files) for facts in self.project.classes_of(rel).values()]
+        table = {}
+        for rel, facts in candidates:
+            for name in self._derived_from_here(rel, facts, 0, set()):
+                table.setdefault(name, []).append((rel, facts.name))
+        memo[self.rel] = table
+        return table
 
-    def _derives_from(self, rel: str, facts: ClassFacts, cls: str, depth: int) -> bool:
+    def _derived_from_here(self, rel: str, facts: ClassFacts, depth: int, out: set) -> set:
+        """The classes of this file that class `facts` of file `rel` derives from (up to 5 levels)."""
         if depth > 4:
-            return False
+            return out
         for base in facts.bases:
             parent = self.project.class_in(rel, base)
             if parent is None or parent[1] is facts:
                 continue
-            if parent[0] == self.rel and parent[1].name == cls:
-                return True
-            if self._derives_from(parent[0], parent[1], cls, depth + 1):
-                return True
-        return False
+            if parent[0] == self.rel:
+                out.add(parent[1].name)
+            self._derived_from_here(parent[0], parent[1], depth + 1, out)
+        return out
 
     def calls_of(self, rel: str, key: str) -> List[Tuple[str, CallFacts]]:
         """Every call of function `key` of file `rel` in the project: the calls from other files,
