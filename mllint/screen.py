@@ -428,14 +428,6 @@ def _child_nodes(node: ast.AST, kind: type) -> List[ast.AST]:
     return out
 
 
-def child_fields(kind: type) -> Tuple[str, ...]:
-    """The fields of a node class that `child_nodes` reads."""
-    fields = _CHILD_FIELDS.get(kind)
-    if fields is None:
-        fields = _CHILD_FIELDS[kind] = _child_fields(kind)
-    return fields
-
-
 def child_nodes(node: ast.AST) -> List[ast.AST]:
     """The child nodes of `node` that can hold code: no context, operator or constant fields
     (what a walk for calls, names and statements needs; faster than ``ast.iter_child_nodes``)."""

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
-from mllint.screen import child_fields, child_nodes, dotted, walk
+from mllint.screen import child_nodes, dotted, walk
 
 # Layer kinds (the words semantics/layers.py uses)
 DROPOUT = "dropout"
@@ -426,7 +426,6 @@ class _Walker:
         layers = self.layers[-1] if self.layers else None
         stack = [node]
         pop, extend = stack.pop, stack.extend
-        fields_of = _FIELDS
         while stack:
             current = pop()
             kind = type(current)
@@ -445,16 +444,7 @@ class _Walker:
                     layers.call(current)
             elif kind is ast.Attribute and layers is not None:
                 layers.attribute(current)
-            fields = fields_of.get(kind)
-            if fields is None:
-                fields = fields_of[kind] = child_fields(kind)
-            children = []
-            for name in fields:
-                value = getattr(current, name, None)
-                if type(value) is list:
-                    children.extend(item for item in value if isinstance(item, ast.AST))
-                elif isinstance(value, ast.AST):
-                    children.append(value)
+            children = child_nodes(current)
             children.reverse()
             extend(children)
 
@@ -512,7 +502,6 @@ class _Walker:
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
 
 
 class _Layers:
