@@ -158,15 +158,16 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
     from mllint.project import view_from_key
 
     view = view_from_key(getattr(options, "project", None))
-    implied = frozenset()
-    if view is not None and not _runs_for_no_implied_words(view, source, rules):
-        implied = view.implied_words()
-    active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source, implied)]
     if screen is None:
         screen = getattr(options, "screen", True)
+    verdict = _verdict_for(view, source) if screen else None
+    implied = frozenset()
+    if view is not None and not _runs_for_no_implied_words(verdict, source, rules):
+        implied = view.implied_words()
+    active = [rule for rule in rules if rule.check_noqa is None and rule.triggered_by(source, implied)]
     parsed_source = source  # what is parsed: the source, or a same-width stand-in for it
     renamed = None
-    stored = _stored_screen(view, source, implied, active) if screen else None
+    stored = _stored_screen(verdict, implied, active)
     if stored is not None:
         # The project's facts were read from this very text: it parses, and the screen's verdict
         # was computed from that parse (screen_verdict). Parse again only for a rule that runs.
@@ -297,13 +298,21 @@ def screen_verdict(tree: ast.Module, source: str) -> Optional[tuple]:
     return _text_digest(source), framework, tuple(passing), known
 
 
-def _stored_screen(view, source: str, implied: frozenset, active: Sequence[Rule]):
-    """(framework, codes passing the screen) that ``screen_verdict`` stored for this exact text
-    with the project's facts, or None (no project, another text, a rule it did not screen)."""
+def _verdict_for(view, source: str) -> Optional[tuple]:
+    """The verdict ``screen_verdict`` stored with the project's facts, when it was computed from
+    this exact text (None: no project, another text)."""
+    verdict = view.screen_verdict() if view is not None else None
+    if verdict is None or verdict[0] != _text_digest(source):
+        return None
+    return verdict
+
+
+def _stored_screen(verdict: Optional[tuple], implied: frozenset, active: Sequence[Rule]):
+    """(framework, codes passing the screen) of a stored verdict (`_verdict_for`) for the words
+    the project implies, or None (no verdict, a rule it did not screen)."""
     from mllint.project.view import IMPLIED_WORDS
 
-    verdict = view.screen_verdict() if view is not None else None
-    if verdict is None or not implied.issubset(IMPLIED_WORDS) or verdict[0] != _text_digest(source):
+    if verdict is None or not implied.issubset(IMPLIED_WORDS):
         return None
     digest, framework, passing, known = verdict
     if any(rule.screen is not None and rule.code not in known for rule in active):
@@ -312,15 +321,14 @@ def _stored_screen(view, source: str, implied: frozenset, active: Sequence[Rule]
     return framework, passing[bits]
 
 
-def _runs_for_no_implied_words(view, source: str, rules: Sequence[Rule]) -> bool:
-    """Whether the screen's verdict stored for this very text says that no rule runs on it,
-    whatever words the project implies: then the project is not asked which words it implies
-    (the callers of every function of the file, the classes it imports), for most files of a
+def _runs_for_no_implied_words(verdict: Optional[tuple], source: str, rules: Sequence[Rule]) -> bool:
+    """Whether a stored verdict (`_verdict_for`) says that no rule runs on this text, whatever
+    words the project implies: then the project is not asked which words it implies (the
+    callers of every function of the file, the classes it imports), for most files of a
     large project."""
     from mllint.project.view import IMPLIED_WORDS
 
-    verdict = view.screen_verdict()
-    if verdict is None or verdict[0] != _text_digest(source):
+    if verdict is None:
         return False
     _, framework, passing, known = verdict
     everything = frozenset(IMPLIED_WORDS)
