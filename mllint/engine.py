@@ -287,7 +287,6 @@ def screen_verdict(tree: ast.Module, source: str) -> Optional[tuple]:
             implied = frozenset(w for i, w in enumerate(IMPLIED_WORDS) if bits >> i & 1)
             facts.torch_project = "torch" in implied
             facts.project_words = implied
-            facts._memo = {}
             facts.implied_read = False
             passing.append(frozenset(rule.code for rule in candidates if rule.screen(facts)))
             if bits == 0 and not facts.implied_read:  # no screen asked: the same for every set

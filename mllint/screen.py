@@ -104,8 +104,8 @@ class Facts:
         "attr_calls", "zero_arg_attr_calls", "arg_attr_calls", "ref_attr_calls", "name_calls", "script_call_quals",
         "_script_call_dotted", "call_quals", "loop_call_quals", "loop_attr_calls",
         "identifiers", "imported_names", "function_names", "imports", "aliases", "for_loops", "has_loop", "has_class",
-        "eval_switch", "eval_split_arg", "tree", "_references", "_memo", "_call_dotted",
-        "_loop_call_dotted", "_call_names", "_torch_project", "_project_words", "implied_read",
+        "eval_switch", "eval_split_arg", "pretrained_build", "tree", "_references", "_call_dotted",
+        "_loop_call_dotted", "_call_names", "_torch_project", "_project_words", "implied_read", "_tree_memo",
     )
 
     def __init__(self) -> None:
@@ -129,9 +129,10 @@ class Facts:
         self.has_class = False
         self.eval_switch = False
         self.eval_split_arg = False  # a call given a string naming an evaluation split (``get_batch("val")``)
+        self.pretrained_build = False  # a call given ``pretrained=`` or ``weights=`` (``resnet18(pretrained=True)``)
         self.tree: Optional[ast.AST] = None
         self._references: Optional[Set[str]] = None
-        self._memo: Dict[str, bool] = {}
+        self._tree_memo: Dict[str, bool] = {}
         self._call_dotted: Set[str] = set()
         self._loop_call_dotted: Set[str] = set()
         self._call_names: Optional[Set[str]] = None
@@ -178,12 +179,14 @@ class Facts:
         """As ``ImportTable.imports_module``: an import binds `prefix` or something inside it."""
         return any(v == prefix or v.startswith(prefix + ".") for v in self.imports)
 
-    def once(self, key: str, compute: Callable[["Facts"], bool]) -> bool:
-        """``compute(self)``, computed once per file: several rules' screens share a
-        predicate (ML002 and ML005: ``words.evaluation_possible``)."""
-        found = self._memo.get(key)
+    def of_text(self, key: str, compute: Callable[["Facts"], bool]) -> bool:
+        """``compute(self)`` for a predicate of the text alone (not of the words the project
+        implies), computed once per file and shared by several rules' screens (ML002 and ML005:
+        ``words.evaluation_possible``) and by every set of implied words
+        (``engine.screen_verdict``)."""
+        found = self._tree_memo.get(key)
         if found is None:
-            found = self._memo[key] = compute(self)
+            found = self._tree_memo[key] = compute(self)
         return found
 
     def references(self) -> Set[str]:
@@ -275,6 +278,8 @@ def facts_of(tree: ast.AST) -> Facts:
                     facts.ref_attr_calls.add(func.attr)
             elif type(func) is Name:
                 facts.name_calls.add(func.id)
+            if node.keywords and not facts.pretrained_build:
+                facts.pretrained_build = any(k.arg in ("pretrained", "weights") for k in node.keywords)
             if not facts.eval_split_arg:
                 for arg in node.args + [k.value for k in node.keywords]:
                     if type(arg) is Constant and type(arg.value) is str and arg.value in EVAL_SPLITS:

@@ -108,16 +108,16 @@ from typing import Iterable, List, Optional, Set
 import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
-from mllint.semantics.model import CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
+from mllint.semantics.model import BACKWARD, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, Phases
 from mllint.semantics.roles import MODEL
-from mllint.semantics.phases.words import _LOAD_CALLS, GRADIENT_CUTS, eval_name_strength, evaluation_possible, torch_file_possible
+from mllint.semantics.phases.words import _LOAD_CALLS, cut_forward_possible, eval_name_strength, evaluation_possible, torch_file_possible
 
 CODE = "ML002"
 NAME = "inference-without-no-grad"
 MESSAGE = "forward pass in evaluation code runs with autograd on"
-TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward", "translat", "decod", "dev",
+TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "weights", "backward", "translat", "decod", "dev",
             "detach", "numpy", "item", "tolist", "argm", "step")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
@@ -132,14 +132,16 @@ def SCREEN(facts) -> bool:
     # a training flag (_flag_shared_forwards: a BACKWARD effect).
     # _project_helper_calls: a call of another file's function named for evaluation (its
     # protected callers elsewhere), or of an inherited method in evaluation code (the evidence above).
-    # output_evidence needs a call of a method that cuts a value from autograd (GRADIENT_CUTS);
+    # output_evidence needs a call of a method that cuts a value from autograd on what may be a
+    # forward's output (words.cut_forward_possible);
     # loaded_here_evidence a weights load in some function; after_training_evidence training in
     # the file (a backward pass or an optimizer step).
     return torch_file_possible(facts) and (
         evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward", "step"})
         or any(eval_name_strength(name) == "strong" for name in facts.call_names)
-        or not facts.call_names.isdisjoint(GRADIENT_CUTS)  # output_evidence: a forward's output read detached
+        or cut_forward_possible(facts)  # output_evidence: a forward's output read detached
         or any(_LOAD_CALLS.search(name) for name in facts.call_quals)  # loaded_here_evidence: a load in any function
+        or facts.pretrained_build  # ... or a model built with trained weights there
     )
 
 
@@ -354,19 +356,42 @@ def _flag_shared_forwards(model: FileModel, phases: Phases) -> Iterable[Finding]
         ]
         if not off_sites:
             continue
-        caller = model.code_of(off_sites[0].node.func) if isinstance(off_sites[0].node, cst.Call) else fn.node.name.value
-        # (no line numbers in the message or the detail: they change when a fix elsewhere
-        # moves the call, and the fixer would take the finding for a new one)
+        site = off_sites[0].node
+        caller = model.code_of(site.func) if isinstance(site, cst.Call) else fn.node.name.value
+        value = phases.argument_value(fn.key, site, flag)
+        # the value that evaluates (``cross_valid=True`` where the backward pass runs under
+        # ``if not cross_valid:``), and the backward pass's own condition for set_grad_enabled
+        setting = f"{flag}={model.code_of(value)}" if value is not None else flag
         message = (
             f"`{shorten(effect.ref, 16)}(...)` in `{shorten(fn.node.name.value, 20)}()` builds an autograd graph "
-            f"also when `{shorten(flag, 16)}` is off"
+            f"also with `{shorten(setting, 24)}`"
         )
         detail = (
-            f"The forward pass of `{effect.ref}` in `{fn.node.name.value}()` runs with autograd on also when "
-            f"`{flag}` is off (evaluation, as in the call `{shorten(caller, 40)}(...)` with it off): its activations "
-            f"are kept for a backward pass that never comes; run it under `torch.set_grad_enabled({flag})`."
+            f"The forward pass of `{effect.ref}` in `{fn.node.name.value}()` runs with autograd on also with "
+            f"`{setting}`, where no backward pass runs (evaluation, as in the call `{shorten(caller, 40)}(...)`): its "
+            f"activations are kept for a backward pass that never comes; run it under "
+            f"`torch.set_grad_enabled({_training_condition(model, phases, fn.key, flag)})`."
         )
+        # (no line numbers in the message or the detail: they change when a fix elsewhere
+        # moves the call, and the fixer would take the finding for a new one)
         yield model.finding(effect.node, CODE, NAME, message, None, detail, basis="structure")
+
+
+def _training_condition(model: FileModel, phases: Phases, key: str, flag: str) -> str:
+    """The condition on ``flag`` that the backward passes of function ``key`` run under, as
+    code (``is_train``, ``not cross_valid``, ``phase == "train"``); the flag itself when it
+    cannot be read."""
+    for effect in model.effects_in(key):
+        if effect.kind != BACKWARD:
+            continue
+        for cond in effect.ctx.conds:
+            if flag in _cond_words(cond.text) and cond.branch in ("if", "else"):
+                if cond.branch == "if":
+                    return cond.text
+                if isinstance(cond.node, cst.UnaryOperation) and isinstance(cond.node.operator, cst.Not):
+                    return model.code_of(cond.node.expression)
+                return f"not {cond.text}" if isinstance(cond.node, (cst.Name, cst.Attribute)) else f"not ({cond.text})"
+    return flag
 
 
 def _cond_words(text: str) -> List[str]:

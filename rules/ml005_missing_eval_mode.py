@@ -112,7 +112,7 @@ from mllint.semantics.phases.words import evaluation_possible, name_tokens, torc
 CODE = "ML005"
 NAME = "missing-eval-mode"
 MESSAGE = "model evaluated in training mode, or left in eval mode for training"
-TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "backward", "dev")
+TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "weights", "backward", "dev")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
 FRAMEWORK = "torch"  # left out for files of another framework (mllint/frameworks.py)
@@ -672,6 +672,28 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a backbone built with trained weights and fine-tuned in the same file: training, not inference
+    """
+import torch
+from torchvision import models
+
+model = models.resnet18(weights=models.ResNet18_Weights.DEFAULT)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for images, labels in loader:
+    loss = torch.nn.functional.cross_entropy(model(images), labels)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+""",
+    # built without trained weights (``pretrained=False``), its output only printed: a shape check
+    """
+import torch
+from torchvision import models
+
+def main():
+    model = models.resnet18(pretrained=False)
+    print(model(torch.randn(2, 3, 224, 224)).shape)
+""",
     # the same `translate()` run only on a freshly built model (nothing is trained before it)
     """
 import torch
@@ -2051,6 +2073,39 @@ for step, (x, y) in enumerate(train_loader):
         model.eval()
         with torch.no_grad():
             print(step, criterion(model(x_val), y_val).item())
+""",
+    ),
+    # a model built with trained weights by its constructor (torchvision's ``pretrained=True``,
+    # ``weights=...``) comes in training mode: single-image inference in main() uses batch statistics
+    Example(
+        """
+import torch
+from torchvision import models
+from PIL import Image
+from torchvision.transforms.functional import to_tensor
+
+
+def main(path):
+    model = models.resnet18(pretrained=True)
+    image = to_tensor(Image.open(path)).unsqueeze(0)
+    with torch.no_grad():
+        out = model(image)
+    print(out.argmax(1).item())
+""",
+        fixed="""
+import torch
+from torchvision import models
+from PIL import Image
+from torchvision.transforms.functional import to_tensor
+
+
+def main(path):
+    model = models.resnet18(pretrained=True)
+    image = to_tensor(Image.open(path)).unsqueeze(0)
+    model.eval()
+    with torch.no_grad():
+        out = model(image)
+    print(out.argmax(1).item())
 """,
     ),
     # an inference script that loads weights and never switches to eval mode

@@ -221,3 +221,43 @@ def test_ml005_parameter_is_what_every_caller_passes():
             return evaluate(model, val_loader)
         """)
     assert finding.message.endswith("its dropout and batch norm act as in training")
+
+
+def _ml002(source: str):
+    source = textwrap.dedent(source).strip("\n") + "\n"
+    return [f for f in lint_source(source, "script.py", [all_rules()["ML002"]]) if f.code == "ML002"]
+
+
+def test_ml002_after_eval_names_the_switch_as_written():
+    # the evaluation switched the whole model; the forward runs one of its parts
+    findings = _ml002("""
+        import torch
+        from vae import VAE
+        model = VAE()
+        model.eval()
+        z = torch.randn(16, 20)
+        sample = model.decoder(z)
+        print(sample.shape)
+        """)
+    assert findings and all("after `model.eval()`" in f.message for f in findings), [f.message for f in findings]
+
+
+@pytest.mark.parametrize("test,call,value,condition", [
+    ("if not cross_valid:", "run_epoch(model, loader, cross_valid=True)", "cross_valid=True", "not cross_valid"),
+    ("if is_train:", "run_epoch(model, loader, is_train=False)", "is_train=False", "is_train"),
+    ("if phase == 'train':", "run_epoch(model, loader, phase='val')", "phase='val'", "phase == 'train'"),
+])
+def test_ml002_shared_epoch_names_the_value_that_evaluates(test, call, value, condition):
+    param = test.split()[-1].rstrip(":") if "==" not in test else "phase"
+    findings = _ml002(f"""
+        import torch
+        def run_epoch(model, loader, {param}):
+            for x, y in loader:
+                loss = model(x).sum()
+                {test}
+                    loss.backward()
+        {call}
+        """)
+    assert len(findings) == 1, findings
+    assert f"also with `{value}`" in findings[0].message, findings[0].message
+    assert f"torch.set_grad_enabled({condition})" in findings[0].detail, findings[0].detail

@@ -111,7 +111,9 @@ def test_ml002_ml005_need_evaluation_evidence():
                      "for x in testloader:\n    out = net(x)\n",
                      "out = net(loaders['val'])\n",
                      "net.eval()\nout = net(x)\n",
-                     "net.load_state_dict(sd)\nout = net(x)\n"):
+                     "net.load_state_dict(sd)\nout = net(x)\n",
+                     "net = resnet18(pretrained=True)\nout = net(x)\n",
+                     "def main():\n    net = resnet50(weights='IMAGENET1K_V2')\n    return net(x)\n"):
         code = "import torch\n" + evidence
         assert passes(code, "ML002") and passes(code, "ML005"), evidence
     # a training flag switched off at a call: an evaluation for both (ML005: in training mode)
@@ -129,6 +131,24 @@ def test_ml002_ml005_need_evaluation_evidence():
     assert not passes("import torch\nnet(x, n=args.test_batch_size, valid=1)\n", "ML002")
     # no torch import and no class: not a torch file
     assert not passes("def evaluate(model, x):\n    return model(x)\n", "ML002")
+
+
+def test_ml002_output_read_detached_needs_a_call_that_may_be_a_forward():
+    # output_evidence: a forward's output read only through a cut (.item(), .argmax(), .numpy())
+    for shape in ("print(net(x).argmax(1))\n",
+                  "out = net(x)\nprint(out.detach())\n",
+                  "out = net(x).cpu()\nprint(out[0].permute(1, 2, 0).numpy())\n",
+                  "def show(x):\n    return self.encoder(x)[0].tolist()\n"):
+        assert passes("import torch\n" + shape, "ML002"), shape
+    # cuts of library values and builtins: no forward can be read there
+    for shape in ("dpr = torch.linspace(0, 0.1, 12).tolist()\n",
+                  "n = np.array(x).argmax()\n",
+                  "import torch.nn.functional as F\nk = F.pad(x, (1, 1)).numpy()\n",
+                  "size = len(x).item()\nv = x.item()\n",
+                  "w = torch.zeros(3)\nw.detach()\n"):
+        assert not passes("import torch\nimport numpy as np\n" + shape, "ML002"), shape
+    # a name bound from a call that may be a forward, read through a cut elsewhere in the file
+    assert passes("import torch\ny = net(x)\ndef report():\n    return y.item()\n", "ML002")
 
 
 def test_ml002_ml005_mode_switches_that_are_evidence():

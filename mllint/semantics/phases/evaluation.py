@@ -25,6 +25,8 @@ from mllint.semantics.model import (
 from mllint.semantics.names import dotted, ref_of, shorten
 from mllint.semantics.phases.flow import _hits, _reads
 from mllint.semantics.phases.words import (
+    MOVES,
+    RESHAPES,
     _BUILTINS,
     _FRAMEWORK_BASES,
     _LIGHTNING_EVAL_HOOKS,
@@ -126,22 +128,39 @@ def _selects_by(m: FileModel, node: cst.FunctionDef, param: str) -> bool:
     return bool(found) and all(found)
 
 
+def _pretrained_build(expr: cst.BaseExpression) -> bool:
+    """A model built with trained weights by its constructor: ``resnet18(pretrained=True)``,
+    ``timm.create_model(name, pretrained=True)``, torchvision's ``resnet50(weights="IMAGENET1K_V1")``
+    or ``weights=ResNet50_Weights.DEFAULT``. Only literal values: ``pretrained=args.pretrained``
+    says nothing either way."""
+    if not isinstance(expr, cst.Call):
+        return False
+    for arg in expr.args:
+        if arg.keyword is None:
+            continue
+        if arg.keyword.value == "pretrained" and isinstance(arg.value, cst.Name) and arg.value.value == "True":
+            return True
+        if arg.keyword.value == "weights":
+            value = arg.value
+            if isinstance(value, cst.SimpleString) and value.evaluated_value not in ("", None):
+                return True
+            chain = dotted(value) if isinstance(value, (cst.Attribute, cst.Name)) else None
+            if chain and any(part.endswith("_Weights") for part in chain.split(".")):
+                return True  # ResNet50_Weights.DEFAULT, models.ResNet50_Weights.IMAGENET1K_V2
+    return False
+
+
 def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
     """The value under indexing and device/dtype moves: ``get_batch("val")[0].to(device)``."""
     for _ in range(6):
         if isinstance(expr, cst.Subscript):
             expr = expr.value
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MOVES:
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in MOVES:
             expr = expr.func.value
         else:
             break
     return expr
 
-
-_MOVES = frozenset("to cuda cpu float half double long int bfloat16 contiguous".split())
-
-# Methods that only reshape what they are given (followed up to a cut, words.GRADIENT_CUTS).
-_RESHAPES = frozenset("squeeze unsqueeze view reshape permute transpose flatten".split())
 
 
 # --- results ---------------------------------------------------------------------------------------------
@@ -961,6 +980,8 @@ class EvaluationFacts:
             if ctx.scope == scope and any(related(t, ref) or related(t, canonical) for t in targets):
                 if any(self._load_call(c) for c in _reads(value).calls) or (isinstance(value, cst.Call) and self._load_call(value)):
                     return True
+                if _pretrained_build(_unwrapped(value)):
+                    return True
         return False
 
     # --- one function for training and evaluation, under a flag ------------------------------------------
@@ -1053,11 +1074,14 @@ class EvaluationFacts:
         modes = self.mode_at(effect, effect.ref)
         if modes != {"eval"}:
             return None
-        if not any(e.kind == "eval" and e.order < effect.order and related(e.ref, effect.ref) for e in self.events(scope)):
+        switches = [e for e in self.events(scope) if e.kind == "eval" and e.order < effect.order and related(e.ref, effect.ref)]
+        if not switches:
             return None  # eval mode set by a caller: too far away to call this evaluation code
         if self.feeds_backward(effect.node, scope):
             return None
-        return Evidence("mode", f"after `{effect.ref}.eval()`")
+        # the switch as written (``model.eval()`` before ``model.decoder(z)``)
+        switched = max(switches, key=lambda e: e.order).ref
+        return Evidence("mode", f"after `{switched}.eval()`")
 
     # --- a forward whose output no gradient can flow from (ML002 only) --------------------------------
     def output_evidence(self, effect: Effect) -> Optional[Evidence]:
@@ -1154,7 +1178,7 @@ class EvaluationFacts:
         for _ in range(8):
             parent = index.get(node)
             call = index.get(parent) if isinstance(parent, cst.Attribute) and parent.value is node else None
-            if isinstance(call, cst.Call) and call.func is parent and parent.attr.value in _MOVES:
+            if isinstance(call, cst.Call) and call.func is parent and parent.attr.value in MOVES:
                 node = call
                 continue
             break
@@ -1178,7 +1202,7 @@ class EvaluationFacts:
                 return False
             if attr in GRADIENT_CUTS:
                 return True
-            if attr not in _MOVES and attr not in _RESHAPES:
+            if attr not in MOVES and attr not in RESHAPES:
                 return False
             node = call
         return False

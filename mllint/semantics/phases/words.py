@@ -273,11 +273,76 @@ def torch_file_possible(facts) -> bool:
 # (``out.detach()``, ``out.argmax(1)``, ``out.cpu().numpy()``) needs no autograd graph
 # (EvaluationFacts.output_evidence).
 GRADIENT_CUTS = frozenset("detach detach_ item tolist numpy argmax argmin".split())
+# Methods that move a value to a device or dtype, and methods that only reshape it: followed
+# from a forward's output up to a cut (EvaluationFacts.gradient_cut_output).
+MOVES = frozenset("to cuda cpu float half double long int bfloat16 contiguous".split())
+RESHAPES = frozenset("squeeze unsqueeze view reshape permute transpose flatten".split())
+# Libraries whose functions are not models (``torch.arange(n).tolist()``, ``np.array(x).argmax()``),
+# and builtins that return no tensor of a model.
+_NO_MODEL_LIBRARIES = frozenset("torch numpy math scipy pandas random itertools functools operator einops".split())
+_NO_MODEL_BUILTINS = frozenset(
+    "len range sum max min abs round float int list tuple sorted zip enumerate map dict set str bool any all iter next".split())
+
+
+def cut_forward_possible(facts) -> bool:
+    """Over-approximates ``EvaluationFacts.output_evidence`` from the screen's facts: a call of a
+    method that cuts autograd (``GRADIENT_CUTS``) whose receiver, through subscripts, moves and
+    reshapes, is a call that may be a forward (not of a function of the libraries above, nor of
+    a builtin), or a name assigned anywhere in the file from such a call (``out = model(x)`` then
+    ``out.argmax(1)``). Once per file; without the tree, any cut call counts."""
+    if facts.call_names.isdisjoint(GRADIENT_CUTS):
+        return False
+    return facts.of_text("cut_forward_possible", _cut_forward_possible)
+
+
+def _cut_forward_possible(facts) -> bool:
+    import ast
+
+    tree = facts.tree
+    if tree is None:
+        return True
+    libraries = {local for local, fulls in facts.aliases.items()
+                 if any(full.split(".")[0] in _NO_MODEL_LIBRARIES for full in fulls)}
+
+    def root(expr):
+        while True:
+            if isinstance(expr, ast.Subscript):
+                expr = expr.value
+            elif (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+                  and expr.func.attr in MOVES | RESHAPES):
+                expr = expr.func.value
+            else:
+                return expr
+
+    def may_forward(expr) -> bool:
+        if not isinstance(expr, ast.Call):
+            return False
+        head = expr.func
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        if isinstance(head, ast.Name) and (
+                head.id in libraries or head is expr.func and head.id in _NO_MODEL_BUILTINS):
+            return False
+        return True
+
+    assigned = set()
+    cut_names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and may_forward(root(node.value)):
+                assigned.add(node.targets[0].id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in GRADIENT_CUTS:
+            receiver = root(node.func.value)
+            if may_forward(receiver):
+                return True
+            if isinstance(receiver, ast.Name):
+                cut_names.add(receiver.id)
+    return not cut_names.isdisjoint(assigned)
 
 
 def evaluation_possible(facts) -> bool:
     """`_evaluation_possible`, once per file."""
-    return facts.once("evaluation_possible", _evaluation_possible)
+    return facts.of_text("evaluation_possible", _evaluation_possible)
 
 
 def _evaluation_possible(facts) -> bool:
@@ -301,6 +366,8 @@ def _evaluation_possible(facts) -> bool:
         return True  # an evaluation harness's model class: every method of it evaluates
     # script_evidence: a load in the forward's own scope, module level or main()/run()...
     if any(_LOAD_CALLS.search(name) for name in facts.script_call_quals):
+        return True
+    if facts.pretrained_build:  # ... or a model built with trained weights (``resnet18(pretrained=True)``)
         return True
     # a test suite's test functions are unit tests (EvaluationFacts.unit_test): no evidence
     suite = facts.imports_module("pytest") or facts.imports_module("unittest")
