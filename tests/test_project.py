@@ -270,6 +270,48 @@ def test_trainer_without_torch_import_of_its_own(tmp_path):
     assert "dropout" in next(f for f in found if f["code"] == "ML005")["message"]  # Net's layers, from models.py
 
 
+def test_star_imports_of_the_project_bind_torch_and_its_helpers(tmp_path):
+    # an agent written against ``from ..network import *`` (which star-imports a module that
+    # imports torch): torch code, and the names it gets that way resolve to their files
+    forget()
+    make_project(tmp_path, {
+        "rl/__init__.py": "",
+        "rl/network/__init__.py": "from .utils import *\nfrom .heads import *\n",
+        "rl/network/utils.py": "import torch\nimport torch.nn as nn\n\ndef to_np(t):\n    return t.cpu().detach().numpy()\n",
+        "rl/network/heads.py": MODELS,
+        "rl/agent/dqn.py": """\
+            from ..network import *
+
+
+            class Agent:
+                def __init__(self, network):
+                    self.network = network
+
+                def eval_step(self, state):
+                    q = self.network(state)
+                    return to_np(q.argmax(-1))
+
+                def act(self, state):
+                    with torch.no_grad():
+                        return self.network(state).argmax(-1)
+            """,
+        "rl/agent/plain.py": "from os.path import *\n\ndef evaluate(net, x):\n    return net(x)\n",
+    })
+    found = lint_json(tmp_path, "rl/agent/dqn.py")
+    assert codes_at(found, "rl/agent/dqn.py") == [("ML002", 9), ("ML005", 9)]  # torch.no_grad() in act() is known
+    # a star import of something that is not the project's torch code makes no torch file
+    assert codes_at(lint_json(tmp_path, "rl/agent/plain.py"), "rl/agent/plain.py") == []
+    rels = [str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.py")]
+    facts, _, _ = load_facts(str(tmp_path), rels, None)
+    project = Project(str(tmp_path), facts)
+    assert project.star_modules("rl/agent/dqn.py") == ("rl/network/__init__.py",)
+    assert project.star_torch("rl/agent/dqn.py") and not project.star_torch("rl/agent/plain.py")
+    found = project.resolve("..network.to_np", "rl/agent/dqn.py")
+    assert found is not None and (found.rel, found.kind) == ("rl/network/utils.py", "function")
+    call = next(c for c in project.facts["rl/agent/dqn.py"].calls if c.callee == "to_np")
+    assert project.called("rl/agent/dqn.py", call).rel == "rl/network/utils.py"
+
+
 def test_mode_layers_of_a_model_defined_elsewhere(tmp_path):
     forget()
     make_project(tmp_path, {"models.py": MODELS, "ev.py": """\

@@ -3,7 +3,8 @@
 What the rules of another file may need to know about this one, and nothing more:
 
 - ``imports``: local name -> qualified name as written (``from .models import Net`` ->
-  ``.models.Net``; relative names keep their dots and are resolved by the project index);
+  ``.models.Net``; relative names keep their dots and are resolved by the project index); a
+  star import (``from ..network import *``) as ``*0`` -> ``..network`` (``*1`` the next);
 - ``classes``: each class's bases (dotted, as written), methods, the mode-dependent layers it
   builds or calls (dropout, batch norm, ``self.training``), the classes it builds as
   submodules, and what its ``forward`` returns when every return is one kind of probability;
@@ -54,7 +55,7 @@ SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfl
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 7
+FACTS_VERSION = 8
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -362,7 +363,9 @@ class _Walker:
             return
         base = "." * node.level + (node.module or "")
         for alias in node.names:
-            if alias.name == "*":
+            if alias.name == "*":  # ``from ..network import *``: kept as ``*N`` -> the module (index.star_modules)
+                if base:
+                    self.imports[f"*{sum(1 for k in self.imports if k[:1] == '*')}"] = base
                 continue
             local = alias.asname or alias.name
             self.imports[local] = f"{base}.{alias.name}" if base and not base.endswith(".") else base + alias.name

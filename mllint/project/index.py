@@ -184,7 +184,43 @@ class Project:
         imported = self.imports_of(rel).get(name)  # re-exported: ``from .models import Net``
         if imported is not None:
             return self.resolve(".".join([imported] + rest[1:]), rel, depth + 1)
+        if depth < _MAX_DEPTH:
+            for star in self.star_modules(rel):  # re-exported by ``from .models import *``
+                found = self._lookup(star, rest, depth + 1)
+                if found is not None:
+                    return found
         return None
+
+    def star_modules(self, rel: str) -> Tuple[str, ...]:
+        """The project files that file `rel` star-imports (``from ..network import *``), in order."""
+        memo = self.memo("star_modules")
+        found = memo.get(rel)
+        if found is None:
+            files = []
+            for local, qualified in self.imports_of(rel).items():
+                if local[:1] == "*":
+                    target = self.module_file(qualified, rel)
+                    if target is not None and target != rel:
+                        files.append(target)
+            found = memo[rel] = tuple(files)
+        return found
+
+    def star_torch(self, rel: str) -> bool:
+        """Whether what file `rel` star-imports from the project, directly or through further
+        star imports, binds torch names (a module that imports torch) or defines ``nn.Module``
+        classes: a file written against ``from ..network import *`` is torch code."""
+        memo = self.memo("star_torch")
+        if rel in memo:
+            return memo[rel]
+        memo[rel] = False  # (cycles)
+        found = False
+        for star in self.star_modules(rel):
+            if "torch" in self.frameworks_of(star) or any(
+                    self.is_module(star, cls) for cls in self.classes_of(star).values()) or self.star_torch(star):
+                found = True
+                break
+        memo[rel] = found
+        return found
 
     def method_of(self, rel: str, cls: ClassFacts, method: str, seen: Set) -> Optional[Defined]:
         """The method a project class runs for ``method``: its own, else a project base class's."""
@@ -346,6 +382,11 @@ class Project:
         if head in imports:
             found = self.resolve(imports[head] + ("." + tail if tail else ""), rel)
             return found if found is not None and found.kind == "function" else None
+        if not tail and self.star_modules(rel) and head not in self.functions_of(rel) and head not in self.classes_of(rel):
+            for star in self.star_modules(rel):  # a function a star import binds
+                found = self._lookup(star, [head], 1)
+                if found is not None:
+                    return found if found.kind == "function" else None
         if not tail or "." in tail:
             return None
         instances = self._instances_of(rel)

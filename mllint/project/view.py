@@ -43,6 +43,8 @@ class ProjectView:
                             self.project.is_module(module, cls) for cls in self.project.classes_of(module).values()):
                         cached = True
                         break
+            if not cached and self.rel in self.project.facts and self.project.star_torch(self.rel):
+                cached = True  # ``from ..network import *``, where the project's torch names come from
             self._torch_imports = cached
         return cached
 
