@@ -129,7 +129,7 @@ class Facts:
         self.has_class = False
         self.eval_switch = False
         self.eval_split_arg = False  # a call given a string naming an evaluation split (``get_batch("val")``)
-        self.pretrained_build = False  # a call given ``pretrained=`` or ``weights=`` (``resnet18(pretrained=True)``)
+        self.pretrained_build = False  # a call given trained weights (``resnet18(pretrained=True)``)
         self.tree: Optional[ast.AST] = None
         self._references: Optional[Set[str]] = None
         self._tree_memo: Dict[str, bool] = {}
@@ -227,6 +227,24 @@ class Facts:
         return self
 
 
+def _pretrained_keyword(keyword: ast.keyword) -> bool:
+    """``pretrained=True``, ``weights="IMAGENET1K_V1"``, ``weights=ResNet50_Weights.DEFAULT``:
+    a constructor given trained weights (``evaluation._pretrained_build``); not
+    ``pretrained=pretrained`` or ``weights=None``."""
+    value = keyword.value
+    if keyword.arg == "pretrained":
+        return type(value) is ast.Constant and value.value is True
+    if keyword.arg != "weights":
+        return False
+    if type(value) is ast.Constant:
+        return type(value.value) is str and value.value != ""
+    while type(value) is ast.Attribute:
+        if value.attr.endswith("_Weights"):
+            return True
+        value = value.value
+    return type(value) is ast.Name and value.id.endswith("_Weights")
+
+
 def _false_mode(call: ast.Call) -> bool:
     """``x.train(False)`` / ``x.train(mode=False)``: the literal the builder reads as EVAL."""
     first = call.args[0] if call.args else None
@@ -279,7 +297,7 @@ def facts_of(tree: ast.AST) -> Facts:
             elif type(func) is Name:
                 facts.name_calls.add(func.id)
             if node.keywords and not facts.pretrained_build:
-                facts.pretrained_build = any(k.arg in ("pretrained", "weights") for k in node.keywords)
+                facts.pretrained_build = any(_pretrained_keyword(k) for k in node.keywords)
             if not facts.eval_split_arg:
                 for arg in node.args + [k.value for k in node.keywords]:
                     if type(arg) is Constant and type(arg.value) is str and arg.value in EVAL_SPLITS:
