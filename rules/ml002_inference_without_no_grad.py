@@ -162,13 +162,15 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue
         if _named_method(effect):
             continue  # model.predict(x) of a class we cannot see may run under no_grad itself
+        if _plain_class_without_graph(model, phases, effect):
+            continue  # ``self.forward(x)`` of a from-scratch class with no tensor that requires grad
         if _forward_turns_grad_off(model, effect.ref, effect.ctx.scope):
             continue  # model(x, mode="inference") whose forward runs that branch under no_grad
         evidence = (phases.evidence(effect) or phases.mode_evidence(effect) or phases.loaded_here_evidence(effect)
                     or phases.after_training_evidence(effect) or phases.output_evidence(effect))
         if evidence is None or not _result_is_gradient_free(phases, effect.ctx.scope):
             continue
-        message = f"`{shorten(effect.ref)}(...)` {evidence.brief} builds an autograd graph for nothing"
+        message = f"`{shorten(_called(effect))}(...)` {evidence.brief} builds an autograd graph for nothing"
         detail = (
             f"The forward pass of `{effect.ref}` {evidence.text} keeps its activations for a backward pass that "
             f"never comes (memory and time); run it under `torch.no_grad()` or `torch.inference_mode()`."
@@ -186,6 +188,33 @@ def check(model: FileModel) -> Iterable[Finding]:
     yield from _flag_shared_forwards(model, phases)
     yield from _disagreeing_calls(model, phases, inference_helpers, unprotected_in, at_calls)
     yield from _project_helper_calls(model, phases)
+
+
+def _called(effect: Effect) -> str:
+    """The forward's callee as the code writes it: ``self.forward`` for ``self.forward(x)``,
+    the model's reference otherwise (``model(x)``, ``self.encoder(x)``)."""
+    node = effect.node
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "forward":
+        return f"{effect.ref}.forward"
+    return effect.ref
+
+
+def _plain_class_without_graph(model: FileModel, phases: Phases, effect: Effect) -> bool:
+    """``self.forward(x)`` in a class that is no ``nn.Module`` (``Phases.plain_class_of``) whose
+    code asks no tensor to require a gradient (no ``requires_grad``, no ``Parameter``) and whose
+    ``forward`` runs no model of its own: its weights are plain tensors (a perceptron updated by
+    hand), so no autograd graph is recorded."""
+    if effect.ref != "self":
+        return False
+    cls = phases.plain_class_of(effect.ctx.scope)
+    if cls is None:
+        return False
+    text = model.code_of(model.classes[cls].node)
+    if "requires_grad" in text or "Parameter" in text:
+        return False
+    key = model.method_key(cls, "forward")
+    summary = model.summaries.get(key) if key is not None else None
+    return not (summary is not None and summary.forwards)
 
 
 def _switched_or_model(model: FileModel, phases: Phases, ref: str, scope: str) -> bool:
@@ -633,6 +662,29 @@ def _fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evidence) -
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a from-scratch class (no nn.Module) whose weights are plain tensors updated by hand: its
+    # forward records no autograd graph, in evaluate() or anywhere
+    """
+import torch
+
+
+class Perceptron:
+    def __init__(self, n):
+        self.w = torch.zeros(n, 1)
+        self.b = torch.zeros(1)
+
+    def forward(self, x):
+        return torch.where(x @ self.w + self.b > 0.0, 1.0, 0.0)
+
+    def update(self, x, y):
+        errors = y - self.forward(x).reshape(-1)
+        self.w += (errors @ x).reshape(-1, 1)
+        self.b += errors.sum()
+
+    def evaluate(self, x, y):
+        predictions = self.forward(x).reshape(-1)
+        return (predictions == y).float().mean().item()
+""",
     # ``dev`` alone is a device, not the development split
     """
     import torch
@@ -1382,6 +1434,42 @@ def main(model, loader, val_x, opt):
 ]
 
 INVALID = [
+    # the same kind of class with weights that require gradients: its evaluate() records a graph
+    Example(
+        """
+import torch
+
+
+class LogReg:
+    def __init__(self, n):
+        self.w = torch.zeros(n, 1, requires_grad=True)
+        self.b = torch.zeros(1, requires_grad=True)
+
+    def forward(self, x):
+        return torch.sigmoid(x @ self.w + self.b)
+
+    def evaluate(self, x, y):
+        probas = self.forward(x).reshape(-1)
+        return ((probas > 0.5).float() == y).float().mean().item()
+""",
+        fixed="""
+import torch
+
+
+class LogReg:
+    def __init__(self, n):
+        self.w = torch.zeros(n, 1, requires_grad=True)
+        self.b = torch.zeros(1, requires_grad=True)
+
+    def forward(self, x):
+        return torch.sigmoid(x @ self.w + self.b)
+
+    @torch.no_grad()
+    def evaluate(self, x, y):
+        probas = self.forward(x).reshape(-1)
+        return ((probas > 0.5).float() == y).float().mean().item()
+""",
+    ),
     # a language model's own generate(): what it returns is built from ``.data`` of the output
     Example(
         """

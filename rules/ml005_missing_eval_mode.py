@@ -234,7 +234,7 @@ def _helper_forwards(model: FileModel, phases: Phases) -> List[Effect]:
             continue  # a method of a model, or of a class with a forward of its own (an ensemble
             # wrapper): the modes of its parts are its business (``agent.pi(x)``, ``ens.forward(x)``)
         mapping = effect.args or {}
-        for ref in sorted(summary.forwards):
+        for ref in _outermost(summary.forwards):
             head = ref.split(".", 1)[0].split("[", 1)[0]
             if fn is not None and head in fn.params and head not in mapping:
                 continue  # a parameter the call leaves at its default
@@ -243,6 +243,12 @@ def _helper_forwards(model: FileModel, phases: Phases) -> List[Effect]:
                 continue
             out.append(Effect(FORWARD, translated, effect.node, effect.ctx, effect.order))
     return out
+
+
+def _outermost(refs) -> List[str]:
+    """The references of `refs` that are no submodule of another (``net`` runs ``net.linear_1``
+    when it runs: one model, one finding at the call)."""
+    return [ref for ref in sorted(refs) if not any(ref.startswith(other + ".") for other in refs if other != ref)]
 
 
 def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
@@ -2106,6 +2112,35 @@ def main(path):
     with torch.no_grad():
         out = model(image)
     print(out.argmax(1).item())
+""",
+    ),
+    # the imported class called once to build the network, rebinding its own name: the constructor
+    # is no evaluation; the forward under no_grad is
+    Example(
+        """
+import torch
+from models import net
+
+if __name__ == "__main__":
+    net = net(6)
+    net.load_state_dict(torch.load("model.pt"))
+    obs = torch.rand(1, 4)
+    with torch.no_grad():
+        q = net(obs)
+    print(q.argmax().item())
+""",
+        fixed="""
+import torch
+from models import net
+
+if __name__ == "__main__":
+    net = net(6)
+    net.load_state_dict(torch.load("model.pt"))
+    obs = torch.rand(1, 4)
+    net.eval()
+    with torch.no_grad():
+        q = net(obs)
+    print(q.argmax().item())
 """,
     ),
     # an inference script that loads weights and never switches to eval mode

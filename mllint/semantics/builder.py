@@ -332,6 +332,7 @@ class _Builder(cst.CSTVisitor):
                 # ``import model`` then ``model = model.mnist(...)``: from here on the name holds
                 # what the module built, not the module
                 del self.m.imports.aliases[name]
+                self.m.rebinding_import_calls.add(node.value)
         self._record_assignment(tuple(targets), node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:

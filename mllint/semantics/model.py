@@ -231,6 +231,9 @@ class FileModel:
         self.lambda_calls: Dict[cst.CSTNode, List[cst.Call]] = {}  # lambda -> the calls in its body
         self.aliases = ScopedTable(self)  # ref -> the ref it was assigned from (model = net; net.to(dev))
         self.iteration_vars: Set[str] = set()  # names bound by loops/comprehensions
+        # calls of an imported name that rebind it (``from models import net`` then ``net = net(n)``):
+        # the import's class or factory ran there, whatever the name holds afterwards
+        self.rebinding_import_calls: Set[cst.CSTNode] = set()
         self.summaries: Dict[str, Summary] = {}
         from mllint.semantics.options import DEFAULT
 

@@ -261,6 +261,8 @@ class FileFacts:
         for effect in self.m.effects:
             if effect.kind != FORWARD or effect.node in seen or not self._is_model_call(effect.ref, effect.ctx.scope):
                 continue
+            if effect.node in self.m.rebinding_import_calls:
+                continue  # ``net = net(n_actions)`` after ``from models import net``: the constructor
             if isinstance(effect.node, cst.Call) and not effect.node.args:
                 continue  # ``model.fuse_model()``: a method, not a forward (a model needs an input)
             seen.add(effect.node)
@@ -296,7 +298,31 @@ class FileFacts:
             if not self.m.has_role(effect.ref, R.MODEL, scope, by_name=False) \
                     and self.m.instance_of.get(scope, effect.ref) is None:
                 return True
+        if effect.ref == "self" and self.plain_class_of(effect.ctx.scope) is not None:
+            return True  # ``self.forward(x)`` of a from-scratch class (``class Perceptron():``)
         return False
+
+    def plain_class_of(self, scope: str) -> Optional[str]:
+        """The class whose method ``scope`` is, when the code shows it is no ``nn.Module``: no
+        base class but ``object``, or only bases of this file that are such classes (a
+        from-scratch ``class Perceptron():`` with a ``forward`` of its own). None otherwise
+        (a module, or bases we cannot see)."""
+        cls = self.m.class_scope_of(scope)
+        if cls is None or "." in cls:
+            return None
+        seen: Set[str] = set()
+
+        def plain(name: str) -> bool:
+            info = self.m.classes.get(name)
+            if info is None or info.is_module or name in seen:
+                return False
+            seen.add(name)
+            for arg in info.node.bases:
+                base = dotted(arg.value) or ""
+                if base not in ("object", "builtins.object") and not plain(base):
+                    return False
+            return not info.node.keywords  # (a metaclass may make it anything)
+        return cls if plain(cls) else None
 
     def _holds_plain_function(self, name: str, scope: str) -> bool:
         """Every assignment of ``name`` in ``scope`` (or, when it has none there, at module level)
