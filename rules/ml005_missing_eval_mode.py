@@ -678,6 +678,32 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a helper named for predictions whose result one branch of the training step uses in
+    # the loss (the other branch assigns the same name): training code, not evaluation
+    """
+import torch
+
+
+class Trainer:
+    def __init__(self, net, optimizer, loss_type):
+        self.net, self.optimizer, self.loss_type = net, optimizer, loss_type
+
+    def _get_negative_predictions(self, users, n=5):
+        items = torch.randint(0, 100, (len(users) * n,))
+        return self.net(users.repeat(n), items).view(n, len(users))
+
+    def fit(self, loader):
+        for users, items in loader:
+            positive = self.net(users, items)
+            if self.loss_type == "adaptive_hinge":
+                negative = self._get_negative_predictions(users)
+            else:
+                negative = self.net(users, torch.randint(0, 100, (len(users),)))
+            loss = (1 - positive + negative).clamp(min=0).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+""",
     # a backbone built with trained weights and fine-tuned in the same file: training, not inference
     """
 import torch

@@ -99,6 +99,9 @@ class _Stmt:
     returns: bool = False
     mutates: Set[str] = field(default_factory=set)  # receivers of method calls with arguments (outs.append(x))
     local_args: List[Tuple[str, str, Set[str], Set[cst.Call]]] = field(default_factory=list)  # callee, param, reads, calls
+    # the branches it sits in, outermost first: (id of the if/loop/try, which part); a plain
+    # assignment kills only for a statement whose branches start with these (see _feeds_in_scope)
+    branches: Tuple[Tuple[int, str], ...] = ()
 
 
 def _hits(reads: Iterable[str], tainted: Iterable[str]) -> bool:
@@ -263,9 +266,11 @@ class BackwardFlow:
         stmts: List[_Stmt] = []
         call_effects = {e.node: e for e in self.m.effects_in(scope) if e.kind == CALL}
         module_names = set(self.m.imports.aliases)
+        path: List[Tuple[int, str]] = []
 
         def add(node, reads: _Reads, writes, kill):
             stmt = _Stmt(node, set(reads.refs), list(writes), kill, set(reads.calls))
+            stmt.branches = tuple(path)
             stmt.returns = reads.yields
             for call in reads.calls:
                 func = call.func
@@ -306,6 +311,13 @@ class BackwardFlow:
                     if receiver and _head(receiver) not in module_names and receiver not in ("self", "super"):
                         stmt.mutates.add(receiver)
 
+        def branch(node, part, body):
+            path.append((id(node), part))
+            try:
+                suite(body)
+            finally:
+                path.pop()
+
         def suite(body):
             if isinstance(body, (cst.SimpleStatementSuite,)):
                 for item in body.body:
@@ -322,33 +334,37 @@ class BackwardFlow:
                 return
             elif isinstance(node, cst.For):
                 add(node, _reads(node.iter), _target_refs(node.target), True)
-                suite(node.body)
+                branch(node, "body", node.body)
                 if node.orelse is not None:
-                    suite(node.orelse.body)
+                    branch(node, "else", node.orelse.body)
             elif isinstance(node, cst.While):
                 add(node, _reads(node.test), [], False)
-                suite(node.body)
+                branch(node, "body", node.body)
                 if node.orelse is not None:
-                    suite(node.orelse.body)
+                    branch(node, "else", node.orelse.body)
             elif isinstance(node, cst.If):
                 add(node, _reads(node.test), [], False)
-                suite(node.body)
+                branch(node, "if", node.body)
                 orelse = node.orelse
                 if isinstance(orelse, cst.If):
-                    statement(orelse)
+                    path.append((id(node), "else"))
+                    try:
+                        statement(orelse)
+                    finally:
+                        path.pop()
                 elif orelse is not None:
-                    suite(orelse.body)
+                    branch(node, "else", orelse.body)
             elif isinstance(node, cst.With):
                 for item in node.items:
                     writes = _target_refs(item.asname.name) if item.asname is not None else []
                     add(node, _reads(item.item), writes, bool(writes))
                 suite(node.body)
             elif isinstance(node, cst.Try) or type(node).__name__ == "TryStar":
-                suite(node.body)
+                branch(node, "try", node.body)
                 for handler in node.handlers:
-                    suite(handler.body)
+                    branch(handler, "except", handler.body)
                 if node.orelse is not None:
-                    suite(node.orelse.body)
+                    branch(node, "else", node.orelse.body)
                 if node.finalbody is not None:
                     suite(node.finalbody.body)
             else:
@@ -488,7 +504,9 @@ class BackwardFlow:
                 if any(_hits([w], cls_attrs) for w in new if w.startswith("self.")):
                     return True
                 tainted |= new
-            elif stmt.kill:
+            elif stmt.kill and first.branches[:len(stmt.branches)] == stmt.branches:
+                # (an assignment in another branch, ``else: pred = other(x)`` after ``if ...: pred =
+                # helper(x)``, or one that may not run, leaves what the value reached as it was)
                 tainted -= set(stmt.writes)
         if returned and fn is not None:
             for site in self.call_sites(scope):
