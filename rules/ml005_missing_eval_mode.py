@@ -678,6 +678,53 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a shape check of a freshly built model (a notebook's "expect output size" cell) before
+    # it is trained; the best weights are loaded only at the end: no evaluation there
+    """
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+        self.drop = nn.Dropout(0.2)
+
+    def forward(self, x):
+        return self.fc(self.drop(x))
+
+
+test_batch = torch.randn(4, 8)
+net = Net()
+outputs = net(test_batch)
+print(outputs.shape)
+
+optimizer = torch.optim.Adam(net.parameters())
+for x, y in train_loader:
+    loss = nn.functional.cross_entropy(net(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    torch.save(net.state_dict(), "best.pt")
+
+net.load_state_dict(torch.load("best.pt"))
+""",
+    # the name held a loaded model before it was rebound to a fresh one: what was loaded into
+    # the old object says nothing about the new one's sample output
+    """
+import torch
+from transformers import AutoModel
+
+
+model = AutoModel.from_pretrained("distilbert-base-uncased")
+model = Siamese("distilbert-base-uncased")
+with torch.no_grad():
+    output = model(**batch)
+print(output)
+trainer = Trainer(model, train_dataset=train_set)
+trainer.train()
+""",
     # a helper named for predictions whose result one branch of the training step uses in
     # the loss (the other branch assigns the same name): training code, not evaluation
     """

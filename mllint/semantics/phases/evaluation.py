@@ -932,7 +932,7 @@ class EvaluationFacts:
             if arg.keyword is not None and arg.keyword.value in ("pretrained", "weights", "checkpoint", "ckpt", "state_dict", "pretrained_path"):
                 if not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None")):
                     return False  # torchvision's resnet50(weights=...): trained weights
-        if self._weights_loaded(ref, scope):
+        if self._weights_loaded(ref, scope, before=at.node, since=value):
             return False
         return not self.trained_before(at, since=self.m.assignment_order.get(value), since_loop=built_ctx.loop)
 
@@ -958,26 +958,43 @@ class EvaluationFacts:
         name = self.qual(call.func)
         return bool(_LOAD_CALLS.search(name) or (isinstance(call.func, cst.Attribute) and _LOAD_CALLS.search(call.func.attr.value)))
 
-    def _weights_loaded(self, ref: str, scope: str) -> bool:
+    def _weights_loaded(self, ref: str, scope: str, before: Optional[cst.CSTNode] = None,
+                        since: Optional[cst.CSTNode] = None) -> bool:
         """Whether the scope puts trained weights into this model: ``model.load_state_dict(...)``,
         ``load_checkpoint(model, path)``, or the model made by a load (``torch.load``,
         ``from_pretrained``, ``load_from_checkpoint``). A smoke test of a freshly built model in
-        a file that loads weights into something else is not inference."""
+        a file that loads weights into something else is not inference. With `before`, only
+        loads that may run before that node count (written above it, or in a loop): a notebook
+        that checks a fresh model's output shape, trains it, and loads the best weights at the end.
+        With `since` (the value the model was last bound to), loads above it are of what the name
+        held before (``model = AutoModel.from_pretrained(...)``, then ``model = Siamese(...)``)."""
         canonical = self.m.canonical(ref, scope)
+        limit = self.m.position(before).start.line if before is not None else None
+        start = self.m.position(since).start.line if since is not None else None
+
+        def outside(node: cst.CSTNode, ctx: Context) -> bool:
+            if ctx.loop is not None:
+                return False  # (a loop may run it before, again)
+            line = self.m.position(node).start.line
+            return (limit is not None and line >= limit) or (start is not None and line < start)
 
         def names_model(expr: cst.BaseExpression) -> bool:
             found = self._receiver(expr)
             return found is not None and (related(found, ref) or related(self.m.canonical(found, scope), canonical))
 
-        for call, _ctx in self.calls_in(scope):
+        for call, ctx in self.calls_in(scope):
             if not self._load_call(call):
                 continue
+            if outside(call, ctx):
+                continue  # loaded only after it, or into what the name held before
             if isinstance(call.func, cst.Attribute) and names_model(call.func.value):
                 return True
             if any(names_model(arg.value) for arg in call.args):
                 return True
         for targets, value, ctx in self.m.assignments:
             if ctx.scope == scope and any(related(t, ref) or related(t, canonical) for t in targets):
+                if outside(value, ctx):
+                    continue
                 if any(self._load_call(c) for c in _reads(value).calls) or (isinstance(value, cst.Call) and self._load_call(value)):
                     return True
                 if _pretrained_build(_unwrapped(value)):
