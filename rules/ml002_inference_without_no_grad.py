@@ -117,7 +117,7 @@ from mllint.semantics.phases.words import _LOAD_CALLS, cut_forward_possible, eva
 CODE = "ML002"
 NAME = "inference-without-no-grad"
 MESSAGE = "forward pass in evaluation code runs with autograd on"
-TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "weights", "backward", "translat", "decod", "dev",
+TRIGGERS = ("eval", "val", "test", "predict", "infer", "generat", "sampl", "score", "load", "pretrained", "weights", "backward", "translat", "decod", "dev", ".data",
             "detach", "numpy", "item", "tolist", "argm", "step")
 REQUIRES = ("torch|transformers|accelerate|lightning|timm",)  # a transformers or accelerate loop need not import torch
 DEFAULT_ENABLED = True
@@ -1507,6 +1507,32 @@ def main(model, loader, val_x, opt):
 ]
 
 INVALID = [
+    # an agent's action from the network's output read through ``.data`` (no history kept)
+    Example(
+        """
+import torch
+
+
+class Agent:
+    def __init__(self, net, support):
+        self.net, self.support = net, support
+
+    def act(self, state):
+        return (self.net(state.unsqueeze(0)).data * self.support).sum(2).max(1)[1][0]
+""",
+        fixed="""
+import torch
+
+
+class Agent:
+    def __init__(self, net, support):
+        self.net, self.support = net, support
+
+    def act(self, state):
+        with torch.no_grad():
+            return (self.net(state.unsqueeze(0)).data * self.support).sum(2).max(1)[1][0]
+""",
+    ),
     # the same kind of class with weights that require gradients: its evaluate() records a graph
     Example(
         """

@@ -138,14 +138,16 @@ def test_ml002_output_read_detached_needs_a_call_that_may_be_a_forward():
     for shape in ("print(net(x).argmax(1))\n",
                   "out = net(x)\nprint(out.detach())\n",
                   "out = net(x).cpu()\nprint(out[0].permute(1, 2, 0).numpy())\n",
-                  "def show(x):\n    return self.encoder(x)[0].tolist()\n"):
+                  "def show(x):\n    return self.encoder(x)[0].tolist()\n",
+                  "def act(s):\n    return (net(s).data * support).sum(1)\n"):
         assert passes("import torch\n" + shape, "ML002"), shape
     # cuts of library values and builtins: no forward can be read there
     for shape in ("dpr = torch.linspace(0, 0.1, 12).tolist()\n",
                   "n = np.array(x).argmax()\n",
                   "import torch.nn.functional as F\nk = F.pad(x, (1, 1)).numpy()\n",
                   "size = len(x).item()\nv = x.item()\n",
-                  "w = torch.zeros(3)\nw.detach()\n"):
+                  "w = torch.zeros(3)\nw.detach()\n",
+                  "v = torch.ones(2).data\n"):
         assert not passes("import torch\nimport numpy as np\n" + shape, "ML002"), shape
     # a name bound from a call that may be a forward, read through a cut elsewhere in the file
     assert passes("import torch\ny = net(x)\ndef report():\n    return y.item()\n", "ML002")

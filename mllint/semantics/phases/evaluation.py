@@ -312,6 +312,8 @@ class EvaluationFacts:
                 return isinstance(index.value, cst.Integer) and index.value.value == "1"
         if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
             return True  # ``out.data``: the tensor without its history
+        if isinstance(expr, cst.Subscript) and self._no_gradient(expr.value, scope, depth):
+            return True  # ``out.max(1)[1][0]``: part of what carries none
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             if expr.func.attr.value in _NO_GRADIENT_METHODS:
                 return True
@@ -1204,7 +1206,7 @@ class EvaluationFacts:
     def _cut_read(self, node: cst.CSTNode) -> bool:
         """Whether the value of ``node`` is read only through a method that cuts it from autograd,
         after indexing and shape-preserving moves: ``out[0].permute(1, 2, 0).detach()``,
-        ``out.argmax(1)``, ``out.cpu().numpy()``."""
+        ``out.argmax(1)``, ``out.cpu().numpy()``, or through ``.data`` (``out.data * support``)."""
         index = self.m.index
         for _ in range(12):
             parent = index.get(node)
@@ -1216,7 +1218,7 @@ class EvaluationFacts:
             attr = parent.attr.value
             call = index.get(parent)
             if not (isinstance(call, cst.Call) and call.func is parent):
-                return False
+                return attr == "data"  # ``model(x).data``: the tensor without its history
             if attr in GRADIENT_CUTS:
                 return True
             if attr not in MOVES and attr not in RESHAPES:

@@ -286,11 +286,11 @@ _NO_MODEL_BUILTINS = frozenset(
 
 def cut_forward_possible(facts) -> bool:
     """Over-approximates ``EvaluationFacts.output_evidence`` from the screen's facts: a call of a
-    method that cuts autograd (``GRADIENT_CUTS``) whose receiver, through subscripts, moves and
-    reshapes, is a call that may be a forward (not of a function of the libraries above, nor of
+    method that cuts autograd (``GRADIENT_CUTS``), or a ``.data``, whose receiver, through
+    subscripts, moves and reshapes, is a call that may be a forward (not of a function of the libraries above, nor of
     a builtin), or a name assigned anywhere in the file from such a call (``out = model(x)`` then
     ``out.argmax(1)``). Once per file; without the tree, any cut call counts."""
-    if facts.call_names.isdisjoint(GRADIENT_CUTS):
+    if facts.call_names.isdisjoint(GRADIENT_CUTS) and "data" not in facts.identifiers:
         return False
     return facts.of_text("cut_forward_possible", _cut_forward_possible)
 
@@ -331,8 +331,9 @@ def _cut_forward_possible(facts) -> bool:
         if isinstance(node, ast.Assign):
             if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and may_forward(root(node.value)):
                 assigned.add(node.targets[0].id)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in GRADIENT_CUTS:
-            receiver = root(node.func.value)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in GRADIENT_CUTS
+              or isinstance(node, ast.Attribute) and node.attr == "data"):
+            receiver = root(node.func.value if isinstance(node, ast.Call) else node.value)
             if may_forward(receiver):
                 return True
             if isinstance(receiver, ast.Name):
