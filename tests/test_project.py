@@ -312,6 +312,43 @@ def test_star_imports_of_the_project_bind_torch_and_its_helpers(tmp_path):
     assert project.called("rl/agent/dqn.py", call).rel == "rl/network/utils.py"
 
 
+def test_model_handed_to_a_project_base_class_of_another_file(tmp_path):
+    # ``self.model = model`` in a base class of another file (a plain class, though named like a
+    # model): the subclass's validation step runs the caller's model in the mode it was left in
+    forget()
+    make_project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": "class BaseModel:\n    def __init__(self, model):\n        self.model = model\n",
+        "pkg/switching.py": textwrap.dedent("""\
+            class BaseModel:
+                def __init__(self, model):
+                    self.model = model
+
+                def eval_mode(self):
+                    self.model.eval()
+            """),
+        "pkg/model.py": textwrap.dedent("""\
+            import torch
+            from pkg.base import BaseModel
+
+
+            class Model(BaseModel):
+                def val_step(self, x):
+                    return self.model(x)
+
+                def val_epoch(self, loader):
+                    for x, y in loader:
+                        with torch.no_grad():
+                            self.val_step(x)
+            """),
+    })
+    (tmp_path / "pkg" / "other.py").write_text(
+        (tmp_path / "pkg" / "model.py").read_text().replace("pkg.base", "pkg.switching"))
+    assert codes_at(lint_json(tmp_path, "pkg/model.py"), "pkg/model.py") == [("ML005", 7)]
+    # a base that switches the model itself: its mode is that base's business
+    assert codes_at(lint_json(tmp_path, "pkg/other.py"), "pkg/other.py") == []
+
+
 def test_mode_layers_of_a_model_defined_elsewhere(tmp_path):
     forget()
     make_project(tmp_path, {"models.py": MODELS, "ev.py": """\

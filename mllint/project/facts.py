@@ -55,7 +55,7 @@ SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfl
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 8
+FACTS_VERSION = 9
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -83,6 +83,7 @@ class ClassFacts:
     opaque: bool  # a submodule handed in from outside (``self.backbone = backbone``) or built by a factory
     forward_returns: Optional[str]  # "log_softmax" / "softmax" / "sigmoid" when every return of forward is one
     forward_grad_off: bool = False  # its forward turns autograd off itself (``with torch.no_grad():`` inside)
+    handed_in: FrozenSet[str] = frozenset()  # ``self.<attr>`` bound to a plain name (``self.model = model``)
 
 
 @dataclass(frozen=True)
@@ -422,7 +423,8 @@ class _Walker:
             self.layers[-1].merge(layers)
         self.classes.append(ClassFacts(node.name, node.lineno, tuple(bases), methods, frozenset(layers.kinds),
                                        tuple(dict.fromkeys(layers.submodules)), layers.opaque,
-                                       _forward_returns(node, layers.attrs), _forward_grad_off(node, self.imports)))
+                                       _forward_returns(node, layers.attrs), _forward_grad_off(node, self.imports),
+                                       frozenset(layers.handed_in)))
 
     # --- expressions -------------------------------------------------------------------
     def expressions(self, node) -> None:
@@ -513,12 +515,13 @@ class _Layers:
     a module is handed in (``self.backbone = backbone``: opaque), and the probability layers
     assigned to ``self.<attr>``."""
 
-    __slots__ = ("kinds", "submodules", "opaque", "attrs")
+    __slots__ = ("kinds", "submodules", "opaque", "attrs", "handed_in")
 
     def __init__(self) -> None:
         self.kinds: set = set()
         self.submodules: List[str] = []
         self.opaque = False
+        self.handed_in: set = set()  # ``self.model = model``: "self.model"
         self.attrs: Dict[str, str] = {}  # ``self.log_softmax = nn.LogSoftmax(...)`` -> {"self.log_softmax": "log_softmax"}
 
     def call(self, node: ast.Call) -> None:
@@ -555,6 +558,7 @@ class _Layers:
                         self.submodules.append(callee)
                 elif isinstance(value, ast.Name):
                     self.opaque = True  # a module handed in (``self.backbone = backbone``)
+                    self.handed_in.add(f"self.{target.attr}")
 
     def walk(self, node) -> None:
         """Every node under `node`, for a part of the class the walker does not pass."""

@@ -177,6 +177,37 @@ class ProjectView:
             return None
         return found.rel, found.facts  # type: ignore[return-value]
 
+    def inherited_attribute(self, cls: str, ref: str) -> Optional[str]:
+        """How ``self.<attr>`` (`ref`) of class ``cls`` of this file is set when only a project
+        base class of another file sets it: "handed in" (``self.model = model`` in the base's
+        ``__init__``: whatever its caller built, in the mode the caller left it) when no method
+        of those bases switches its mode; "switched" when one does; None when no project base
+        sets it (a base we cannot see may)."""
+        if self.rel not in self.project.facts:
+            return None
+        facts = self.project.classes_of(self.rel).get(cls)
+        if facts is None:
+            return None
+        seen: set = set()
+        todo = [(self.rel, facts)]
+        found = None
+        while todo and len(seen) < 16:
+            rel, current = todo.pop()
+            if (rel, current.name) in seen:
+                continue
+            seen.add((rel, current.name))
+            if rel != self.rel:
+                methods = [self.project.functions_of(rel).get(f"{current.name}.{m}") for m in current.methods]
+                if any(fn is not None and (ref in fn.evals or ref in fn.trains) for fn in methods):
+                    return "switched"
+                if ref in current.handed_in:
+                    found = "handed in"
+            for base in current.bases:
+                parent = self.project.class_in(rel, base)
+                if parent is not None:
+                    todo.append(parent)
+        return found
+
     def overrides(self, cls: str, method: str) -> List[Tuple[str, FunctionFacts]]:
         """(file, facts) of each method ``method`` that a project class of another file defines
         while deriving from class ``cls`` of this file (directly, or through project classes):

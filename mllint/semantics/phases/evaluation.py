@@ -331,7 +331,8 @@ class EvaluationFacts:
     def module_like(self, name: str, seen: Optional[Set[str]] = None, by_forward: bool = True) -> bool:
         """A class that is (very likely) a torch model: an nn.Module subclass, a class with a
         ``forward`` method (unless ``by_forward`` is False: skorch's ``NeuralNet`` has one and
-        is no model), or a subclass of an imported class named like a model part."""
+        is no model), a subclass of a project class of another file that is one (or may be), or
+        a subclass of an imported class we cannot see named like a model part."""
         info = self.m.classes.get(name)
         if info is None:
             return False
@@ -345,12 +346,22 @@ class EvaluationFacts:
             if isinstance(expr, cst.Subscript):
                 expr = expr.value  # ``Classifier[DT]``
             bases.append(self.qual(expr))
+        project = self.m.project
         for base in bases:
             short = base.rsplit(".", 1)[-1]
             if short in self.m.classes:
                 if short not in seen and self.module_like(short, seen, by_forward):
                     return True
-            elif short and _MODEL_BASE_NAMES.search(short):
+                continue
+            if project is not None:
+                found = project.class_named(base)
+                if found is not None:  # a class of another file of the project: what it is, not its name
+                    if project.project.is_module(*found) is not False:
+                        return True
+                    if by_forward and {"forward", "_forward"} & found[1].methods:
+                        return True
+                    continue
+            if short and _MODEL_BASE_NAMES.search(short):
                 return True
         return False
 

@@ -941,6 +941,10 @@ class ModeFacts:
                 if source is not None and fn is not None and _head(source) in fn.params:
                     return "none"
                 return self._initial_of_value(value, ctx.scope)
+        project = self.m.project
+        if project is not None and "." not in cls and ref.startswith("self.") and ref.count(".") == 1:
+            if project.inherited_attribute(cls, ref) == "handed in":
+                return "none"  # ``self.model = model`` in a project base's __init__: its caller's model
         return "maybe"  # set by a base class we cannot see
 
     def mode_cm_around(self, ctx: Context, ref: str) -> bool:
