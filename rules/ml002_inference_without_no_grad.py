@@ -1507,6 +1507,41 @@ def main(model, loader, val_x, opt):
 ]
 
 INVALID = [
+    # a test forward each epoch whose output name the training step below binds again: the
+    # training step's own forward is what reaches its backward pass, not the test one
+    Example(
+        """
+import torch
+
+for epoch in range(3):
+    net.eval()
+    pred = net(test_x)
+    print(loss_func(pred, test_y).item())
+    net.train()
+    for x, y in loader:
+        pred = net(x)
+        loss = loss_func(pred, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""",
+        fixed="""
+import torch
+
+for epoch in range(3):
+    net.eval()
+    with torch.no_grad():
+        pred = net(test_x)
+    print(loss_func(pred, test_y).item())
+    net.train()
+    for x, y in loader:
+        pred = net(x)
+        loss = loss_func(pred, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""",
+    ),
     # an agent's action from the network's output read through ``.data`` (no history kept)
     Example(
         """

@@ -492,11 +492,18 @@ class BackwardFlow:
         returned = first.returns
         if any(_hits([w], cls_attrs) for w in tainted if w.startswith("self.")):
             return True
+        # A plain assignment kills what a name held. One in a branch the value's own statement
+        # is not in (``else: pred = other(x)`` after ``if ...: pred = helper(x)``, a later loop's
+        # body) kills it only inside that branch: after the branch, the path may have skipped it.
+        killed: Dict[str, Tuple[Tuple[int, str], ...]] = {}
         for stmt in stmts[index + 1:]:
             if not tainted:
                 break
-            if _hits(stmt.reads, tainted):
-                if _hits(stmt.sink_reads, tainted) or local_feed(stmt, tainted, None):
+            live = tainted
+            if killed:
+                live = {t for t in tainted if t not in killed or stmt.branches[:len(killed[t])] != killed[t]}
+            if _hits(stmt.reads, live):
+                if _hits(stmt.sink_reads, live) or local_feed(stmt, live, None):
                     return True
                 if stmt.returns:
                     returned = True
@@ -504,10 +511,15 @@ class BackwardFlow:
                 if any(_hits([w], cls_attrs) for w in new if w.startswith("self.")):
                     return True
                 tainted |= new
-            elif stmt.kill and first.branches[:len(stmt.branches)] == stmt.branches:
-                # (an assignment in another branch, ``else: pred = other(x)`` after ``if ...: pred =
-                # helper(x)``, or one that may not run, leaves what the value reached as it was)
-                tainted -= set(stmt.writes)
+                for name in new:
+                    killed.pop(name, None)
+            elif stmt.kill:
+                if first.branches[:len(stmt.branches)] == stmt.branches:
+                    tainted -= set(stmt.writes)
+                else:
+                    for name in stmt.writes:
+                        if name in tainted:
+                            killed[name] = stmt.branches
         if returned and fn is not None:
             for site in self.call_sites(scope):
                 if self.feeds_backward(site.node, site.ctx.scope, seen):
