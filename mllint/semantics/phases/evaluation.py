@@ -356,11 +356,12 @@ class EvaluationFacts:
             if project is not None:
                 found = project.class_named(base)
                 if found is not None:  # a class of another file of the project: what it is, not its name
-                    if project.project.is_module(*found) is not False:
+                    verdict = project.project.is_module(*found)
+                    if verdict or by_forward and {"forward", "_forward"} & found[1].methods:
                         return True
-                    if by_forward and {"forward", "_forward"} & found[1].methods:
-                        return True
-                    continue
+                    if verdict is False:
+                        continue
+                    # (None: a base of it we cannot see; its name says what little is known)
             if short and _MODEL_BASE_NAMES.search(short):
                 return True
         return False
