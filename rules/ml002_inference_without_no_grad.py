@@ -662,6 +662,26 @@ def _fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evidence) -
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # the same shape check when the model was moved to the GPU under a flag after it was built
+    """
+import torch
+from torch import nn
+
+net = nn.Sequential(nn.Linear(784, 128), nn.Dropout(0.2), nn.Linear(128, 784))
+if torch.cuda.is_available():
+    net = net.cuda()
+
+x, y = next(iter(train_loader))
+outputs = net(x)
+print(outputs.shape)
+
+optimizer = torch.optim.SGD(net.parameters(), lr=0.25)
+for x, y in train_loader:
+    loss = nn.functional.mse_loss(net(x), x)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+""",
     # a shape check of a freshly built model (a notebook's "expect output size" cell) before
     # it is trained; the best weights are loaded only at the end: no evaluation there
     """

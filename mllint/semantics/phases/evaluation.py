@@ -930,10 +930,12 @@ class EvaluationFacts:
         ]
         if not built:
             return False
-        value, built_ctx = built[-1]
-        call = value
-        while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "cpu", "float", "double", "half"):
-            call = call.func.value
+        for value, built_ctx in reversed(built):
+            call = value
+            while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "cpu", "float", "double", "half"):
+                call = call.func.value
+            if not (isinstance(call, cst.Name) and call.value == ref):
+                break  # (``net = net.cuda()`` under ``if cuda:`` moves the model built above it)
         if not isinstance(call, cst.Call):
             return False
         qual = self.qual(call.func)
