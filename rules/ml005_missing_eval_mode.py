@@ -2236,6 +2236,39 @@ if __name__ == "__main__":
     print(q.argmax().item())
 """,
     ),
+    # a predict helper whose only caller is an evaluation wrapper that takes the model as well:
+    # nobody on the way puts it in eval mode
+    Example(
+        """
+import torch
+
+
+@torch.no_grad()
+def predict(model, sentence):
+    tokens = torch.tensor([encode(sentence)])
+    return model(tokens).argmax(-1)
+
+
+def translate(model, sentences):
+    for sentence in sentences:
+        print(sentence, predict(model, sentence))
+""",
+        fixed="""
+import torch
+
+
+@torch.no_grad()
+def predict(model, sentence):
+    model.eval()
+    tokens = torch.tensor([encode(sentence)])
+    return model(tokens).argmax(-1)
+
+
+def translate(model, sentences):
+    for sentence in sentences:
+        print(sentence, predict(model, sentence))
+""",
+    ),
     # an inference script that loads weights and never switches to eval mode
     Example(
         """

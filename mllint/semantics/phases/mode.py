@@ -546,6 +546,11 @@ class ModeFacts:
                     return {"maybe"}
                 if self._unset_counts(scope, depth):
                     return {"none"}
+                if depth > 0 and self._evaluation_caller(scope):
+                    # the evaluation routine's only callers are evaluation code themselves
+                    # (``translate()`` running ``predict_s2s()`` on each sentence): nobody on the
+                    # way sets the mode, as for the routine itself
+                    return {"none"}
                 # A function that trains this model (itself or through a helper) and evaluates
                 # it through a helper: whatever mode its caller set, training mode is the one
                 # the model is trained in, and nothing here switches it.
@@ -764,6 +769,12 @@ class ModeFacts:
             if c.scope == current and _head(argument) in t and self.m.position(v).start.line > built_line:
                 return None  # rebound after the construction: the object may hold the old one
         return argument + suffix + rest
+
+    def _evaluation_caller(self, scope: str) -> bool:
+        """Whether function ``scope`` (called by nobody in this file) is evaluation code by
+        its own name and trains nothing."""
+        found = self.function_evidence(scope)
+        return found is not None and found.kind == "function" and not self.trains(scope)
 
     def _unset_counts(self, scope: str, depth: int) -> bool:
         return depth == 0 or self.loops_over_data(scope)
