@@ -662,6 +662,17 @@ def _fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evidence) -
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a freshly built model switched to eval mode for a shape check on random input (a model
+    # file's ``__main__``): no trained weights, nothing to evaluate
+    """
+import torch
+
+if __name__ == "__main__":
+    model = DeepLab(n_classes=21, n_blocks=[3, 4, 23, 3])
+    model.eval()
+    image = torch.randn(1, 3, 513, 513)
+    print("output:", model(image).shape)
+""",
     # the same shape check when the model was moved to the GPU under a flag after it was built
     """
 import torch

@@ -1110,8 +1110,8 @@ class EvaluationFacts:
         switches = [e for e in self.events(scope) if e.kind == "eval" and e.order < effect.order and related(e.ref, effect.ref)]
         if not switches:
             return None  # eval mode set by a caller: too far away to call this evaluation code
-        if self.feeds_backward(effect.node, scope):
-            return None
+        if self.feeds_backward(effect.node, scope) or self.smoke_test(effect):
+            return None  # (``model = Net(); model.eval(); print(model(torch.randn(...)).shape)``: a shape check)
         # the switch as written (``model.eval()`` before ``model.decoder(z)``)
         switched = max(switches, key=lambda e: e.order).ref
         return Evidence("mode", f"after `{switched}.eval()`")
