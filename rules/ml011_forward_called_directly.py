@@ -65,6 +65,7 @@ from mllint.semantics.modules import (
     local_module_class,
     overrides_call,
     result_asserted,
+    torch_code,
 )
 from mllint.semantics.names import ref_of, shorten
 from mllint.semantics.phases.words import name_tokens
@@ -141,6 +142,8 @@ def _fixable(model: FileModel, ref: str, scope: str, evidence: str) -> bool:
 
 
 def check(model: FileModel) -> Iterable[Finding]:
+    if not (torch_code(model) or Phases.of(model).torch_file):
+        return  # no torch anywhere (a numpy ``Sequential`` of a course's own modules.py): no hooks to skip
     for call, ctx in model.calls:
         func = call.func
         if not isinstance(func, cst.Attribute) or func.attr.value != "forward":
@@ -181,6 +184,20 @@ def check(model: FileModel) -> Iterable[Finding]:
 # Examples (collected by the test suite). INVALID examples carry the expected --fix output.
 
 VALID = [
+    # a from-scratch numpy network of a course's own module (no torch anywhere in the file):
+    # ``train()`` and ``forward`` are that class's, no hooks to skip
+    """
+import numpy as np
+from modules import Sequential, Linear, ReLU
+
+net = Sequential()
+net.add(Linear(2, 4))
+net.add(ReLU())
+net.train()
+for x_batch in np.split(np.random.randn(64, 2), 8):
+    predictions = net.forward(x_batch)
+    net.backward(x_batch, predictions - 1.0)
+""",
     # a wrapper's own forward delegating to the module it wraps (EMA shim)
     """
     import copy

@@ -349,6 +349,21 @@ def test_model_handed_to_a_project_base_class_of_another_file(tmp_path):
     assert codes_at(lint_json(tmp_path, "pkg/other.py"), "pkg/other.py") == []
 
 
+def test_a_project_class_named_module_is_not_torchs(tmp_path):
+    # a course's numpy ``class Module(object)``: its subclasses are no nn.Modules, and a
+    # notebook importing them is no torch code
+    forget()
+    make_project(tmp_path, {
+        "modules.py": "import numpy as np\n\n\nclass Module(object):\n    def forward(self, x):\n        return x\n\n\n"
+                      "class Sequential(Module):\n    pass\n",
+        "run.py": "from modules import Sequential\n\nnet = Sequential()\nnet.train()\nfor x in X_val:\n    print(net.forward(x))\n",
+    })
+    facts, _, _ = load_facts(str(tmp_path), ["modules.py", "run.py"], None)
+    project = Project(str(tmp_path), facts)
+    assert project.is_module("modules.py", project.classes_of("modules.py")["Sequential"]) is False
+    assert codes_at(lint_json(tmp_path, "run.py"), "run.py") == []
+
+
 def test_mode_layers_of_a_model_defined_elsewhere(tmp_path):
     forget()
     make_project(tmp_path, {"models.py": MODELS, "ev.py": """\

@@ -267,12 +267,12 @@ class Project:
         unknown = False
         for base in cls.bases:
             qualified = self.qualify(rel, base)
-            if is_module_base(qualified) or is_module_base(base):
+            found = self.class_in(rel, base)  # a class of the project first: a numpy ``class Module(object)``
+            if found is None and (is_module_base(qualified) or is_module_base(base)):
                 return True
             if base in ("object", "ABC", "abc.ABC") or qualified in ("abc.ABC", "typing.Generic", "Generic") \
                     or base in ("Exception", "dict", "list", "tuple", "str", "int", "float", "type"):
                 continue
-            found = self.class_in(rel, base)
             if found is None:
                 unknown = True
                 continue

@@ -464,9 +464,9 @@ class _Builder(cst.CSTVisitor):
             return False
         seen.add(cls.name)
         for base in cls.bases:
-            if R.is_module_base(base):
+            parent = self.m.classes.get(base)  # a class of this file first: a numpy ``class Module(object)``
+            if parent is None and R.is_module_base(base):
                 return True
-            parent = self.m.classes.get(base)
             if parent is not None and self._is_module_class(parent, seen):
                 return True
             if parent is None and self.m.project is not None and self.m.project.is_module(base):

@@ -112,13 +112,18 @@ _TORCH_LIBRARIES = (
 )
 
 
+def torch_code(model: FileModel) -> bool:
+    """Whether the file imports torch or a library built on it (Lightning, pyro, allennlp...)."""
+    return any(model.imports.imports_module(p) for p in _TORCH_LIBRARIES)
+
+
 def _defines_torch_modules(model: FileModel) -> bool:
     """The file works with torch (imports it, or a library built on it: Lightning, pyro,
     allennlp, ...) and not with another framework whose objects also have ``forward``
     (Keras, JAX, MXNet, Paddle, Chainer)."""
     if any(model.imports.imports_module(p) for p in ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle", "chainer")):
         return False
-    return any(model.imports.imports_module(p) for p in _TORCH_LIBRARIES)
+    return torch_code(model)
 
 
 # --- where a ``.forward`` call delegates or is itself under test ---------------------------------
