@@ -36,6 +36,7 @@ JSON position when there is one).
 
 from __future__ import annotations
 
+import ast
 import bisect
 import json
 import re
@@ -124,6 +125,38 @@ def _parse_spans(text: str) -> _Node:
 
 
 # --------------------------------------------------------------------------- masking
+
+# a top-level ``def name(`` / ``async def name(`` / ``class Name`` line of a cell that does not parse
+_TOP_DEFINITION = re.compile(r"^(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)\b")
+
+
+def _definition_stubs(lines: List[str]) -> Dict[int, str]:
+    """For a cell that does not parse: each top-level ``def``/``class`` whose header line is
+    complete stays as written and the first line of its body becomes ``...`` (the rest of
+    the line a comment, so every line keeps its length): what the cell defines stays known,
+    its body unseen (``train_model(model, ...)`` in a later cell calls a function, not a
+    model). {line number in the cell: its text in the program}."""
+    stubs: Dict[int, str] = {}
+    for number, line in enumerate(lines, 1):
+        body = line.rstrip("\r\n")
+        if not _TOP_DEFINITION.match(body):
+            continue
+        try:
+            ast.parse(body + "\n    ...\n")
+        except (SyntaxError, ValueError):
+            continue  # a header over several lines, or a broken one
+        following = next((n for n in range(number + 1, len(lines) + 1) if lines[n - 1].strip()), None)
+        if following is None:
+            continue
+        nxt = lines[following - 1].rstrip("\r\n")
+        indent = len(nxt) - len(nxt.lstrip())
+        spare = len(nxt) - indent - 3
+        if indent == 0 or spare < 0:
+            continue
+        stubs[number] = body
+        stubs[following] = nxt[:indent] + "..." + (" #" + "-" * (spare - 2) if spare >= 2 else " " * spare)
+    return stubs
+
 
 @dataclass
 class Mask:
@@ -475,13 +508,16 @@ class Notebook:
     def _skip_broken_cells(self) -> None:
         """When the program does not parse, the cells that do not parse on their own (an
         unfinished exercise cell, a typo) are left out, commented out in place, and each
-        is one ML000 (``CodeCell.error``), so that the other cells are still linted."""
+        is one ML000 (``CodeCell.error``), so that the other cells are still linted. A
+        top-level function or class such a cell defines is kept as an empty stub in its
+        place (its name is known, its body is not)."""
         broken = [cell for cell in self.cells if _syntax_error(cell.masked) is not None]
         if not broken or len(broken) == len(self.cells):
             return
         for cell in broken:
             cell.error = _syntax_error(cell.masked)
             lines = split_lines(cell.masked)
+            stubs = _definition_stubs(lines)
             masks = []
             out = []
             for number, line in enumerate(lines, 1):
@@ -492,7 +528,10 @@ class Notebook:
                     out.append(line)
                     continue
                 original = split_lines(cell.dedented)[number - 1]
-                masked_line = body[:indent] + "#" + body[indent + 1:]
+                masked_line = stubs.get(number, body[:indent] + "#" + body[indent + 1:])
+                if masked_line == body:
+                    out.append(line)  # a definition's header, kept
+                    continue
                 masks.append(Mask(number, indent, original[indent:], masked_line[indent:] + ending, True))
                 out.append(masked_line + ending)
             cell.masked = "".join(out)

@@ -662,6 +662,17 @@ def _fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evidence) -
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a unit test of a freshly built module switched to eval mode: its output only asserted on
+    """
+import torch
+
+vectorizer = Vectorizer(hid_size=64)
+vectorizer.train(False)
+out1 = vectorizer(dummy_lines)
+out2 = vectorizer(dummy_lines)
+assert tuple(out1.shape) == (5, 64)
+assert torch.allclose(out1, out2, atol=1e-5), "dropout must be off when training is False"
+""",
     # a freshly built model switched to eval mode for a shape check on random input (a model
     # file's ``__main__``): no trained weights, nothing to evaluate
     """

@@ -181,6 +181,25 @@ def test_syntax_error_in_a_cell_is_ml000_at_the_cell_and_line():
     assert "SyntaxError" in findings[0].message
 
 
+def test_a_function_of_a_broken_cell_stays_a_function_and_fixes_leave_the_cell_alone():
+    # an exercise cell that does not parse defines train_model(); a later cell calls it with the
+    # model and the validation loader: a call of that function (body unseen), not a forward
+    helper = ("def train_model(model, train_loader, val_loader, n_epochs):\n"
+              "    for epoch in range(n_epochs):\n"
+              "        model.train(True)\n"
+              "        loss = ### YOUR CODE HERE\n"
+              "    return loss\n")
+    text = notebook_json([SETUP, helper, "train_model(model, train_loader, val_loader, 3)\n", LOOP])
+    assert where(lint(text)) == [("ML000", 2, 4, 16), ("ML001", 4, 3, 5)]
+    program = notebook.load(text).program
+    assert "def train_model(model, train_loader, val_loader, n_epochs):\n    ... #" in program
+    new, outcome = fix_text(text, "nb.ipynb", RULES)
+    cells = json.loads(new)["cells"]
+    assert "".join(cells[1]["source"]) == helper  # the broken cell as it was
+    assert "optimizer.zero_grad()" in "".join(cells[3]["source"])
+    assert [f.code for f in outcome.remaining] == ["ML000"]
+
+
 # --------------------------------------------------------------------------- suppression and languages
 
 

@@ -1110,8 +1110,10 @@ class EvaluationFacts:
         switches = [e for e in self.events(scope) if e.kind == "eval" and e.order < effect.order and related(e.ref, effect.ref)]
         if not switches:
             return None  # eval mode set by a caller: too far away to call this evaluation code
-        if self.feeds_backward(effect.node, scope) or self.smoke_test(effect):
-            return None  # (``model = Net(); model.eval(); print(model(torch.randn(...)).shape)``: a shape check)
+        if self.feeds_backward(effect.node, scope):
+            return None
+        if (self._synthetic_input(effect) or self._checked_only(effect)) and self.smoke_test(effect):
+            return None  # ``model = Net(); model.eval(); print(model(torch.randn(...)).shape)``: a shape check
         # the switch as written (``model.eval()`` before ``model.decoder(z)``)
         switched = max(switches, key=lambda e: e.order).ref
         return Evidence("mode", f"after `{switched}.eval()`")
@@ -1204,6 +1206,49 @@ class EvaluationFacts:
                 return None
             reads += 1
         return parent if reads else None
+
+    def _checked_only(self, effect: Effect) -> bool:
+        """Whether a forward's output is only looked at, not used: its ``.shape``/``.size()``/
+        ``.dtype``, or in ``assert`` statements (``assert out.shape == (5, 64)``,
+        ``assert torch.allclose(out1, out2)``): a unit or shape test of the module."""
+        index = self.m.index
+
+        def looked_at(node: cst.CSTNode) -> bool:
+            parent = index.get(node)
+            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in ("shape", "size", "dtype"):
+                return True
+            while parent is not None and not isinstance(parent, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                if isinstance(parent, cst.Assert):
+                    return True
+                parent = index.get(parent)
+            return False
+
+        node = effect.node
+        if not isinstance(node, cst.Call):
+            return False
+        if looked_at(node):
+            return True
+        parent = index.get(node)
+        if not (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1
+                and isinstance(parent.targets[0].target, cst.Name)):
+            return False
+        target = parent.targets[0].target
+        body = self._scope_body(effect.ctx.scope)
+        if body is None:
+            return False
+        reads = 0
+        for found in index.nodes(cst.Name, body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if found.value != target.value or found is target:
+                continue
+            holder = index.get(found)
+            if isinstance(holder, cst.AssignTarget):
+                break  # rebound: what follows reads something else
+            if isinstance(holder, cst.Attribute) and holder.attr is found:
+                continue
+            if not looked_at(found):
+                return False
+            reads += 1
+        return reads > 0
 
     def _moved(self, node: cst.CSTNode) -> cst.CSTNode:
         """``node`` followed up through device and dtype moves (``model(x).to(device)``)."""
