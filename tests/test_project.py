@@ -364,6 +364,50 @@ def test_a_project_class_named_module_is_not_torchs(tmp_path):
     assert codes_at(lint_json(tmp_path, "run.py"), "run.py") == []
 
 
+def test_generate_of_a_project_model_class_is_that_method(tmp_path):
+    # the project's own model class defines generate(), which sets eval mode and restores it:
+    # not HF's generate running the model in whatever mode it is in
+    forget()
+    make_project(tmp_path, {
+        "models.py": textwrap.dedent("""\
+            import torch
+            from torch import nn
+
+
+            class Vocoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.net = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+
+                def forward(self, x):
+                    return self.net(x)
+
+                def generate(self, mels):
+                    self.eval()
+                    with torch.no_grad():
+                        out = self(mels)
+                    self.train()
+                    return out
+            """),
+        "gen.py": textwrap.dedent("""\
+            import torch
+            from models import Vocoder
+
+
+            def gen_testset(model: Vocoder, test_set):
+                for x in test_set:
+                    print(model.generate(x))
+
+
+            if __name__ == "__main__":
+                model = Vocoder()
+                model.load_state_dict(torch.load("voc.pt", weights_only=True))
+                gen_testset(model, [torch.ones(2, 4)])
+            """),
+    })
+    assert codes_at(lint_json(tmp_path, "gen.py"), "gen.py") == []
+
+
 def test_mode_layers_of_a_model_defined_elsewhere(tmp_path):
     forget()
     make_project(tmp_path, {"models.py": MODELS, "ev.py": """\

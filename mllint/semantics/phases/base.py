@@ -369,10 +369,31 @@ class FileFacts:
             ref = dotted(func.value)
             if not ref or _head(ref) in ("self", "cls") or not self._is_model_call(ref, ctx.scope):
                 continue
+            if self._project_generate(ref, ctx.scope):
+                continue  # the project's own class defines generate() (it may switch modes itself)
             if self._known_model(ref, ctx.scope, 0, R.MODEL):
                 out.append(Effect(FORWARD, ref, call, ctx, self.m.call_order.get(call, 0)))
         self._generate_calls = out
         return out
+
+    def _project_generate(self, ref: str, scope: str) -> bool:
+        """Whether ``ref`` holds an instance of a class of another project file that defines
+        ``generate`` itself or through a project base (``model = WaveRNN(...)``, whose
+        ``generate`` runs ``self.eval()`` ... ``self.train()``): not HF's generate."""
+        project = self.m.project
+        if project is None:
+            return False
+        qualified = self.m.project_instance_of.get(scope, ref)
+        fn = self.m.functions.get(scope)
+        if qualified is None and fn is not None and ref in fn.params:  # ``def gen(model: WaveRNN, ...)``
+            for param in list(fn.node.params.params) + list(fn.node.params.kwonly_params):
+                if param.name.value == ref and param.annotation is not None:
+                    qualified = self.m.imports.qualname(param.annotation.annotation)
+        found = project.class_named(qualified) if qualified else None
+        if found is None:
+            return False
+        rel, facts = found
+        return project.project.method_of(rel, facts, "generate", set()) is not None
 
     def _known_model(self, ref: str, scope: str, depth: int, role: str) -> bool:
         """Whether ``ref`` holds a model by evidence other than its name; a parameter when
