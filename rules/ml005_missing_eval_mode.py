@@ -678,6 +678,20 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a model from from_pretrained (eval mode) sampled first; the name is bound again much later
+    # to the model that gets trained: the binding that reaches the sample is the pretrained one
+    """
+import torch
+import transformers
+import peft
+
+model = transformers.AutoModelForCausalLM.from_pretrained("gpt2")
+inputs = tokenizer("The movie", return_tensors="pt")
+print(tokenizer.decode(model.generate(**inputs, max_new_tokens=20)[0]))
+
+model = peft.get_peft_model(model, peft.LoraConfig(r=8))
+model.train()
+""",
     # the same shape check when the model was moved to the GPU under a flag after it was built
     """
 import torch

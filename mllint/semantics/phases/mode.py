@@ -488,11 +488,20 @@ class ModeFacts:
         """How the model starts out when ``ref`` is a parameter the function rebinds on every
         path before ``order`` (``model = build(name, pretrained=True); model = model.to(dev)``,
         the parameter holding only the model's name): from that assignment, not from what the
-        callers hand in. None when it is not so rebound."""
+        callers hand in; likewise a name of the scope bound more than once, from the last
+        binding before ``order`` on every path. None when it is not so rebound."""
         fn = self.m.functions.get(scope)
         head = _head(ref)
-        if fn is None or ref != head or head not in fn.params:
+        if ref != head:
             return None
+        if fn is None or head not in fn.params:
+            if fn is None and scope != MODULE_SCOPE:
+                return None
+            # a name of this scope bound more than once (a notebook's ``model = from_pretrained(...)``,
+            # then much later ``model = get_peft_model(model, ...)``): the binding that reaches here
+            bindings = [v for t, v, c in self.m.assignments if c.scope == scope and t == (head,)]
+            if len(bindings) < 2:
+                return None
         assignments = self.m.assignments
         last = None
         for index, (targets, value, ctx) in enumerate(assignments):
