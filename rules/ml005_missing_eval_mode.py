@@ -678,6 +678,16 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a model the file never binds (left to the reader in a comment, or from a star import):
+    # nothing says what mode it is in
+    """
+import torch
+
+# model = ...  (left to the reader)
+with torch.no_grad():
+    for x, y in test_loader:
+        print(model(x).argmax(1))
+""",
     # a model from from_pretrained (eval mode) sampled first; the name is bound again much later
     # to the model that gets trained: the binding that reaches the sample is the pretrained one
     """

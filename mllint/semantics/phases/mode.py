@@ -943,6 +943,10 @@ class ModeFacts:
             if ref == _head(ref):
                 return self._imported_instance(ref)
             return "maybe"  # imported: made where we cannot see
+        head = _head(ref)
+        if head not in self.m.iteration_vars and head not in self.m.functions and head not in self.m.classes \
+                and not any(head in names for names in self.m.locals.values()):
+            return "maybe"  # bound nowhere in this file (a star import, a notebook cell left out)
         return "none"  # nothing in this file makes it (a fresh model is in training mode)
 
     def _initial_attr(self, scope: str, ref: str) -> str:
