@@ -251,6 +251,17 @@ def _outermost(refs) -> List[str]:
     return [ref for ref in sorted(refs) if not any(ref.startswith(other + ".") for other in refs if other != ref)]
 
 
+def _same_loop_later(ctx, event) -> bool:
+    """An event after the call in a loop around both: it runs before the call's next round
+    (``evaluate_model(self, val)`` then ``self.train()`` in the batch loop)."""
+    loop = ctx.loop
+    while loop is not None:
+        if loop.encloses(event.ctx.loop):
+            return True
+        loop = loop.parent
+    return False
+
+
 def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
     """A model in training mode (a ``.train()`` on every path here) handed to an evaluation
     function of another file of the project (named for evaluation) that runs it without switching it to eval mode (``test_semseg(model, test_loader)`` after the
@@ -291,9 +302,13 @@ def _project_evaluations(model: FileModel, phases: Phases) -> Iterable[Finding]:
             effect = Effect(CALL, ref, call, ctx, model.call_order.get(call, 0))
             if phases.overrides_mode(ref, ctx.scope) or phases.mode_cm_around(ctx, ref):
                 continue
-            if phases.mode_at(effect, ref) != {"train"}:
+            modes = phases.mode_at(effect, ref)
+            # ("none" as well: the first round in whatever mode the caller left it, every later
+            # round after the loop's own ``.train()``)
+            if "train" not in modes or modes - {"train", "none"}:
                 continue
-            if not any(e.kind == "train" and e.ref == ref and e.order < effect.order and not e.via
+            if not any(e.kind == "train" and e.ref == ref and not e.via
+                       and (e.order < effect.order or _same_loop_later(ctx, e))
                        and isinstance(e.node, cst.Call) and isinstance(e.node.func, cst.Attribute)
                        and e.node.func.attr.value == "train" for e in phases.events(ctx.scope)):
                 continue  # a model switched by its own ``.train()`` here (not a loss function)

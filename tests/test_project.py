@@ -408,6 +408,51 @@ def test_generate_of_a_project_model_class_is_that_method(tmp_path):
     assert codes_at(lint_json(tmp_path, "gen.py"), "gen.py") == []
 
 
+def test_model_handed_in_training_mode_to_a_star_imported_evaluation_helper(tmp_path):
+    # ``from utils import *`` binds evaluate_model(); the model's own epoch loop hands itself to
+    # it every 100 batches and switches back to training mode only after it
+    forget()
+    make_project(tmp_path, {
+        "utils.py": textwrap.dedent("""\
+            import torch
+
+
+            def evaluate_model(model, iterator):
+                hits = 0
+                for x, y in iterator:
+                    hits += (model(x).argmax(1) == y).sum().item()
+                return hits
+            """),
+        "model.py": textwrap.dedent("""\
+            import torch
+            from torch import nn
+            from utils import *
+
+
+            class TextCNN(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Sequential(nn.Linear(8, 2), nn.Dropout(0.5))
+
+                def forward(self, x):
+                    return self.fc(x)
+
+                def run_epoch(self, train_iterator, val_iterator):
+                    for i, (x, y) in enumerate(train_iterator):
+                        self.optimizer.zero_grad()
+                        loss = nn.functional.cross_entropy(self(x), y)
+                        loss.backward()
+                        self.optimizer.step()
+                        if i % 100 == 0:
+                            print(evaluate_model(self, val_iterator))
+                            self.train()
+            """),
+    })
+    found = lint_json(tmp_path, "model.py", extra=["--select", "ML005"])
+    assert codes_at(found, "model.py") == [("ML005", 21)]
+    assert "evaluate_model" in found[0]["message"]
+
+
 def test_mode_layers_of_a_model_defined_elsewhere(tmp_path):
     forget()
     make_project(tmp_path, {"models.py": MODELS, "ev.py": """\

@@ -171,6 +171,11 @@ class Project:
             if not rest:
                 return None  # a module, not a class or function
             return self._lookup(rel, rest, depth)
+        if importer is not None and not leading and len(parts) == 1 and depth < _MAX_DEPTH:
+            for star in self.star_modules(importer):  # a bare name a star import binds
+                found = self._lookup(star, parts, depth + 1)
+                if found is not None:
+                    return found
         return None
 
     def _lookup(self, rel: str, rest: List[str], depth: int) -> Optional[Defined]:
