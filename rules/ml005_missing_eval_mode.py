@@ -105,7 +105,8 @@ import libcst as cst
 from mllint.findings import Applicability, Finding, Fix
 from mllint.semantics.model import ANY, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel, translate
 from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
-from mllint.semantics.names import after_docstring, dotted, shorten
+from mllint.semantics.names import after_docstring, dotted, ref_of, shorten
+from mllint.semantics.roles import MODEL
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
 from mllint.semantics.phases.words import evaluation_possible, name_tokens, torch_file_possible
 
@@ -151,6 +152,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue  # ``translate()``/``score()``: evaluation once the model it runs has been trained
         if phases.no_module_here(effect):
             continue  # a plain function (``net = linreg``, the else of ``isinstance(net, nn.Module)``): no mode
+        if _layerless_wrapper_of_a_model(model, phases, effect):
+            continue  # ``vi(vae, x)``: a loss module of this file without layers, handed the model
         ref = effect.ref
         scope = effect.ctx.scope
         if phases.overrides_mode(ref, scope) or phases.mode_cm_around(effect.ctx, ref):
@@ -249,6 +252,37 @@ def _outermost(refs) -> List[str]:
     """The references of `refs` that are no submodule of another (``net`` runs ``net.linear_1``
     when it runs: one model, one finding at the call)."""
     return [ref for ref in sorted(refs) if not any(ref.startswith(other + ".") for other in refs if other != ref)]
+
+
+def _layerless_wrapper_of_a_model(model: FileModel, phases: Phases, effect: Effect) -> bool:
+    """A call of an instance of a module class of this file whose ``__init__`` only keeps
+    plain values (``self.beta = beta`` with ``beta: float = 1.``), handed a model as an
+    argument (``loss, stats, out = vi(vae, x)``): an inference or loss wrapper without
+    layers, whose own mode does nothing; the model it runs is judged at its own forward."""
+    node = effect.node
+    if not isinstance(node, cst.Call) or not node.args:
+        return False
+    scope = effect.ctx.scope
+    cls = model.instance_of.get(scope, effect.ref)
+    init = model.method_key(cls, "__init__") if cls else None
+    if init is None or init not in model.functions:
+        return False
+    params = {p.name.value: p for p in model.functions[init].node.params.params}
+
+    def plain(value: cst.BaseExpression) -> bool:
+        if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)) or (
+                isinstance(value, cst.Name) and value.value in ("True", "False", "None")):
+            return True
+        param = params.get(value.value) if isinstance(value, cst.Name) else None
+        if param is None:
+            return False
+        annotation = dotted(param.annotation.annotation) if param.annotation is not None else None
+        return annotation in ("int", "float", "str", "bool") or (param.default is not None and plain(param.default))
+
+    for targets, value, ctx in model.assignments:
+        if ctx.scope == init and any(t.startswith("self.") for t in targets) and not plain(value):
+            return False  # a submodule built or handed in (or something we cannot tell)
+    return any(model.has_role(ref_of(a.value) or "", MODEL, scope, by_name=False) for a in node.args if a.keyword is None)
 
 
 def _same_loop_later(ctx, event) -> bool:
@@ -693,6 +727,32 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a loss/inference wrapper module of this file that keeps only plain values, handed the
+    # model: the model is switched to eval mode; the wrapper has no layers to switch
+    """
+import torch
+from torch import nn
+
+
+class VariationalInference(nn.Module):
+    def __init__(self, beta: float = 1.0):
+        super().__init__()
+        self.beta = beta
+
+    def forward(self, model, x):
+        out = model(x)
+        return -(out["log_px"] - self.beta * out["kl"]).mean(), out
+
+
+vi = VariationalInference(beta=1.0)
+vae = VAE()
+vae.load_state_dict(torch.load("vae.pt", weights_only=True))
+vae.eval()
+with torch.no_grad():
+    for x, y in test_loader:
+        loss, outputs = vi(vae, x)
+        print(loss.item())
+""",
     # a model the file never binds (left to the reader in a comment, or from a star import):
     # nothing says what mode it is in
     """
