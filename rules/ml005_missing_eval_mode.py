@@ -727,6 +727,23 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a notebook that uses torch and TensorFlow: the Keras model its helper predicts with has no
+    # torch mode
+    """
+import torch
+import tensorflow as tf
+
+model = tf.keras.Model(inputs=[encoder_inputs, decoder_inputs], outputs=[outputs])
+model.fit((X_train, X_train_dec), y_train, epochs=10)
+
+
+def predict_date_strs(date_strs):
+    X = prepare(date_strs)
+    return model.predict(X).argmax(-1)
+
+
+print(predict_date_strs(["July 14, 1789"]))
+""",
     # a loss/inference wrapper module of this file that keeps only plain values, handed the
     # model: the model is switched to eval mode; the wrapper has no layers to switch
     """

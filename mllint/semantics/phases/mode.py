@@ -11,6 +11,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from mllint.frameworks import OTHER_MODULES
 from mllint.semantics import roles as R
 from mllint.semantics.model import (
     ANY,
@@ -813,6 +814,8 @@ class ModeFacts:
             if not isinstance(expr, cst.Call):
                 return "maybe"
             name = self.qual(expr.func)
+            if name.split(".", 1)[0] in OTHER_MODULES:
+                return "maybe"  # ``tf.keras.Model(...)`` in a notebook that uses torch too: no torch mode
             made = self.m.project.returned_model(name) if self.m.project is not None and name else None
             if made is not None:  # a factory of another file of the project: how it hands the model over
                 return "eval" if made[0] else "train"
