@@ -246,6 +246,8 @@ def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[
         evidence = phases.evidence(effect) or phases.mode_evidence(effect)
         if evidence is None and callee not in inference_helpers and phases.function_evidence(callee) is None:
             continue
+        if _fresh_receiver(phases, effect):
+            continue
         helper = callee.rsplit(".", 1)[-1]
         message = f"`{shorten(helper, 24)}(...)` runs a forward with autograd on here; other calls run it under no_grad"
         detail = (
@@ -254,6 +256,15 @@ def _disagreeing_calls(model: FileModel, phases: Phases, inference_helpers: Set[
         )
         fix = _fix(model, phases, effect, evidence) if evidence is not None else None
         yield model.finding(effect.node, CODE, NAME, message, fix, detail, basis="structure")
+
+
+def _fresh_receiver(phases: Phases, effect: Effect) -> bool:
+    """A method call on a model built right there and not trained or loaded by then
+    (``p = JointDistribution(...)``, then ``p.sample(...)``, ``p.log_marginal(x)``): trying the
+    freshly built model out (``Phases.smoke_test``), not inference."""
+    node = effect.node
+    receiver = dotted(node.func.value) if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) else None
+    return bool(receiver) and phases.smoke_test(Effect(FORWARD, receiver, node, effect.ctx, effect.order))
 
 
 def _reaches_unprotected_forward(model: FileModel, phases: Phases, key: str, seen: Set[str]) -> bool:
@@ -518,6 +529,8 @@ def _helper_forwards(model: FileModel, phases: Phases, at_calls: Set[cst.CSTNode
         evidence = phases.evidence(effect) or phases.mode_evidence(effect)
         if evidence is None or evidence.kind == "callers" or not _result_is_gradient_free(phases, effect.ctx.scope):
             continue
+        if _fresh_receiver(phases, effect):
+            continue  # ``p = JointDistribution(...); p.sample(...)``: a freshly built model's methods tried out
         at_calls.add(effect.node)
         helper = effect.callee.rsplit(".", 1)[-1]
         message = f"`{shorten(helper, 24)}(...)` {evidence.brief} runs a forward pass that builds an unused autograd graph"
@@ -662,6 +675,34 @@ def _fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evidence) -
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a freshly built model's own methods tried out in a notebook's test function (nothing
+    # loaded, nothing trained): not inference
+    """
+import torch
+from torch import nn
+
+
+class VAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 2)
+        self.dec = nn.Linear(2, 4)
+
+    def forward(self, x):
+        return self.dec(self.enc(x))
+
+    def reconstruct(self, x):
+        return self.dec(self.enc(x)).sigmoid()
+
+
+def test_vae():
+    p = VAE()
+    x = torch.rand(2, 4)
+    print("reconstruction", p.reconstruct(x))
+
+
+test_vae()
+""",
     # a unit test of a freshly built module switched to eval mode: its output only asserted on
     """
 import torch
