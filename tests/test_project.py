@@ -453,6 +453,41 @@ def test_model_handed_in_training_mode_to_a_star_imported_evaluation_helper(tmp_
     assert "evaluate_model" in found[0]["message"]
 
 
+def test_template_method_of_a_base_class_elsewhere_switches_the_network_first(tmp_path):
+    # the base class (another file) runs ``self.eval()`` (its own: ``self._network.eval()``) and
+    # then ``self._eval_task(loader)``, which the subclass implements with self._network
+    forget()
+    make_project(tmp_path, {
+        "learners/__init__.py": "",
+        "learners/base.py": textwrap.dedent("""\
+            class IncrementalLearner:
+                def eval(self):
+                    self._network.eval()
+
+                def eval_task(self, loader):
+                    self.eval()
+                    return self._eval_task(loader)
+            """),
+        "learners/lwf.py": textwrap.dedent("""\
+            import torch
+            from learners.base import IncrementalLearner
+
+
+            class LwF(IncrementalLearner):
+                def __init__(self, network):
+                    self._network = network
+
+                def _eval_task(self, loader):
+                    preds = []
+                    for x, y in loader:
+                        with torch.no_grad():
+                            preds.append(self._network(x).argmax(1))
+                    return preds
+            """),
+    })
+    assert codes_at(lint_json(tmp_path, "learners/lwf.py"), "learners/lwf.py") == []
+
+
 def test_mode_layers_of_a_model_defined_elsewhere(tmp_path):
     forget()
     make_project(tmp_path, {"models.py": MODELS, "ev.py": """\

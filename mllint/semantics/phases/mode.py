@@ -589,9 +589,11 @@ class ModeFacts:
             return False
         head = _head(ref)
         if head in ("self", "cls") and fn.cls is not None:
-            # a base class in another file calls ``self.<method>()`` after ``self.eval()``
-            return ref == head and all(call.callee.startswith("self.") and "self" in call.evals_before
-                                       for _, call in callers)
+            # a base class in another file calls ``self.<method>()`` after ``self.eval()`` (which
+            # switches a module and its parts; a wrapper's own ``eval()`` switches the networks it
+            # holds: ``self._network.eval()``), or after switching this very attribute
+            return all(call.callee.startswith("self.") and ("self" in call.evals_before or ref in call.evals_before)
+                       for _, call in callers)
         params = list(fn.params[1:] if fn.cls is not None else fn.params)
         if head not in params:
             return False
