@@ -132,7 +132,7 @@ _TOP_DEFINITION = re.compile(r"^(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)\b")
 
 def _definition_stubs(lines: List[str]) -> Dict[int, str]:
     """For a cell that does not parse: each top-level ``def``/``class`` whose header line is
-    complete stays (a class without its bases) and the first line of its body becomes ``...``
+    complete stays as written and the first line of its body becomes ``...``
     (the rest of the line a comment, so every line keeps its length): what the cell defines
     stays known, its body unseen (``train_model(model, ...)`` in a later cell calls a
     function, not a model). {line number in the cell: its text in the program}."""
@@ -153,13 +153,7 @@ def _definition_stubs(lines: List[str]) -> Dict[int, str]:
         spare = len(nxt) - indent - 3
         if indent == 0 or spare < 0:
             continue
-        if body.startswith("class"):
-            # bases dropped (spaces keep the length): with its body unseen, nothing about the
-            # class is known, not even that it is an nn.Module
-            name = _TOP_DEFINITION.match(body).group(2)
-            header = f"class {name}:"
-            body = header + " " * (len(body) - len(header)) if len(header) <= len(body) else body
-        stubs[number] = body
+        stubs[number] = body  # (a class keeps its bases: ``class CharRNN(nn.Module):`` says what it is)
         stubs[following] = nxt[:indent] + "..." + (" #" + "-" * (spare - 2) if spare >= 2 else " " * spare)
     return stubs
 

@@ -264,7 +264,9 @@ def _fresh_receiver(phases: Phases, effect: Effect) -> bool:
     freshly built model out (``Phases.smoke_test``), not inference."""
     node = effect.node
     receiver = dotted(node.func.value) if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) else None
-    return bool(receiver) and phases.smoke_test(Effect(FORWARD, receiver, node, effect.ctx, effect.order))
+    if not receiver or phases.loop_evidence(effect.ctx) is not None:
+        return False  # (over a test loader: evaluation, whatever trained it out of sight, such as pyro's SVI)
+    return phases.smoke_test(Effect(FORWARD, receiver, node, effect.ctx, effect.order))
 
 
 def _reaches_unprotected_forward(model: FileModel, phases: Phases, key: str, seen: Set[str]) -> bool:
@@ -1590,6 +1592,57 @@ def main(model, loader, val_x, opt):
 ]
 
 INVALID = [
+    # a model's own method over the test loader of a loop, where the model was trained by
+    # something the file does not show as training (pyro's SVI): evaluation, not a try-out
+    Example(
+        """
+import torch
+from torch import nn
+
+
+class VAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(784, 20)
+        self.dec = nn.Linear(20, 784)
+
+    def reconstruct_img(self, x):
+        return torch.sigmoid(self.dec(self.enc(x)))
+
+
+def main(svi, train_loader, test_loader):
+    vae = VAE()
+    for x, _ in train_loader:
+        svi.step(x)
+    for i, (x, _) in enumerate(test_loader):
+        reco = vae.reconstruct_img(x[0])
+        show(reco.detach().numpy())
+""",
+        fixed="""
+import torch
+from torch import nn
+
+
+class VAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(784, 20)
+        self.dec = nn.Linear(20, 784)
+
+    def reconstruct_img(self, x):
+        return torch.sigmoid(self.dec(self.enc(x)))
+
+
+def main(svi, train_loader, test_loader):
+    vae = VAE()
+    for x, _ in train_loader:
+        svi.step(x)
+    with torch.no_grad():
+        for i, (x, _) in enumerate(test_loader):
+            reco = vae.reconstruct_img(x[0])
+            show(reco.detach().numpy())
+""",
+    ),
     # a test forward each epoch whose output name the training step below binds again: the
     # training step's own forward is what reaches its backward pass, not the test one
     Example(
