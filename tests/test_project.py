@@ -306,6 +306,7 @@ def test_star_imports_of_the_project_bind_torch_and_its_helpers(tmp_path):
     project = Project(str(tmp_path), facts)
     assert project.star_modules("rl/agent/dqn.py") == ("rl/network/__init__.py",)
     assert project.star_torch("rl/agent/dqn.py") and not project.star_torch("rl/agent/plain.py")
+    assert project.resolve("to_np", "excluded/elsewhere.py") is None  # a file the facts leave out
     found = project.resolve("..network.to_np", "rl/agent/dqn.py")
     assert found is not None and (found.rel, found.kind) == ("rl/network/utils.py", "function")
     call = next(c for c in project.facts["rl/agent/dqn.py"].calls if c.callee == "to_np")

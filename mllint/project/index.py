@@ -200,6 +200,8 @@ class Project:
         """The project files that file `rel` star-imports (``from ..network import *``), in order."""
         memo = self.memo("star_modules")
         found = memo.get(rel)
+        if found is None and rel not in self.facts:
+            return ()  # a file outside the project's facts (excluded, but named on the command line)
         if found is None:
             files = []
             for local, qualified in self.imports_of(rel).items():
