@@ -727,6 +727,30 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # evaluation in the last round of the batch loop only (``if i == len(steps) - 1:``), and the
+    # epoch loop switches back to training mode before it trains again
+    """
+import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 2))
+optimizer = torch.optim.Adam(model.parameters())
+epoch = 0
+while epoch < 100:
+    epoch += 1
+    model.train()
+    steps = list(enumerate(train_loader))
+    for i, (x, y) in steps:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if i == len(steps) - 1:
+            model.eval()
+            with torch.no_grad():
+                val_loss = nn.functional.cross_entropy(model(x_test), y_test)
+            print(epoch, val_loss.item())
+""",
     # a notebook that uses torch and TensorFlow: the Keras model its helper predicts with has no
     # torch mode
     """

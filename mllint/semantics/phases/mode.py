@@ -1112,6 +1112,8 @@ class ModeFacts:
                     continue
                 if self._stops_after(event):
                     continue
+                if self._last_round_then_trained(event, loop, ref):
+                    continue
                 reported.add(event.node)
                 found.append(NotUndone(event, loop, ref))
         return found
@@ -1127,6 +1129,37 @@ class ModeFacts:
                 return True
             inner = inner.parent
         return False
+
+    def _last_round_then_trained(self, event: ModeEvent, loop: Loop, ref: str) -> bool:
+        """The switch runs only in the last round of the training loop (``if i == len(steps) - 1:
+        model.eval(); ...`` in ``for i, batch in enumerate(steps)``), and the loop around that one
+        switches the model back to training mode before it runs the training loop again."""
+        inner = event.ctx.loop
+        if inner is None or not isinstance(inner.node, cst.For) or inner.parent is None:
+            return False
+        target = inner.node.target
+        first = target.elements[0].value if isinstance(target, cst.Tuple) and target.elements else target
+        if not isinstance(first, cst.Name):
+            return False
+        index = first.value
+
+        def last_round(node: Optional[cst.CSTNode]) -> bool:
+            if not (isinstance(node, cst.Comparison) and len(node.comparisons) == 1
+                    and isinstance(node.comparisons[0].operator, cst.Equal)):
+                return False
+            left, right = node.left, node.comparisons[0].comparator
+            if isinstance(right, cst.Name) and right.value == index:
+                left, right = right, left
+            return (isinstance(left, cst.Name) and left.value == index and isinstance(right, cst.BinaryOperation)
+                    and isinstance(right.operator, cst.Subtract) and isinstance(right.right, cst.Integer)
+                    and right.right.value == "1")
+
+        if not any(c.branch == "if" and c.loop is inner and last_round(c.node) for c in event.ctx.conds):
+            return False
+        outer = inner.parent
+        return any(e.kind == "train" and not e.cond and self.same_model(e.ref, ref, outer.scope)
+                   and outer.encloses(e.ctx.loop) and not inner.encloses(e.ctx.loop)
+                   for e in self.events(outer.scope))
 
     def _stops_after(self, event: ModeEvent) -> bool:
         """The loop ends right after this evaluation (``break``/``return`` later in its block)."""
