@@ -390,10 +390,9 @@ class Project:
             found = self.resolve(imports[head] + ("." + tail if tail else ""), rel)
             return found if found is not None and found.kind == "function" else None
         if not tail and self.star_modules(rel) and head not in self.functions_of(rel) and head not in self.classes_of(rel):
-            for star in self.star_modules(rel):  # a function a star import binds
-                found = self._lookup(star, [head], 1)
-                if found is not None:
-                    return found if found.kind == "function" else None
+            found = self.resolve(head, rel)  # a function a star import binds
+            if found is not None:
+                return found if found.kind == "function" else None
         if not tail or "." in tail:
             return None
         instances = self._instances_of(rel)

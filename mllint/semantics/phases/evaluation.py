@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Set
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -1178,24 +1178,12 @@ class EvaluationFacts:
             return None
         if self._cut_read(node):
             return node
-        top = self._moved(node)
-        parent = self.m.index.get(top)
-        if not (isinstance(parent, cst.Assign) and parent.value is top and len(parent.targets) == 1):
-            return None
-        target = parent.targets[0].target
-        if not isinstance(target, cst.Name):
-            return None
-        name = target.value
-        body = self._scope_body(effect.ctx.scope)
-        if body is None:
+        parent, uses = self._uses_of_assigned(self._moved(node), effect.ctx.scope)
+        if parent is None:
             return None
         reads = 0
-        for found in self.m.index.nodes(cst.Name, body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            if found.value != name or found is target:
-                continue
+        for found in uses:
             holder = self.m.index.get(found)
-            if isinstance(holder, cst.Attribute) and holder.attr is found:
-                continue  # ``x.out``: an attribute of that name
             if isinstance(holder, (cst.Arg, cst.Param)) and getattr(holder, "keyword", None) is found:
                 continue  # ``f(out=...)``
             if isinstance(holder, (cst.Global, cst.Nonlocal)) or isinstance(self.m.index.get(holder), (cst.Global, cst.Nonlocal)):
@@ -1206,6 +1194,28 @@ class EvaluationFacts:
                 return None
             reads += 1
         return parent if reads else None
+
+    def _uses_of_assigned(self, value: cst.CSTNode, scope: str) -> Tuple[Optional[cst.Assign], List[cst.Name]]:
+        """When ``value`` is assigned alone to a plain name (``out = model(x)``): the assignment
+        and every other use of that name in the scope's own body, in source order (rebinding
+        targets included, attribute names such as ``x.out`` left out). (None, []) otherwise."""
+        parent = self.m.index.get(value)
+        if not (isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1
+                and isinstance(parent.targets[0].target, cst.Name)):
+            return None, []
+        target = parent.targets[0].target
+        body = self._scope_body(scope)
+        if body is None:
+            return None, []
+        uses = []
+        for found in self.m.index.nodes(cst.Name, body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if found.value != target.value or found is target:
+                continue
+            holder = self.m.index.get(found)
+            if isinstance(holder, cst.Attribute) and holder.attr is found:
+                continue  # ``x.out``: an attribute of that name
+            uses.append(found)
+        return parent, uses
 
     def _checked_only(self, effect: Effect) -> bool:
         """Whether a forward's output is only looked at, not used: its ``.shape``/``.size()``/
@@ -1228,23 +1238,13 @@ class EvaluationFacts:
             return False
         if looked_at(node):
             return True
-        parent = index.get(node)
-        if not (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1
-                and isinstance(parent.targets[0].target, cst.Name)):
-            return False
-        target = parent.targets[0].target
-        body = self._scope_body(effect.ctx.scope)
-        if body is None:
+        parent, uses = self._uses_of_assigned(node, effect.ctx.scope)
+        if parent is None:
             return False
         reads = 0
-        for found in index.nodes(cst.Name, body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            if found.value != target.value or found is target:
-                continue
-            holder = index.get(found)
-            if isinstance(holder, cst.AssignTarget):
+        for found in uses:
+            if isinstance(index.get(found), cst.AssignTarget):
                 break  # rebound: what follows reads something else
-            if isinstance(holder, cst.Attribute) and holder.attr is found:
-                continue
             if not looked_at(found):
                 return False
             reads += 1

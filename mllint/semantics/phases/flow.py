@@ -311,10 +311,10 @@ class BackwardFlow:
                     if receiver and _head(receiver) not in module_names and receiver not in ("self", "super"):
                         stmt.mutates.add(receiver)
 
-        def branch(node, part, body):
+        def branch(node, part, body, walk=None):
             path.append((id(node), part))
             try:
-                suite(body)
+                (walk or suite)(body)
             finally:
                 path.pop()
 
@@ -347,11 +347,7 @@ class BackwardFlow:
                 branch(node, "if", node.body)
                 orelse = node.orelse
                 if isinstance(orelse, cst.If):
-                    path.append((id(node), "else"))
-                    try:
-                        statement(orelse)
-                    finally:
-                        path.pop()
+                    branch(node, "else", orelse, statement)  # ``elif``
                 elif orelse is not None:
                     branch(node, "else", orelse.body)
             elif isinstance(node, cst.With):

@@ -3,6 +3,7 @@ helpers on references shared by every phase question."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from typing import Dict, List, Optional, Tuple
@@ -277,6 +278,7 @@ GRADIENT_CUTS = frozenset("detach detach_ item tolist numpy argmax argmin".split
 # from a forward's output up to a cut (EvaluationFacts.gradient_cut_output).
 MOVES = frozenset("to cuda cpu float half double long int bfloat16 contiguous".split())
 RESHAPES = frozenset("squeeze unsqueeze view reshape permute transpose flatten".split())
+_MOVES_OR_RESHAPES = MOVES | RESHAPES
 # Libraries whose functions are not models (``torch.arange(n).tolist()``, ``np.array(x).argmax()``),
 # and builtins that return no tensor of a model.
 _NO_MODEL_LIBRARIES = frozenset("torch numpy math scipy pandas random itertools functools operator einops".split())
@@ -296,8 +298,6 @@ def cut_forward_possible(facts) -> bool:
 
 
 def _cut_forward_possible(facts) -> bool:
-    import ast
-
     tree = facts.tree
     if tree is None:
         return True
@@ -309,7 +309,7 @@ def _cut_forward_possible(facts) -> bool:
             if isinstance(expr, ast.Subscript):
                 expr = expr.value
             elif (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
-                  and expr.func.attr in MOVES | RESHAPES):
+                  and expr.func.attr in _MOVES_OR_RESHAPES):
                 expr = expr.func.value
             else:
                 return expr
