@@ -112,7 +112,7 @@ from mllint.semantics.model import BACKWARD, CALL, FORWARD, MODULE_SCOPE, Effect
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, Phases
 from mllint.semantics.roles import MODEL
-from mllint.semantics.phases.words import _LOAD_CALLS, cut_forward_possible, eval_name_strength, evaluation_possible, torch_file_possible
+from mllint.semantics.phases.words import cut_forward_possible, eval_name_strength, evaluation_possible, loaded_here_possible, torch_file_possible
 
 CODE = "ML002"
 NAME = "inference-without-no-grad"
@@ -134,13 +134,15 @@ def SCREEN(facts) -> bool:
     # protected callers elsewhere), or of an inherited method in evaluation code (the evidence above).
     # output_evidence needs a call of a method that cuts a value from autograd on what may be a
     # forward's output (words.cut_forward_possible);
-    # loaded_here_evidence a weights load in some function; after_training_evidence training in
-    # the file (a backward pass or an optimizer step).
+    # loaded_here_evidence a weights load in a plain function; after_training_evidence training in
+    # the file (a backward pass or an optimizer step) and a function of the file called at
+    # module level.
     return torch_file_possible(facts) and (
-        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward", "step"})
+        evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
+        or "step" in facts.call_names and not facts.function_names.isdisjoint(facts.script_call_quals)
         or any(eval_name_strength(name) == "strong" for name in facts.call_names)
         or cut_forward_possible(facts)  # output_evidence: a forward's output read detached
-        or any(_LOAD_CALLS.search(name) for name in facts.call_quals)  # loaded_here_evidence: a load in any function
+        or loaded_here_possible(facts)  # loaded_here_evidence: a load in a function that is no method
         or facts.pretrained_build  # ... or a model built with trained weights there
     )
 

@@ -149,8 +149,22 @@ def test_ml002_output_read_detached_needs_a_call_that_may_be_a_forward():
                   "w = torch.zeros(3)\nw.detach()\n",
                   "v = torch.ones(2).data\n"):
         assert not passes("import torch\nimport numpy as np\n" + shape, "ML002"), shape
-    # a name bound from a call that may be a forward, read through a cut elsewhere in the file
-    assert passes("import torch\ny = net(x)\ndef report():\n    return y.item()\n", "ML002")
+    # a forward is a call given an argument, of a reference (a name, an attribute, a subscript by
+    # a constant or a name): not a method of a computed value, nor a call without arguments
+    for shape in ("v = x.float().var(0).detach()\n",
+                  "m = coords[:, 0].max(0).item()\n",
+                  "i = indices.tolist()\n",
+                  "w = module.weight.data.clone().detach()\n",
+                  "s = Beta(a, a).sample().item()\n"):
+        assert not passes("import torch\n" + shape, "ML002"), shape
+    for shape in ("o = self.blocks[0](x).detach()\n", "o = heads['cls'](x).argmax(1)\n", "o = net.forward(x).item()\n"):
+        assert passes("import torch\n" + shape, "ML002"), shape
+    # a name bound from a call that may be a forward and read through a cut in the same function's
+    # own body (output_evidence reads the uses in the forward's scope)
+    assert passes("import torch\ndef report(x):\n    y = net(x)\n    return y.item()\n", "ML002")
+    assert passes("import torch\ny = net(x)\nprint(y.item())\n", "ML002")
+    assert not passes("import torch\ny = net(x)\ndef report():\n    return y.item()\n", "ML002")
+    assert not passes("import torch\ndef f(x):\n    y = net(x)\n    return y\ndef g(y):\n    return y.item()\n", "ML002")
 
 
 def test_ml002_ml005_mode_switches_that_are_evidence():
@@ -288,3 +302,23 @@ def test_newer_syntax_libcst_accepts_is_linted_not_ml000():
     assert on == off
     assert "ML000" not in {f.code for f in on}
     assert "ML001" in {f.code for f in on}
+
+
+def test_ml002_weights_loaded_in_a_plain_function():
+    # loaded_here_evidence: a load in a function that is no method and no script main (module
+    # level and main() are script_evidence's, which evaluation_possible covers)
+    method = "import torch\nclass Wrapper:\n    def restore(self, path):\n        self.opt.load_state_dict(torch.load(path))\n"
+    assert not passes(method, "ML002")
+    for plain in ("import torch\ndef embed(x):\n    net = Net()\n    net.load_state_dict(torch.load('w.pt'))\n    return net(x)\n",
+                  "import torch\nclass A:\n    def m(self):\n        def inner(x):\n            net = AutoModel.from_pretrained('b')\n            return net(x)\n",
+                  "import torch\ndef embed(x):\n    get_net().load_state_dict(state)\n"):
+        assert passes(plain, "ML002"), plain
+
+
+def test_ml002_an_optimizer_step_counts_with_a_function_called_at_module_level():
+    # after_training_evidence: a plain function the top level calls after something was trained
+    stepper = "import torch\nclass Lookahead:\n    def step(self):\n        self.base.step()\n"
+    assert not passes(stepper, "ML002")
+    script = "import torch\nopt.step()\ndef show(x):\n    return model(x)\nshow(batch)\n"
+    assert passes(script, "ML002")
+    assert passes("import torch\nloss.backward()\n", "ML002")  # a backward pass: the shared-epoch report

@@ -159,9 +159,15 @@ def _evaluated_argument(node) -> Optional[str]:
     return None
 
 
+_LITERALS = (bool, int, float, str, type(None))
+
+
 def _argument(node) -> str:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, str, type(None))):
-        return repr(node.value)
+    kind = type(node)
+    if kind is ast.Name:  # (the commonest argument first)
+        return node.id
+    if kind is ast.Constant:
+        return repr(node.value) if isinstance(node.value, _LITERALS) else "?"
     return _ref(node) or _evaluated_argument(node) or "?"
 
 

@@ -1127,28 +1127,33 @@ class EvaluationFacts:
         does): nothing can ever use the graph it records, whatever its caller's grad mode or
         its name (for ML002; it says nothing about eval mode). Not in model internals that
         ``forward`` runs, framework hooks, unit tests or smoke tests."""
+        # Every condition must hold; the cheap and selective ones are asked first (most
+        # forwards' outputs are not read detached at all).
+        if self.gradient_cut_output(effect) is None:
+            return None
         scope = effect.ctx.scope
         fn = self.m.functions.get(scope)
         if fn is not None:
             if self.managed(fn) or self.unit_test(fn) or self.trains(scope):
                 return None
-            if any(self.feeds_backward(site.node, site.ctx.scope) for site in self.call_sites(scope)):
-                return None  # a piece of a training step (a DQN loss's ``argmax`` of the online net)
-            if not self._returns_no_gradient(fn):
-                return None  # it hands back what may carry a gradient: a caller (here or elsewhere) may train on it
             if fn.cls is not None and self.module_like(fn.cls, by_forward=False) and (
                     fn.node.name.value in ("forward", "_forward", "__call__") or fn.key in self.methods_forward_runs(fn.cls)):
                 return None  # a model's internals: ``self.encoder(x).detach()`` is its stop-gradient
+        if any(e.kind == BACKWARD for e in self.m.effects_in(scope)):
+            return None
         loop = effect.ctx.loop
         while loop is not None:
             if self.loop_backprops(loop):
                 return None
             loop = loop.parent
-        if any(e.kind == BACKWARD for e in self.m.effects_in(scope)):
-            return None
         if any(self._autograd_call(c) for c, _ in self.calls_in(scope)):
             return None
-        if self.gradient_cut_output(effect) is None or self.smoke_test(effect):
+        if fn is not None:
+            if any(self.feeds_backward(site.node, site.ctx.scope) for site in self.call_sites(scope)):
+                return None  # a piece of a training step (a DQN loss's ``argmax`` of the online net)
+            if not self._returns_no_gradient(fn):
+                return None  # it hands back what may carry a gradient: a caller (here or elsewhere) may train on it
+        if self.smoke_test(effect):
             return None
         return Evidence("output", "whose output is only read detached from autograd")
 

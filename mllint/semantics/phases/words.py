@@ -6,10 +6,11 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from mllint.screen import dotted as screen_dotted
 from mllint.semantics.model import (
     ANY,
     FileModel,
@@ -315,30 +316,85 @@ def _cut_forward_possible(facts) -> bool:
                 return expr
 
     def may_forward(expr) -> bool:
-        if not isinstance(expr, ast.Call):
+        # A forward (``Phases.forwards``) is a call given some argument whose callee is a
+        # reference (``names.ref_of``: names, attributes, subscripts by one constant or name),
+        # e.g. ``model(x)``, ``self.blocks[0](x)``, ``model.forward(x)``: not ``x.float().var(0)``,
+        # ``valid[:, 0].max()`` or ``indices.tolist()``.
+        if not isinstance(expr, ast.Call) or not (expr.args or expr.keywords):
             return False
         head = expr.func
-        while isinstance(head, ast.Attribute):
-            head = head.value
-        if isinstance(head, ast.Name) and (
-                head.id in libraries or head is expr.func and head.id in _NO_MODEL_BUILTINS):
+        while True:
+            if isinstance(head, ast.Attribute):
+                head = head.value
+            elif isinstance(head, ast.Subscript) and isinstance(head.slice, (ast.Constant, ast.Name)) and (
+                    isinstance(head.slice, ast.Name) or type(head.slice.value) in (int, str)):
+                head = head.value
+            else:
+                break
+        if not isinstance(head, ast.Name):
+            return False
+        if head.id in libraries or head is expr.func and head.id in _NO_MODEL_BUILTINS:
             return False
         return True
 
-    assigned = set()
-    cut_names = set()
-    for node in ast.walk(tree):
+    # ``out = model(x)`` and ``out.argmax(1)`` count together only in one function's own body
+    # (``_uses_of_assigned`` reads the uses in the forward's scope; class bodies and lambdas are
+    # taken with the code around them, which only makes this pass more often).
+    assigned: Dict[int, Set[str]] = {}
+    cut_names: Dict[int, Set[str]] = {}
+    stack = [(tree, 0)]
+    while stack:
+        node, scope = stack.pop()
         if isinstance(node, ast.Assign):
             if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and may_forward(root(node.value)):
-                assigned.add(node.targets[0].id)
+                assigned.setdefault(scope, set()).add(node.targets[0].id)
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in GRADIENT_CUTS
               or isinstance(node, ast.Attribute) and node.attr == "data"):
             receiver = root(node.func.value if isinstance(node, ast.Call) else node.value)
             if may_forward(receiver):
                 return True
             if isinstance(receiver, ast.Name):
-                cut_names.add(receiver.id)
-    return not cut_names.isdisjoint(assigned)
+                cut_names.setdefault(scope, set()).add(receiver.id)
+        inner = id(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return any(not names.isdisjoint(assigned.get(scope, ())) for scope, names in cut_names.items())
+
+
+def loaded_here_possible(facts) -> bool:
+    """Over-approximates ``EvaluationFacts.loaded_here_evidence`` from the screen's facts: a
+    weights load (``_LOAD_CALLS`` on a call's qualified callee or its method name) written in a
+    function that is no method (a ``def`` not directly in a class body) and not named as a
+    script's main (module level and main() are ``script_evidence``'s, which
+    ``evaluation_possible`` covers). Once per file; without the tree, any load counts."""
+    if not (any(_LOAD_CALLS.search(name) for name in facts.call_quals)
+            or any(_LOAD_CALLS.search(name) for name in facts.attr_calls)):
+        return False
+    return facts.of_text("loaded_here_possible", _loaded_here_possible)
+
+
+def _loaded_here_possible(facts) -> bool:
+    tree = facts.tree
+    if tree is None:
+        return True
+    stack = [(tree, False, False)]  # (node, in a plain function's scope, directly in a class body)
+    while stack:
+        node, plain, in_class = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner_plain = not in_class and node.name not in _MAIN_NAMES
+            stack.extend((child, inner_plain, False) for child in ast.iter_child_nodes(node))
+            continue
+        if isinstance(node, ast.ClassDef):
+            stack.extend((child, plain, True) for child in node.body)
+            stack.extend((child, plain, False) for child in node.bases + node.keywords + node.decorator_list)
+            continue
+        if plain and isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and _LOAD_CALLS.search(node.func.attr):
+                return True
+            name = screen_dotted(node.func)
+            if name is not None and any(_LOAD_CALLS.search(q) for q in facts.qualify(name)):
+                return True
+        stack.extend((child, plain, False) for child in ast.iter_child_nodes(node))
+    return False
 
 
 def evaluation_possible(facts) -> bool:
