@@ -729,6 +729,16 @@ if __name__ == "__main__":
     image = torch.randn(1, 3, 513, 513)
     print("output:", model(image).shape)
 """,
+    # the same shape check of a model built and switched in one go, then rebound in eval mode
+    """
+import torch
+
+if __name__ == "__main__":
+    model = DeepLab(n_classes=21).eval()
+    model = model.eval()
+    image = torch.randn(1, 3, 513, 513)
+    print("output:", model(image).shape)
+""",
     # the same shape check when the model was moved to the GPU under a flag after it was built
     """
 import torch
@@ -1594,6 +1604,41 @@ def main(model, loader, val_x, opt):
 ]
 
 INVALID = [
+    # a model trained one step in a self-test, then rebound to itself in eval mode
+    # (``layer = layer.eval()`` returns the same, trained module) and compared on made-up input
+    Example(
+        """
+import torch
+from torch import nn
+
+if __name__ == "__main__":
+    x = torch.randn(8, 10)
+    layer = nn.Sequential(nn.Linear(10, 20), nn.BatchNorm1d(20))
+    before = layer(x)
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.3)
+    nn.MSELoss()(before, torch.randn(8, 20)).backward()
+    optimizer.step()
+    layer = layer.eval()
+    after = layer(x)
+    print((after - before).abs().max())
+""",
+        fixed="""
+import torch
+from torch import nn
+
+if __name__ == "__main__":
+    x = torch.randn(8, 10)
+    layer = nn.Sequential(nn.Linear(10, 20), nn.BatchNorm1d(20))
+    before = layer(x)
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.3)
+    nn.MSELoss()(before, torch.randn(8, 20)).backward()
+    optimizer.step()
+    layer = layer.eval()
+    with torch.no_grad():
+        after = layer(x)
+    print((after - before).abs().max())
+""",
+    ),
     # a model's own method over the test loader of a loop, where the model was trained by
     # something the file does not show as training (pyro's SVI): evaluation, not a try-out
     Example(

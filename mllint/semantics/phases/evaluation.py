@@ -64,6 +64,10 @@ _SYNTHETIC = frozenset(
 )
 
 
+# Methods of a module that return the module itself: ``net = net.eval()`` rebinds nothing new.
+_SAME_MODULE_METHODS = frozenset("to cuda cpu float double half bfloat16 eval train requires_grad_".split())
+
+
 # Methods whose result no gradient flows through.
 _NO_GRADIENT_METHODS = frozenset(
     "argmax argmin item tolist numpy detach round sign nonzero argsort bool int long eq ne gt lt ge le isnan".split()
@@ -932,10 +936,10 @@ class EvaluationFacts:
             return False
         for value, built_ctx in reversed(built):
             call = value
-            while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "cpu", "float", "double", "half"):
+            while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in _SAME_MODULE_METHODS:
                 call = call.func.value
             if not (isinstance(call, cst.Name) and call.value == ref):
-                break  # (``net = net.cuda()`` under ``if cuda:`` moves the model built above it)
+                break  # (``net = net.cuda()`` under ``if cuda:`` moves the model built above it; ``net = net.eval()`` switches it)
         if not isinstance(call, cst.Call):
             return False
         qual = self.qual(call.func)
