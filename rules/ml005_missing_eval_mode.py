@@ -154,6 +154,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue  # a plain function (``net = linreg``, the else of ``isinstance(net, nn.Module)``): no mode
         if _layerless_wrapper_of_a_model(model, phases, effect):
             continue  # ``vi(vae, x)``: a loss module of this file without layers, handed the model
+        if _wraps_only_switched_models(model, phases, effect):
+            continue  # ``elbo = SVI(model)``, ``model.eval()``, ``elbo(x)``: its only layers are in eval mode
         ref = effect.ref
         scope = effect.ctx.scope
         if phases.overrides_mode(ref, scope) or phases.mode_cm_around(effect.ctx, ref):
@@ -283,6 +285,35 @@ def _layerless_wrapper_of_a_model(model: FileModel, phases: Phases, effect: Effe
         if ctx.scope == init and any(t.startswith("self.") for t in targets) and not plain(value):
             return False  # a submodule built or handed in (or something we cannot tell)
     return any(model.has_role(ref_of(a.value) or "", MODEL, scope, by_name=False) for a in node.args if a.keyword is None)
+
+
+def _wraps_only_switched_models(model: FileModel, phases: Phases, effect: Effect) -> bool:
+    """A forward of a module built once from models (``elbo = SVI(model, likelihood=bce)``)
+    whose class (of the project) builds no mode-dependent layer itself: every layer it runs
+    is one of the models it was handed (``self.model = model``), so it runs in their modes,
+    whatever its own. True when each model handed to it is in eval mode at the forward
+    (``model.eval()`` before the validation loop that calls ``elbo(x, y)``)."""
+    project = model.project
+    ref, scope = effect.ref, effect.ctx.scope
+    if project is None or ref != ref.split(".", 1)[0]:
+        return False
+    where = scope if model.assigns_locally(scope, ref) else MODULE_SCOPE
+    built = [value for targets, value, ctx in model.assignments if ctx.scope == where and targets == (ref,)]
+    if len(built) != 1 or not isinstance(built[0], cst.Call):
+        return False
+    call = built[0]
+    written = dotted(call.func)
+    if not written or project.own_mode_layers(written) != frozenset():
+        return False
+    handed = [ref_of(a.value) for a in call.args if not a.star]
+    models = [r for r in handed if r and model.has_role(r, MODEL, where)]
+    if not models:
+        return False
+    for held in models:
+        modes = phases.mode_at(Effect(FORWARD, held, effect.node, effect.ctx, effect.order), held)
+        if not modes or modes - {"eval", "eval_initial"}:
+            return False
+    return True
 
 
 def _same_loop_later(ctx, event) -> bool:
@@ -727,6 +758,28 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # the loop variable of ``for model in models`` switched to eval mode before its validation
+    # loop: the model the loop's body runs is switched too
+    """
+import torch
+
+
+def main(models, labelled, validation):
+    for model in models:
+        optimizer = torch.optim.Adam(model.parameters())
+        for epoch in range(10):
+            model.train()
+            for x, y in labelled:
+                loss = (y - model.classify(x)).mean()
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            if epoch % 5 == 0:
+                model.eval()
+                with torch.no_grad():
+                    for x, y in validation:
+                        print(model.classify(x).argmax(1))
+""",
     # evaluation in the last round of the batch loop only (``if i == len(steps) - 1:``), and the
     # epoch loop switches back to training mode before it trains again
     """

@@ -1163,3 +1163,58 @@ def test_self_call_of_a_method_subclasses_of_other_files_implement(tmp_path):
     (tmp_path / "unet_trainer.py").write_text(UNET_TRAINER.replace("    def evaluate", "    @torch.no_grad()\n    def evaluate"))
     forget()
     assert codes_at(lint_json(tmp_path, "trainer.py", extra=["--select", "ML002"]), "trainer.py") == []
+
+
+WRAPPER = """\
+import torch.nn as nn
+
+
+class SVI(nn.Module):
+    def __init__(self, model, beta=1.0):
+        super().__init__()
+        self.model = model
+        self.beta = beta
+
+    def forward(self, x, y=None):
+        return self.beta * self.model(x, y).sum()
+"""
+
+WRAPPER_WITH_DROPOUT = WRAPPER.replace("        self.beta = beta\n",
+                                       "        self.beta = beta\n        self.drop = nn.Dropout(0.5)\n")
+
+WRAPPER_TRAIN = """\
+import torch
+from inference import SVI
+from models import DGM
+
+
+def main(labelled, validation, epochs):
+    for model in [DGM(784, 10)]:
+        elbo = SVI(model)
+        optimizer = torch.optim.Adam(model.parameters())
+        for epoch in range(epochs):
+            model.train()
+            for x, y in labelled:
+                loss = -elbo(x, y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            model.eval()
+            with torch.no_grad():
+                for x, y in validation:
+                    print(-elbo(x, y), model.classify(x).argmax(1))
+"""
+
+
+@pytest.mark.parametrize("wrapper, expected", [(WRAPPER, []), (WRAPPER_WITH_DROPOUT, [("ML005", 20)])])
+def test_wrapper_whose_only_layers_are_the_model_it_is_handed(tmp_path, wrapper, expected):
+    # ``elbo = SVI(model)`` runs only ``model``'s layers: ``model.eval()`` switches everything
+    # ``elbo(x, y)`` runs (the loop variable of ``for model in [...]`` included); a wrapper with
+    # a dropout of its own is still in training mode
+    forget()
+    models = "import torch.nn as nn\n\n\nclass DGM(nn.Module):\n    def __init__(self, a, b):\n" \
+             "        super().__init__()\n        self.fc = nn.Linear(a, b)\n        self.drop = nn.Dropout(0.2)\n\n" \
+             "    def forward(self, x, y=None):\n        return self.drop(self.fc(x))\n\n" \
+             "    def classify(self, x):\n        return self.fc(x)\n"
+    make_project(tmp_path, {"inference.py": wrapper, "models.py": models, "train.py": WRAPPER_TRAIN})
+    assert [c for c in codes_at(lint_json(tmp_path, "train.py"), "train.py") if c[0] == "ML005"] == expected

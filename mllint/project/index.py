@@ -290,15 +290,17 @@ class Project:
                 unknown = True
         return None if unknown else False
 
-    def mode_layers(self, rel: str, cls: ClassFacts, seen: Optional[Set] = None) -> Optional[FrozenSet[str]]:
+    def mode_layers(self, rel: str, cls: ClassFacts, seen: Optional[Set] = None, own: bool = False) -> Optional[FrozenSet[str]]:
         """The mode-dependent layer kinds of a class, its project bases and the project classes it
-        builds as submodules; an empty set when known to have none; None when unknown."""
+        builds as submodules; an empty set when known to have none; None when unknown. With
+        `own`, the modules handed to the class itself (``self.model = model``) are left out:
+        the layers it builds, whatever it is given."""
         seen = seen if seen is not None else set()
         if (rel, cls.name) in seen:
             return frozenset()
         seen.add((rel, cls.name))
         found = set(cls.layers)
-        unknown = cls.opaque
+        unknown = cls.opaque and not own
         for base in cls.bases:
             qualified = self.qualify(rel, base)
             if is_module_base(qualified) or is_module_base(base) or base == "object":

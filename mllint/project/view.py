@@ -105,6 +105,19 @@ class ProjectView:
             return None
         return self.project.mode_layers(*found)
 
+    def own_mode_layers(self, written: str) -> Optional[FrozenSet[str]]:
+        """The mode-dependent layer kinds an ``nn.Module`` class of the project (of this file or
+        another, named as this file writes it) builds itself, with its project bases and built
+        submodules, leaving out the modules handed to it (``self.model = model``); an empty set
+        when it builds none (a wrapper whose only layers are the model it is given); None when
+        unknown or not a project module class."""
+        if self.rel not in self.project.facts:
+            return None
+        found = self.project.class_in(self.rel, written)
+        if found is None or self.project.is_module(*found) is not True:
+            return None
+        return self.project.mode_layers(*found, own=True)
+
     def forward_returns(self, qualified: str) -> Optional[str]:
         found = self.class_named(qualified)
         return None if found is None else self.project.forward_returns(*found)

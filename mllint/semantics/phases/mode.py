@@ -215,13 +215,14 @@ class ModeFacts:
     def _switched_models(self, effect: Effect) -> List[str]:
         """The models a switch acts on: ``for m in (enc, dec): m.eval()`` switches ``enc`` and
         ``dec``; ``for m in models.values(): m.eval()`` (or over ``models``) switches every
-        model in ``models`` (``models["enc"]``)."""
+        model in ``models`` (``models["enc"]``); and the loop variable itself, which the loop's
+        body may go on to run (``for model in models: ... model.eval(); model(x)``)."""
         ref = self._mode_ref(effect)
         loop = effect.ctx.loop
         while loop is not None and ref != ANY:
             if isinstance(loop.node, cst.For) and ref in loop.targets and _head(ref) == ref:
                 found = self._loop_elements(loop, ref)
-                return found or [ref]
+                return found + [ref] if found and ref not in found else found or [ref]
             loop = loop.parent
         return [ref]
 
