@@ -164,6 +164,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue
         if _named_method(effect):
             continue  # model.predict(x) of a class we cannot see may run under no_grad itself
+        if phases.backpropagated_by_bases(effect.ctx.scope):
+            continue  # a piece of the training step of a base class in another file
         if _plain_class_without_graph(model, phases, effect):
             continue  # ``self.forward(x)`` of a from-scratch class with no tensor that requires grad
         if _forward_turns_grad_off(model, effect.ref, effect.ctx.scope):

@@ -1218,3 +1218,62 @@ def test_wrapper_whose_only_layers_are_the_model_it_is_handed(tmp_path, wrapper,
              "    def classify(self, x):\n        return self.fc(x)\n"
     make_project(tmp_path, {"inference.py": wrapper, "models.py": models, "train.py": WRAPPER_TRAIN})
     assert [c for c in codes_at(lint_json(tmp_path, "train.py"), "train.py") if c[0] == "ML005"] == expected
+
+
+LEARNER_BASE = """\
+import torch
+
+
+class BaseLearner:
+    def train(self, loader, model, optimizer):
+        for x_t, y_t, x_v, y_v in loader:
+            adapted = self.adaptation(x_t, y_t, model)
+            loss_v = self.validation_loss(x_v, y_v, adapted, model)
+            loss_v = loss_v / 4
+            loss_v.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        self.evaluation(loader, model)
+"""
+
+LEARNER = """\
+import torch
+from base import BaseLearner
+
+
+class Maml(BaseLearner):
+    def adaptation(self, x, y, model):
+        return model["hyper_net"](x)
+
+    def prediction(self, x, adapted, model):
+        logits = model["base_net"](x, adapted)
+        return logits
+
+    def validation_loss(self, x, y, adapted, model):
+        logits = self.prediction(x, adapted, model)
+        return torch.nn.functional.cross_entropy(logits, y)
+
+    def evaluation(self, loader, model):
+        for x, y in loader:
+            logits = model["base_net"](x, None)
+            print((logits.argmax(1) == y).float().mean().item())
+"""
+
+
+def test_methods_a_base_class_of_another_file_backpropagates_are_training(tmp_path):
+    # BaseLearner.train backpropagates what validation_loss returns, and validation_loss returns
+    # what it computes from prediction(): prediction's forward is a piece of training, whatever
+    # its name; evaluation(), whose result the base does not backpropagate, is still judged
+    forget()
+    make_project(tmp_path, {"base.py": LEARNER_BASE, "maml.py": LEARNER})
+    found = codes_at(lint_json(tmp_path, "maml.py"), "maml.py")
+    assert ("ML002", 10) not in found and ("ML002", 19) in found
+
+
+def test_facts_name_the_calls_whose_results_reach_a_backward():
+    facts = facts_of_source(LEARNER_BASE, "base.py")
+    train = next(f for f in facts.functions if f.key == "BaseLearner.train")
+    assert {"self.validation_loss", "self.adaptation"} <= train.backprop_calls
+    assert "self.evaluation" not in train.backprop_calls and "optimizer.step" not in train.backprop_calls
+    scaled = facts_of_source("def step(scaler, net, x):\n    loss = crit(net(x))\n    scaler.scale(loss).backward()\n", "s.py")
+    assert scaled.functions[0].backprop_calls == {"scaler.scale", "crit", "net"}

@@ -55,7 +55,7 @@ SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfl
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 9
+FACTS_VERSION = 10
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -105,6 +105,10 @@ class FunctionFacts:
     # references it calls like a model with autograd on (not under ``no_grad`` in its body): its
     # parameters (``model(x)``, ``model.forward(x)``) and, in a method, ``self.<attr>(x)``
     forwards_grad_on: FrozenSet[str] = frozenset()
+    # the dotted callees whose results reach a backward pass in its own body (``loss =
+    # self.validation_loss(x, y, self.adaptation(x_t))`` then ``loss.backward()``): its training
+    # step's pieces, which a subclass may define
+    backprop_calls: FrozenSet[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -404,6 +408,7 @@ class _Walker:
             tuple(dict.fromkeys(r[0] for r in returned)) if complete else (),
             complete and all(r[1] for r in returned),
             frozenset() if grad_off else frozenset(scope.forwards_on),
+            _backprop_calls(node) if scope.backward else frozenset(),
         ))
 
     def class_(self, node: ast.ClassDef) -> None:
@@ -513,6 +518,53 @@ class _Walker:
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _own_nodes(node):
+    """The nodes of a function's body, not of the functions, classes and lambdas in it."""
+    todo = list(node.body)
+    for current in todo:
+        yield current
+        todo.extend(child for child in child_nodes(current)
+                    if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)))
+
+
+def _backprop_calls(node) -> FrozenSet[str]:
+    """The dotted callees of the calls whose results reach a ``.backward()`` in the function's
+    own body: read by the backward's receiver, or by an assignment to a name it reads, and so on
+    (order and branches aside: a superset)."""
+    reached: set = set()  # names whose values reach a backward
+    callees: set = set()
+    assignments = []
+
+    def reads(expr) -> None:
+        for sub in walk(expr):
+            if isinstance(sub, ast.Name):
+                reached.add(sub.id)
+            elif isinstance(sub, ast.Call):
+                name = dotted(sub.func)
+                if name:
+                    callees.add(name)
+
+    for sub in _own_nodes(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in ("backward", "manual_backward"):
+            reads(sub.func.value)
+            for arg in sub.args:
+                reads(arg)
+        elif isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and sub.value is not None:
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            names = {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
+            if names:
+                assignments.append((names, sub.value))
+    changed = True
+    while changed:
+        changed = False
+        for names, value in assignments:
+            if names & reached:
+                before = len(reached), len(callees)
+                reads(value)
+                changed = changed or (len(reached), len(callees)) != before
+    return frozenset(callees)
 
 
 class _Layers:

@@ -196,30 +196,47 @@ class ProjectView:
         ``__init__``: whatever its caller built, in the mode the caller left it) when no method
         of those bases switches its mode; "switched" when one does; None when no project base
         sets it (a base we cannot see may)."""
+        found = None
+        for rel, current, methods in self._bases_elsewhere(cls):
+            if any(ref in fn.evals or ref in fn.trains for fn in methods):
+                return "switched"
+            if ref in current.handed_in:
+                found = "handed in"
+        return found
+
+    def backpropagated_by_bases(self, cls: str) -> FrozenSet[str]:
+        """The methods of class ``cls`` of this file (``self.<name>`` calls) whose results a method
+        of a project base class of another file backpropagates (``loss_v =
+        self.validation_loss(...)``, ``loss_v.backward()`` in ``BaseLearner.train``): the pieces
+        of the training step that the subclass defines."""
+        out = set()
+        for _rel, _current, methods in self._bases_elsewhere(cls):
+            for fn in methods:
+                out.update(c[len("self."):] for c in fn.backprop_calls if c.startswith("self.") and c.count(".") == 1)
+        return frozenset(out)
+
+    def _bases_elsewhere(self, cls: str):
+        """(file, class facts, its methods' facts) of each project base class of another file
+        that class ``cls`` of this file derives from, directly or through project classes."""
         if self.rel not in self.project.facts:
-            return None
+            return
         facts = self.project.classes_of(self.rel).get(cls)
         if facts is None:
-            return None
+            return
         seen: set = set()
         todo = [(self.rel, facts)]
-        found = None
         while todo and len(seen) < 16:
             rel, current = todo.pop()
             if (rel, current.name) in seen:
                 continue
             seen.add((rel, current.name))
             if rel != self.rel:
-                methods = [self.project.functions_of(rel).get(f"{current.name}.{m}") for m in current.methods]
-                if any(fn is not None and (ref in fn.evals or ref in fn.trains) for fn in methods):
-                    return "switched"
-                if ref in current.handed_in:
-                    found = "handed in"
+                table = self.project.functions_of(rel)
+                yield rel, current, [fn for fn in (table.get(f"{current.name}.{m}") for m in current.methods) if fn is not None]
             for base in current.bases:
                 parent = self.project.class_in(rel, base)
                 if parent is not None:
                     todo.append(parent)
-        return found
 
     def overrides(self, cls: str, method: str) -> List[Tuple[str, FunctionFacts]]:
         """(file, facts) of each method ``method`` that a project class of another file defines

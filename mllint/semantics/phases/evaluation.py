@@ -219,6 +219,35 @@ class EvaluationFacts:
         # sample() returning log-probabilities is a training building block)
         return strength == "strong" or self.gradient_free_result(fn)
 
+    def backpropagated_by_bases(self, scope: str) -> bool:
+        """Whether method ``scope``'s result reaches a backward pass in a project base class of
+        another file: the base's training step (``loss_v = self.validation_loss(...)``,
+        ``loss_v.backward()``) calls it, or a method of the class that returns what it computes
+        from it (``validation_loss`` returning the loss of ``self.prediction(x)``). Its forward
+        is then a piece of training, whatever its name."""
+        fn = self.m.functions.get(scope)
+        project = self.m.project
+        if fn is None or fn.cls is None or project is None or "." in fn.cls:
+            return False
+        trained = project.backpropagated_by_bases(fn.cls)
+        if not trained:
+            return False
+        prefix = fn.cls + "."
+        methods = {k[len(prefix):]: f for k, f in self.m.functions.items() if k.startswith(prefix) and "." not in k[len(prefix):]}
+        reached = {scope[len(prefix):]}
+        changed = True
+        while changed and not reached & trained:
+            changed = False
+            for name, method in methods.items():
+                if name in reached:
+                    continue
+                calls = {dotted(c.func) for c, _ in self.calls_in(method.key)}
+                if any(f"self.{r}" in calls for r in reached) and any(
+                        not (isinstance(v, cst.Name) and v.value == "None") for v in _returned_values(self.m, method.node)):
+                    reached.add(name)
+                    changed = True
+        return bool(reached & trained)
+
     def gradient_free_result(self, fn: Function) -> bool:
         """Whether nothing a caller gets back from ``fn`` can carry a gradient, so no caller
         anywhere trains on it: it switches its model to eval mode itself, or returns only
