@@ -170,8 +170,10 @@ class Mask:
 
 
 _NAME = re.compile(r"%+([A-Za-z_][\w.]*)")
-# ``?obj``, ``obj??``, ``obj.attr?``, ``f()?``, wildcard searches (``np.*load*?``, ``?np.*load*``)
-_HELP = re.compile(r"^(?:\?{1,2}[\w.%*]+|[\w.%*]+(?:\(\))?\?{1,2})\s*$")
+# ``?obj``, ``obj??``, ``obj.attr?``, ``f()?``, wildcard searches (``np.*load*?``, ``?np.*load*``);
+# a line that starts with ``?`` is IPython's help escape whatever follows (``?df.plot.bar()``):
+# no Python line starts so
+_HELP = re.compile(r"^(?:\?{1,2}\S.*|[\w.%*]+(?:\(\))?\?{1,2})\s*$")
 # ``files = !ls``, ``a, b = !cmd``, ``self.out = %sx cmd``, ``d["k"] = !cmd``, ``x: list = !ls``
 _TARGET = r"[A-Za-z_][\w.]*(?:\[[^\]=\n]*\])*"
 _ASSIGN_ESCAPE = re.compile(

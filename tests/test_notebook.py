@@ -603,6 +603,8 @@ IPYTHON_CELLS = {
     "help on a call": "model.forward()?\n",
     "wildcard help": "torch.*load*?\n",
     "wildcard help before": "?torch.nn.*Loss\n",
+    "help before a call": "?df.plot.bar()\n",
+    "help before anything": "??model.fit(x, y=2)  \n",
     "time cell magic": "%%time\nx0 = model(torch.zeros(1, 4))\n",
     "timeit cell magic with options": "%%timeit -n 3 -r 2\nmodel(torch.zeros(1, 4))\n",
     "capture cell magic": "%%capture out\nprint(model)\n",
