@@ -1929,6 +1929,71 @@ print(predict(val_loader))
 ]
 
 INVALID = [
+    # a frozen encoder's features, computed under no_grad, train a classifier head: no
+    # gradient flows back into the encoder, which runs in training mode (its batch norm)
+    Example(
+        """
+import numpy as np
+import torch
+from torch import nn
+
+
+def inference(loader, encoder):
+    feats, labels = [], []
+    for x, y in loader:
+        with torch.no_grad():
+            h = encoder(x)
+        feats.extend(h.numpy())
+        labels.extend(y.numpy())
+    return np.array(feats), np.array(labels)
+
+
+def fit_head(head, X, y, optimizer):
+    for xb, yb in zip(torch.from_numpy(X).split(64), torch.from_numpy(y).split(64)):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(head(xb), yb)
+        loss.backward()
+        optimizer.step()
+
+
+encoder = nn.Sequential(nn.Linear(32, 16), nn.BatchNorm1d(16), nn.ReLU())
+encoder.load_state_dict(torch.load("encoder.pt"))
+head = nn.Linear(16, 10)
+X, y = inference(train_loader, encoder)
+fit_head(head, X, y, torch.optim.Adam(head.parameters()))
+""",
+        fixed="""
+import numpy as np
+import torch
+from torch import nn
+
+
+def inference(loader, encoder):
+    encoder.eval()
+    feats, labels = [], []
+    for x, y in loader:
+        with torch.no_grad():
+            h = encoder(x)
+        feats.extend(h.numpy())
+        labels.extend(y.numpy())
+    return np.array(feats), np.array(labels)
+
+
+def fit_head(head, X, y, optimizer):
+    for xb, yb in zip(torch.from_numpy(X).split(64), torch.from_numpy(y).split(64)):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(head(xb), yb)
+        loss.backward()
+        optimizer.step()
+
+
+encoder = nn.Sequential(nn.Linear(32, 16), nn.BatchNorm1d(16), nn.ReLU())
+encoder.load_state_dict(torch.load("encoder.pt"))
+head = nn.Linear(16, 10)
+X, y = inference(train_loader, encoder)
+fit_head(head, X, y, torch.optim.Adam(head.parameters()))
+""",
+    ),
     # the same evaluator engine: the model (with dropout) is never switched to eval mode; the fix is
     # unsafe (when the engines run is decided by event handlers the code does not show)
     """

@@ -260,7 +260,7 @@ class EvaluationFacts:
         if not returns:
             return False
         tainted = self._forward_outputs(fn.key)
-        forwards = {e.node for e in self.m.effects_in(fn.key) if e.kind in (FORWARD, CALL)}
+        forwards = self._graph_forwards(fn.key)
 
         def free(value: cst.BaseExpression) -> bool:
             if self._no_gradient(value, fn.key, 2):
@@ -270,11 +270,16 @@ class EvaluationFacts:
 
         return all(free(value) for value in returns)
 
+    def _graph_forwards(self, scope: str) -> Set[cst.CSTNode]:
+        """The forwards and calls of ``scope`` that may record an autograd graph (not those
+        certainly under ``no_grad``: ``with torch.no_grad(): h = model(x)``)."""
+        return {e.node for e in self.m.effects_in(scope) if e.kind in (FORWARD, CALL) and not self.certainly_grad_off(e)}
+
     def _forward_outputs(self, scope: str) -> Set[str]:
         """Names in ``scope`` that may hold a value computed by a forward pass (what a
         forward's statement assigns or appends to, and what is computed from those), less
         values no gradient flows through (``pred = out.argmax(1)``)."""
-        forwards = {e.node for e in self.m.effects_in(scope) if e.kind in (FORWARD, CALL)}
+        forwards = self._graph_forwards(scope)
         tainted: Set[str] = set()
         for _ in range(6):
             before = len(tainted)
@@ -511,8 +516,9 @@ class EvaluationFacts:
             return None
         name = fn.node.name.value
         sites = self.call_sites(key)
-        if any(self.feeds_backward(site.node, site.ctx.scope) for site in sites):
-            return None
+        if any(self.feeds_backward(site.node, site.ctx.scope) for site in sites) and not self.gradient_free_result(fn):
+            return None  # (what it returns reaches a backward pass: unless no gradient can flow back through it,
+            # as from features a frozen encoder computes under no_grad for a classifier trained on them)
         if fn.cls is not None and name != "__init__" and self._harness_class(fn.cls):
             return Evidence("function", f"in `{name}()` of an evaluation-harness model", key)
         runs = self.engine_run_data(key)
@@ -560,8 +566,8 @@ class EvaluationFacts:
             return None
         if self.smoke_test(effect):
             return None
-        if self.feeds_backward(effect.node, scope):
-            return None
+        if not self.certainly_grad_off(effect) and self.feeds_backward(effect.node, scope):
+            return None  # (under no_grad, nothing it computes can reach a backward pass)
         return found
 
     def loop_evidence(self, ctx: Context) -> Optional[Evidence]:

@@ -246,6 +246,16 @@ class GradFacts:
         """Whether a forward runs with grad off (or may: a flag, an unknown context manager)."""
         return self._site_grad_off(effect, self.grad_off_functions())
 
+    def certainly_grad_off(self, effect: Effect) -> bool:
+        """Whether a forward (or call) runs with grad off on every path: inside ``with
+        torch.no_grad()`` (not a flag or an unknown context manager), or in a function decorated
+        so. What it computes carries no gradient."""
+        if effect.ctx.grad == "off":
+            return True
+        if effect.ctx.grad == "on" or (effect.ctx.grad or "").startswith("flag"):
+            return False
+        return self._withs_grad(effect.ctx) == "off" or effect.ctx.scope in self.grad_off_functions()
+
     def frozen(self, ref: str, scope: str) -> bool:
         """Whether every parameter of the model is frozen (``requires_grad_(False)``), so a
         forward builds no graph."""
