@@ -1277,3 +1277,47 @@ def test_facts_name_the_calls_whose_results_reach_a_backward():
     assert "self.evaluation" not in train.backprop_calls and "optimizer.step" not in train.backprop_calls
     scaled = facts_of_source("def step(scaler, net, x):\n    loss = crit(net(x))\n    scaler.scale(loss).backward()\n", "s.py")
     assert scaled.functions[0].backprop_calls == {"scaler.scale", "crit", "net"}
+
+
+MODEL_WITH_TEST = """\
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
+
+    def forward(self, x):
+        return self.net(x)
+
+    def test(self, x, scale):
+        mu = self(x)
+        return mu[:, -1] * scale
+"""
+
+EVAL_EPOCH = """\
+import torch
+import model as M
+
+
+def eval_epoch(model, data):
+    model.eval()
+    with torch.no_grad():
+        for x, scale in data:
+            print(model.test(x, scale).mean().item())
+
+
+def main(data):
+    eval_epoch(M.Model(), data)
+"""
+
+
+@pytest.mark.parametrize("caller, expected", [(EVAL_EPOCH, []),
+                                              (EVAL_EPOCH.replace("    model.eval()\n", ""), [("ML005", 13)])])
+def test_model_method_whose_callers_elsewhere_switch_the_object_first(tmp_path, caller, expected):
+    # Model.test runs self(x); the files that import model.py call it only as `model.test(...)`
+    # after `model.eval()` in the same function: it runs in eval mode
+    forget()
+    make_project(tmp_path, {"model.py": MODEL_WITH_TEST, "main.py": caller})
+    assert [c for c in codes_at(lint_json(tmp_path, "model.py"), "model.py") if c[0] == "ML005"] == expected

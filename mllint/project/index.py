@@ -357,6 +357,25 @@ class Project:
             found.extend(self._base_class_callers(rel, cls, method, set()))
         return found
 
+    def method_calls_elsewhere(self, rel: str, method: str) -> List[Tuple[str, CallFacts]]:
+        """``<object>.<method>(...)`` calls (not of ``self``, nor of an imported module's function)
+        in the files that import file `rel`, directly or through a package ``__init__``: the
+        calls that may run the method of a class of `rel` on one of its instances (the
+        receiver's class is not known)."""
+        candidates = set(self.importers(rel))
+        for other in list(candidates):
+            if other.endswith("__init__.py"):
+                candidates |= self.importers(other)
+        out = []
+        for other in sorted(candidates):
+            aliases = {local for local, _ in self.facts[other].imports}
+            for call in self.facts[other].calls:
+                head, _, last = call.callee.rpartition(".")
+                if last == method and head and head != "self" and not head.startswith("self.") \
+                        and head.split(".", 1)[0] not in aliases:
+                    out.append((other, call))
+        return out
+
     def _base_class_callers(self, rel: str, cls: ClassFacts, method: str, seen: Set) -> List[Tuple[str, CallFacts]]:
         """``self.<method>(...)`` in the methods of the class's base classes defined in OTHER files
         of the project (a template method: ``BasePolicy.predict`` calling ``self._predict``)."""

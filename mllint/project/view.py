@@ -312,6 +312,13 @@ class ProjectView:
         """Calls of this file's function `key` ("f", "Cls.method") from other files of the project."""
         return self.project.callers(self.rel, key)
 
+    def method_calls_elsewhere(self, method: str) -> List[Tuple[str, CallFacts]]:
+        """``<object>.<method>(...)`` calls in the files that import this one (see
+        ``Project.method_calls_elsewhere``)."""
+        if self.rel not in self.project.facts:
+            return []
+        return self.project.method_calls_elsewhere(self.rel, method)
+
     def argument_mode_layers(self, key: str, param: str) -> Optional[FrozenSet[str]]:
         """The mode-dependent layers of the model every caller elsewhere passes for parameter
         `param` of this file's function `key`, when they agree and are known; None otherwise."""

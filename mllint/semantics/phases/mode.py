@@ -586,9 +586,14 @@ class ModeFacts:
         if self.m.project is None:
             return False
         callers = self.m.project.callers(fn.key)
+        head = _head(ref)
+        if not callers and head == "self" and fn.cls is not None and "." not in fn.cls and fn.node.name.value != "forward":
+            # a model's own method (``Model.test`` running ``self(data)``) that files importing this
+            # one call on an object: ``model.test(seq)`` in ``eval_epoch()`` after ``model.eval()``
+            found = self.m.project.method_calls_elsewhere(fn.node.name.value)
+            return bool(found) and all(call.callee.rpartition(".")[0] in call.evals_before for _, call in found)
         if not callers:
             return False
-        head = _head(ref)
         if head in ("self", "cls") and fn.cls is not None:
             # a base class in another file calls ``self.<method>()`` after ``self.eval()`` (which
             # switches a module and its parts; a wrapper's own ``eval()`` switches the networks it
