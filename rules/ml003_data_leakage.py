@@ -898,6 +898,31 @@ def check(model: FileModel) -> Iterable[Finding]:
 from mllint.registry import Example  # noqa: E402
 
 VALID = [
+    # a union of transformers of this file whose fit stores nothing (``return self``): fitting it
+    # on the test split learns nothing from it
+    """
+import numpy as np
+from sklearn.pipeline import FeatureUnion
+from sklearn.model_selection import train_test_split
+
+
+class Conv:
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def fit(self, x, y=None):
+        return self
+
+    def transform(self, x):
+        return x * self.kernel
+
+
+X, y = np.random.rand(100, 4), np.random.rand(100)
+x_train, x_test, y_train, y_test = train_test_split(X, y)
+union = FeatureUnion([(str(k), Conv(k)) for k in (1, 2)])
+a = union.fit_transform(x_train)
+b = union.fit_transform(x_test)
+""",
     # split first, fit on the training split, transform the test split
     """
     from sklearn.model_selection import train_test_split

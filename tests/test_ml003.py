@@ -545,3 +545,47 @@ def test_scoring_on_the_test_split_after_a_refit_on_everything_is_still_a_refit_
             """
         )
         assert [f.line for f in findings] == [8], scoring
+
+
+def test_a_union_learns_what_its_steps_learn():
+    # a union or pipeline fitted on the test split leaks only when some step stores what it
+    # learns: a class of the file whose fit sets an attribute, or any class whose fit we cannot see
+    code = '''
+        import numpy as np
+        from sklearn.pipeline import FeatureUnion, make_pipeline
+        from sklearn.preprocessing import Normalizer, StandardScaler
+        from sklearn.model_selection import train_test_split
+        from steps import Imported
+
+
+        class Conv:
+            def fit(self, x, y=None):
+                return self
+
+            def transform(self, x):
+                return x * 2
+
+
+        class Centre:
+            def fit(self, x, y=None):
+                self.mean = x.mean(0)
+                return self
+
+            def transform(self, x):
+                return x - self.mean
+
+
+        X, y = np.random.rand(100, 4), np.random.rand(100)
+        x_train, x_test, y_train, y_test = train_test_split(X, y)
+        a = FeatureUnion([("c", Conv()), ("n", Normalizer())])
+        a.fit_transform(x_train), a.fit_transform(x_test)
+        b = make_pipeline(Conv(), Normalizer())
+        b.fit_transform(x_train), b.fit_transform(x_test)
+        c = FeatureUnion([("c", Centre()), ("k", Conv())])
+        c.fit_transform(x_train), c.fit_transform(x_test)
+        d = make_pipeline(Conv(), StandardScaler())
+        d.fit_transform(x_train), d.fit_transform(x_test)
+        e = FeatureUnion([("i", Imported()), ("k", Conv())])
+        e.fit_transform(x_train), e.fit_transform(x_test)
+    '''
+    assert [f.line for f in lint(code)] == [33, 35, 37]  # c, d, e

@@ -1377,6 +1377,8 @@ class _Analysis:
         kind = None
         if last in _STATELESS:
             return None
+        if last in ("FeatureUnion", "make_union", "Pipeline", "make_pipeline") and self._stateless_steps(call):
+            return None  # every step learns nothing from the rows: neither does the union or pipeline
         if last in _GIVEN_CATEGORIES and self._given_categories(call):
             return None  # OneHotEncoder(categories=[["a", "b"]]): the fit learns nothing from the rows
         if last in _RESAMPLER_CLASSES or qual.startswith(("imblearn.over_sampling", "imblearn.under_sampling", "imblearn.combine")):
@@ -1403,6 +1405,53 @@ class _Analysis:
             if inner_val is not None:
                 inner.extend(inner_val.objs)
         return Obj(self.next(), kind, last, call, tuple(inner))
+
+    def _stateless_steps(self, call: cst.Call) -> bool:
+        """Whether every step a pipeline or union is built from, as written in the call, learns
+        nothing from the rows it is fitted on: a stateless scikit-learn class (``Normalizer``) or
+        a class of this file whose ``fit`` (and ``fit_transform``, if it has one) stores nothing
+        on ``self`` (``def fit(self, x): return x``). ``Pipeline([(name, Step()), ...])``,
+        ``FeatureUnion([(name, Step(k)) for k in kernels])``, ``make_union(A(), B())``."""
+        if not call.args:
+            return False
+        first = call.args[0].value
+        if isinstance(first, (cst.List, cst.Tuple)):
+            steps = [e.value for e in first.elements]
+        elif isinstance(first, (cst.ListComp, cst.GeneratorExp)):
+            steps = [first.elt]
+        else:
+            steps = [a.value for a in call.args if a.keyword is None]
+        built = []
+        for step in steps:
+            if isinstance(step, cst.Tuple) and len(step.elements) >= 2:
+                step = step.elements[1].value
+            if not isinstance(step, cst.Call):
+                return False
+            built.append(step)
+        return bool(built) and all(self._learns_nothing(step) for step in built)
+
+    def _learns_nothing(self, call: cst.Call) -> bool:
+        name = dotted(call.func)
+        if name is None:
+            return False
+        last = (self.m.imports.qualify(name) or name).rsplit(".", 1)[-1]
+        if last in _STATELESS:
+            return True
+        if name not in self.m.classes:
+            return False
+        fit = self.m.method_key(name, "fit")
+        if fit is None or fit not in self.m.functions:
+            return False  # inherited: what it stores is not known here
+        for method in (fit, self.m.method_key(name, "fit_transform")):
+            if method is None or method not in self.m.functions:
+                continue
+            body = self.m.functions[method].node.body
+            targets = [n.target for n in self.m.index.nodes((cst.AssignTarget, cst.AugAssign, cst.AnnAssign), body)]
+            if any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
+                return False  # ``self.mean_ = ...`` (or anything else it stores into)
+            if any(isinstance(c.func, cst.Name) and c.func.value == "setattr" for c in self.m.index.nodes(cst.Call, body)):
+                return False
+        return True
 
     def _fitted_models(self, node: Optional[cst.BaseExpression]) -> Tuple[Obj, ...]:
         """The models ``node`` names that were fitted before this point (by object, or by the
