@@ -244,7 +244,23 @@ def find_leaks(model: FileModel) -> List[Leak]:
             leak = _model_leak(flow, fit, model)
         if leak is not None:
             leaks.append(leak)
+    for fit in flow.embeddings:
+        leak = _embedding_leak(flow, fit)
+        if leak is not None:
+            leaks.append(leak)
     return leaks
+
+
+def _embedding_leak(flow: D.DataFlow, fit: D.FitEvent) -> Optional[Leak]:
+    """An embedding without ``transform`` (t-SNE, MDS) fitted on the test split whose output a
+    model is scored or predicts on: the test rows are embedded by a fit of their own, which the
+    model trained on the training rows' embedding never saw (a plot of it is fine)."""
+    kind, split, via = flow.classify_fit(fit)
+    if kind != D.TEST:
+        return None
+    if not any(use.what == "eval" and use.x_position for use in flow.sinks.get(fit.fid, [])):
+        return None
+    return Leak(fit, "embedded-test", split, via=via)
 
 
 def _targetish(model: FileModel, fit: D.FitEvent) -> bool:
@@ -326,13 +342,15 @@ def _headline(model: FileModel, leak: Leak) -> str:
     split = leak.split
     line = _line(model, split.node) if split is not None else None
     at = f" (line {line})" if line else ""
+    if leak.kind == "embedded-test":
+        return f"`{fit.cls}` embeds the test split by a fit of its own{at}, and a model is scored on that embedding"
     if leak.kind == "full":
         if fit.kind == D.RESAMPLER:
             return f"resampler applied to all of {data} before the split{at}: test rows leak into training"
         if split is not None and split.kind == "cv":
             return f"{what} fitted on {data}, then cross-validated{at}: test folds leak into the fit"
         if split is not None and split.kind == "validation_split":
-            return f"{what} fitted on all of {data} before Keras holds out `validation_split`: validation rows leak"
+            return f"{what} fitted on all of {data} before `fit(validation_split=...)` holds out validation rows: they leak"
         if split is not None and split.kind == "folds":
             return f"{what} fitted on {data} before the fold split{at}: test folds leak into the fit"
         return f"{what} fitted on {data} before the split{at}: test rows leak into the fit"
@@ -368,6 +386,13 @@ def _base_message(model: FileModel, leak: Leak) -> str:
     if where and split.scope != fit.scope and split.scope != "<module>":
         where += f" (in `{split.scope}`)"
     origin = f" (split off on line {_line(model, split.node)})" if where else ""
+    if leak.kind == "embedded-test":
+        return (
+            f"`{call}` fits `{fit.cls}` on the test split `{data}`{origin} on its own, and a model then predicts or is "
+            f"scored on that embedding: the test rows are placed by a fit the model trained on the training rows' "
+            f"embedding never saw, so the score measures nothing. `{fit.cls}` has no `transform`; embed with a "
+            f"transformer fitted on the training split only (PCA, UMAP) and transform the test split"
+        )
     label = f" ({_short(split.label, 50)})" if split is not None and split.label else ""
     if label.count("`") % 2:
         label = label[:-1] + "`)"
@@ -898,6 +923,16 @@ def check(model: FileModel) -> Iterable[Finding]:
 from mllint.registry import Example  # noqa: E402
 
 VALID = [
+    # t-SNE of the test split for a plot: no model is scored on it
+    """
+from sklearn.manifold import TSNE
+from sklearn.model_selection import train_test_split
+import matplotlib.pyplot as plt
+
+X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=1)
+clf.fit(X_train, y_train)
+plt.scatter(*TSNE().fit_transform(X_test).T, c=clf.predict(X_test))
+""",
     # a union of transformers of this file whose fit stores nothing (``return self``): fitting it
     # on the test split learns nothing from it
     """
@@ -1345,6 +1380,20 @@ b = union.fit_transform(x_test)
 ]
 
 INVALID = [
+    # t-SNE has no transform: fitted again on the test split, its embedding of the test rows is
+    # not the one the classifier was trained on, and the classifier is scored on it
+    """
+from sklearn.manifold import TSNE
+from sklearn.model_selection import train_test_split
+from sklearn.neighbors import KNeighborsClassifier
+
+X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=1)
+tsne = TSNE(random_state=42)
+train_2d = tsne.fit_transform(X_train)
+test_2d = tsne.fit_transform(X_test)
+clf = KNeighborsClassifier().fit(train_2d, y_train)
+print(clf.score(test_2d, y_test))
+""",
     # the classic: scale everything, then split
     Example(
         """

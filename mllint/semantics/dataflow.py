@@ -362,6 +362,9 @@ class DataFlow:
 
     def __init__(self) -> None:
         self.fits: List[FitEvent] = []
+        # fit_transform of an embedding (t-SNE, MDS...): what they fit on, and (as sinks) where
+        # their output goes; kept apart from ``fits`` (nothing they learn applies to other rows)
+        self.embeddings: List[FitEvent] = []
         self.splits: Dict[int, SplitInfo] = {}
         self.evals: List[EvalEvent] = []
         self.sinks: Dict[int, List[SinkUse]] = {}  # fit id -> uses of its output
@@ -1782,9 +1785,11 @@ class _Analysis:
                 self._sink(y, call, "eval", False)
             return Val(objs=objs)
         if method in ("fit", "fit_transform") and x is not None and kinds and kinds <= {EMBEDDER}:
-            # an embedding of exactly these rows: nothing it learns applies to other rows
+            # an embedding of exactly these rows: nothing it learns applies to other rows (where
+            # its output goes is kept: a model scored on a test split embedded on its own)
             if method == "fit_transform":
-                return Val(data_of(x).rows, flat(x).taint, frozenset(), data_of(x).index)
+                fit = self._fit(call, EMBEDDER, method, obj.cls if obj else "", obj, receiver_text, x, y, x_node)
+                return Val(data_of(x).rows, flat(x).taint | {fit.fid}, frozenset(), data_of(x).index)
             return Val(objs=objs)
         if method in ("fit", "fit_transform", "fit_resample", "fit_sample", "partial_fit") and x is not None:
             if kinds & {TRANSFORMER, RESAMPLER} or (method == "fit_transform" and kinds & {PIPELINE, ESTIMATOR}):
@@ -1951,6 +1956,9 @@ class _Analysis:
             block=self.block,
         )
         fit.rows.update(data_of(data).rows)
+        if kind == EMBEDDER:
+            self.df.embeddings.append(fit)
+            return fit
         fit.previous = self.last_fit.get((self.scope, key))
         self.last_fit[(self.scope, key)] = fit
         self.df.fits.append(fit)
