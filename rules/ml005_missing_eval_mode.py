@@ -758,6 +758,26 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a target network run under no_grad inside the training loop: a piece of the training step
+    """
+import torch
+from torch import nn
+
+policy = nn.Sequential(nn.Linear(4, 64), nn.Dropout(0.1), nn.Linear(64, 2))
+target = nn.Sequential(nn.Linear(4, 64), nn.Dropout(0.1), nn.Linear(64, 2))
+opt = torch.optim.Adam(policy.parameters())
+for step in range(1000):
+    s, a, r, s2 = replay.sample(32)
+    with torch.no_grad():
+        best = target(s2).max(1).values
+    q = policy(s).gather(1, a)
+    loss = ((q.squeeze(1) - (r + 0.99 * best)) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if step % 100 == 0:
+        target.load_state_dict(policy.state_dict())
+""",
     # the loop variable of ``for model in models`` switched to eval mode before its validation
     # loop: the model the loop's body runs is switched too
     """
@@ -1929,6 +1949,47 @@ print(predict(val_loader))
 ]
 
 INVALID = [
+    # a script's trained model looked at under inference_mode after its training loop, on a
+    # batch whose name says nothing: evaluated under no_grad (RULES), in training mode
+    Example(
+        """
+import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))
+opt = torch.optim.Adam(model.parameters())
+for step in range(100):
+    x, y = loader.get_batch(32)
+    loss = ((model(x) - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+x, y = loader.get_batch(5000)
+with torch.inference_mode():
+    pred = model(x)
+print(((pred - y) ** 2).mean())
+""",
+        fixed="""
+import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))
+opt = torch.optim.Adam(model.parameters())
+for step in range(100):
+    x, y = loader.get_batch(32)
+    loss = ((model(x) - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+x, y = loader.get_batch(5000)
+model.eval()
+with torch.inference_mode():
+    pred = model(x)
+print(((pred - y) ** 2).mean())
+""",
+    ),
     # a frozen encoder's features, computed under no_grad, train a classifier head: no
     # gradient flows back into the encoder, which runs in training mode (its batch norm)
     Example(

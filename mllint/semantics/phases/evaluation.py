@@ -561,7 +561,7 @@ class EvaluationFacts:
         if fn is not None and (self.managed(fn) or self.unit_test(fn) or self.module_method(fn)):
             return None  # framework hooks, unit tests, model internals (run in the caller's mode)
         found = self.loop_evidence(effect.ctx) or (self.function_evidence(scope) if fn is not None else None)
-        found = found or self.data_evidence(effect) or self.script_evidence(effect)
+        found = found or self.data_evidence(effect) or self.script_evidence(effect) or self.grad_off_evidence(effect)
         if found is None:
             return None
         if self.smoke_test(effect):
@@ -837,6 +837,24 @@ class EvaluationFacts:
         if part is None:
             return bool(refs) and all(verdicts)  # x, y = next(iter(val_loader)): all it reads
         return any(verdicts)
+
+    def grad_off_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """A forward that script code (module level, or main() and the like) runs under
+        ``torch.no_grad()``/``inference_mode()`` after the model was trained there, outside any
+        loop that backpropagates: the trained model's outputs looked at (RULES: "evaluated under
+        no_grad"), e.g. a notebook's ``with torch.inference_mode(): pred = model(batch)``."""
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        if fn is not None and (fn.cls is not None or fn.node.name.value not in _MAIN_NAMES):
+            return None
+        if not self.certainly_grad_off(effect) or not self.trained_before(effect):
+            return None
+        loop = effect.ctx.loop
+        while loop is not None:
+            if self.loop_backprops(loop) or self.loop_trains(loop):
+                return None
+            loop = loop.parent
+        return Evidence("grad", "under no_grad after training")
 
     def script_evidence(self, effect: Effect) -> Optional[Evidence]:
         """A forward in an inference script: module level (or main()) of a file that trains
