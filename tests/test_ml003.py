@@ -589,3 +589,23 @@ def test_a_union_learns_what_its_steps_learn():
         e.fit_transform(x_train), e.fit_transform(x_test)
     '''
     assert [f.line for f in lint(code)] == [33, 35, 37]  # c, d, e
+
+
+def test_a_column_transformer_of_stateless_steps_learns_nothing():
+    code = '''
+        import numpy as np
+        from sklearn.compose import ColumnTransformer, make_column_transformer
+        from sklearn.preprocessing import Binarizer, FunctionTransformer, StandardScaler
+        from sklearn.model_selection import cross_val_score
+        from sklearn.linear_model import LogisticRegression
+
+        a = ColumnTransformer([("log", FunctionTransformer(np.log1p), ["Fare"])], remainder="passthrough").fit_transform(X)
+        print(cross_val_score(LogisticRegression(), a, y, cv=10))
+        b = make_column_transformer((Binarizer(), ["Age"]), remainder="drop").fit_transform(X)
+        print(cross_val_score(LogisticRegression(), b, y, cv=10))
+        c = ColumnTransformer([("log", FunctionTransformer(np.log1p), ["Fare"])], remainder=StandardScaler()).fit_transform(X)
+        print(cross_val_score(LogisticRegression(), c, y, cv=10))
+        d = make_column_transformer((StandardScaler(), ["Age"]), ("drop", ["Id"])).fit_transform(X)
+        print(cross_val_score(LogisticRegression(), d, y, cv=10))
+    '''
+    assert [f.line for f in lint(code)] == [12, 14]

@@ -1380,7 +1380,8 @@ class _Analysis:
         kind = None
         if last in _STATELESS:
             return None
-        if last in ("FeatureUnion", "make_union", "Pipeline", "make_pipeline") and self._stateless_steps(call):
+        if last in ("FeatureUnion", "make_union", "Pipeline", "make_pipeline", "ColumnTransformer", "make_column_transformer") \
+                and self._stateless_steps(call, last):
             return None  # every step learns nothing from the rows: neither does the union or pipeline
         if last in _GIVEN_CATEGORIES and self._given_categories(call):
             return None  # OneHotEncoder(categories=[["a", "b"]]): the fit learns nothing from the rows
@@ -1409,25 +1410,37 @@ class _Analysis:
                 inner.extend(inner_val.objs)
         return Obj(self.next(), kind, last, call, tuple(inner))
 
-    def _stateless_steps(self, call: cst.Call) -> bool:
-        """Whether every step a pipeline or union is built from, as written in the call, learns
-        nothing from the rows it is fitted on: a stateless scikit-learn class (``Normalizer``) or
-        a class of this file whose ``fit`` (and ``fit_transform``, if it has one) stores nothing
-        on ``self`` (``def fit(self, x): return x``). ``Pipeline([(name, Step()), ...])``,
-        ``FeatureUnion([(name, Step(k)) for k in kernels])``, ``make_union(A(), B())``."""
-        if not call.args:
+    def _stateless_steps(self, call: cst.Call, kind: str) -> bool:
+        """Whether every step a pipeline, union or column transformer is built from, as written
+        in the call, learns nothing from the rows it is fitted on: a stateless scikit-learn
+        class (``Normalizer``, ``FunctionTransformer(np.log1p)``) or a class of this file whose
+        ``fit`` (and ``fit_transform``, if it has one) stores nothing on ``self`` (``def fit(self,
+        x): return x``). ``Pipeline([(name, Step()), ...])``, ``FeatureUnion([(name, Step(k)) for k
+        in kernels])``, ``make_union(A(), B())``, ``ColumnTransformer([(name, Step(), cols)],
+        remainder="passthrough")``, ``make_column_transformer((Step(), cols))``."""
+        if not call.args or call.args[0].keyword is not None:
             return False
+        if kind == "ColumnTransformer" and any(
+                a.keyword is not None and a.keyword.value == "remainder" and not (
+                    isinstance(a.value, cst.SimpleString) and a.value.evaluated_value in ("drop", "passthrough"))
+                for a in call.args):
+            return False  # remainder=StandardScaler(): a step of its own
         first = call.args[0].value
-        if isinstance(first, (cst.List, cst.Tuple)):
+        if kind == "make_column_transformer":
+            steps = [a.value for a in call.args if a.keyword is None]
+        elif isinstance(first, (cst.List, cst.Tuple)) and kind not in ("make_union", "make_pipeline"):
             steps = [e.value for e in first.elements]
         elif isinstance(first, (cst.ListComp, cst.GeneratorExp)):
             steps = [first.elt]
         else:
             steps = [a.value for a in call.args if a.keyword is None]
+        index = 0 if kind == "make_column_transformer" else 1
         built = []
         for step in steps:
-            if isinstance(step, cst.Tuple) and len(step.elements) >= 2:
-                step = step.elements[1].value
+            if isinstance(step, cst.Tuple) and len(step.elements) > index:
+                step = step.elements[index].value
+            if isinstance(step, cst.SimpleString) and step.evaluated_value in ("drop", "passthrough"):
+                continue
             if not isinstance(step, cst.Call):
                 return False
             built.append(step)
