@@ -167,6 +167,8 @@ def check(model: FileModel) -> Iterable[Finding]:
             continue  # through a helper: only a model the code puts in training mode
         if _deliberate_train(phases, effect, evidence):
             continue
+        if modes <= {"train", "none"} and _repeated_sampling(phases, effect) and _same_input_each_round(phases, effect):
+            continue  # a model left in training mode, run again and again on one input: Monte Carlo sampling
         unit = (model.canonical(ref, scope), evidence.kind, evidence.function, id(evidence.loop.node) if evidence.loop else None)
         if evidence.kind in ("data", "mode"):
             unit = unit + (id(effect.ctx.statement),)
@@ -566,6 +568,40 @@ def _repeated_sampling(phases: Phases, effect: Effect) -> bool:
     return False
 
 
+def _same_input_each_round(phases: Phases, effect: Effect) -> bool:
+    """Whether the forward's arguments read nothing that changes from one round of the count
+    loop (or comprehension) around it to the next: not the loop's or comprehension's variables,
+    nor a name the loop body binds (``for i in range(n): x = data[i]`` is a loop over data)."""
+    node = effect.node
+    if not isinstance(node, cst.Call) or not node.args:
+        return False
+    m = phases.m
+    names = {n.value for a in node.args for n in m.index.nodes(cst.Name, a.value)} | {
+        n.value for a in node.args if isinstance(a.value, cst.Name) for n in (a.value,)}
+    varying = set()
+    for ancestor in m.parents.ancestors(node):
+        if isinstance(ancestor, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+            comp = ancestor.for_in
+            while comp is not None:
+                varying |= {n.value for n in m.index.nodes(cst.Name, comp.target)} | (
+                    {comp.target.value} if isinstance(comp.target, cst.Name) else set())
+                comp = comp.inner_for_in
+        if ancestor is effect.ctx.statement:
+            break
+    loop = effect.ctx.loop
+    while loop is not None:
+        varying |= set(loop.targets)
+        body = getattr(loop.node, "body", None)
+        if body is not None:
+            for target in m.index.nodes((cst.AssignTarget, cst.AugAssign, cst.AnnAssign), body):
+                varying |= {n.value for n in m.index.nodes(cst.Name, target.target)} | (
+                    {target.target.value} if isinstance(target.target, cst.Name) else set())
+        if loop.iter_call == "range":
+            break
+        loop = loop.parent
+    return bool(names) and not names & varying
+
+
 def _in_comprehension(model: FileModel, node: cst.CSTNode, statement: cst.CSTNode) -> bool:
     """Whether ``node`` sits in a list comprehension or generator expression of ``statement``."""
     for ancestor in model.parents.ancestors(node):
@@ -758,6 +794,47 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # Monte Carlo dropout with the model left in training mode: the same input, again and again
+    """
+import numpy as np
+import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(1, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 1))
+opt = torch.optim.Adam(model.parameters())
+for epoch in range(100):
+    for xb, yb in train_loader:
+        loss = ((model(xb) - yb) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+x_test = torch.linspace(-3, 3, 100).unsqueeze(1)
+with torch.no_grad():
+    samples = np.hstack([model(x_test).numpy() for _ in range(100)])
+print(samples.mean(1), samples.std(1))
+""",
+    # ... and a model's own sampling method: the forward repeated on one input
+    """
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.fc(self.drop(x))
+
+    def sample_predict(self, x, n):
+        predictions = x.new_zeros(n, x.shape[0], 2)
+        for i in range(n):
+            predictions[i] = self.forward(x)
+        return predictions
+""",
     # a target network run under no_grad inside the training loop: a piece of the training step
     """
 import torch
