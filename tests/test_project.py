@@ -1321,3 +1321,91 @@ def test_model_method_whose_callers_elsewhere_switch_the_object_first(tmp_path, 
     forget()
     make_project(tmp_path, {"model.py": MODEL_WITH_TEST, "main.py": caller})
     assert [c for c in codes_at(lint_json(tmp_path, "model.py"), "model.py") if c[0] == "ML005"] == expected
+
+
+MODE_BASE = """\
+class BaseNet(object):
+    def set_mode_train(self, train=True):
+        if train:
+            self.model.train()
+        else:
+            self.model.eval()
+"""
+
+MODE_NET = """\
+import torch
+import torch.nn as nn
+from base_net import BaseNet
+
+
+class MCNet(BaseNet):
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def fit(self, x, y):
+        self.set_mode_train(True)
+        loss = ((self.model(x) - y) ** 2).mean()
+        loss.backward()
+        self.optimizer.step()
+
+    def eval(self, x, y):
+        out = self.model(x)
+        return ((out - y) ** 2).mean().item()
+"""
+
+MODE_TRAIN = """\
+from model import MCNet
+
+
+def main(train_loader, val_loader):
+    net = MCNet()
+    for epoch in range(10):
+        net.set_mode_train(True)
+        for x, y in train_loader:
+            net.fit(x, y)
+        net.set_mode_train(False)
+        for x, y in val_loader:
+            print(net.eval(x, y))
+"""
+
+
+@pytest.mark.parametrize("script, expected", [(MODE_TRAIN, []),
+                                              (MODE_TRAIN.replace("net.set_mode_train(False)", "pass"), [("ML005", 18)])])
+def test_a_mode_helper_of_a_base_class_elsewhere_given_a_literal_by_the_callers(tmp_path, script, expected):
+    # set_mode_train(train) of a base class in another file switches self.model by its flag:
+    # the training script's net.set_mode_train(False) before net.eval(x, y) switches it to eval
+    forget()
+    make_project(tmp_path, {"base_net.py": MODE_BASE, "model.py": MODE_NET, "train.py": script})
+    assert [c for c in codes_at(lint_json(tmp_path, "model.py"), "model.py") if c[0] == "ML005"] == expected
+
+
+PREDICTOR = """import torch.nn as nn
+from base_net import BaseNet
+
+
+class Predictor(BaseNet):
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+
+    def predict(self, x):
+        self.set_mode_train(train=False)
+        return self.model(x)
+"""
+
+
+@pytest.mark.parametrize("flag, expected", [("False", [("ML002", 11)]), ("True", [])])
+def test_a_mode_helper_of_a_base_class_elsewhere_given_a_literal_here(tmp_path, flag, expected):
+    # self.set_mode_train(train=False), inherited from a base class in another file, switches
+    # self.model to eval mode before the forward: evidence of inference for ML002 (True: training)
+    forget()
+    make_project(tmp_path, {"base_net.py": MODE_BASE, "model.py": PREDICTOR.replace("train=False", f"train={flag}")})
+    found = codes_at(lint_json(tmp_path, "model.py"), "model.py")
+    assert [c for c in found if c[0] in ("ML002", "ML005")] == expected
+
+
+def test_facts_know_the_parameter_that_picks_the_mode():
+    facts = facts_of_source(MODE_BASE + "\n    def flip(self, on):\n        self.net.train(on)\n"
+                            "\n    def both(self, x):\n        self.a.train()\n        self.a.eval()\n", "b.py")
+    picked = {f.key: f.mode_param for f in facts.functions}
+    assert picked == {"BaseNet.set_mode_train": "train", "BaseNet.flip": "on", "BaseNet.both": ""}

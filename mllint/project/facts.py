@@ -55,7 +55,7 @@ SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfl
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 10
+FACTS_VERSION = 11
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -109,6 +109,10 @@ class FunctionFacts:
     # self.validation_loss(x, y, self.adaptation(x_t))`` then ``loss.backward()``): its training
     # step's pieces, which a subclass may define
     backprop_calls: FrozenSet[str] = frozenset()
+    # the parameter that picks the mode it switches its models to (``def set_mode_train(self,
+    # train=True): if train: self.model.train() else: self.model.eval()``, ``self.net.train(mode)``):
+    # a true value switches ``trains | evals`` to training mode, a false one to eval mode
+    mode_param: str = ""
 
 
 @dataclass(frozen=True)
@@ -409,6 +413,7 @@ class _Walker:
             complete and all(r[1] for r in returned),
             frozenset() if grad_off else frozenset(scope.forwards_on),
             _backprop_calls(node) if scope.backward else frozenset(),
+            _mode_param(node, params) if scope.evals or scope.trains else "",
         ))
 
     def class_(self, node: ast.ClassDef) -> None:
@@ -527,6 +532,44 @@ def _own_nodes(node):
         yield current
         todo.extend(child for child in child_nodes(current)
                     if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)))
+
+
+def _switch_of(stmts) -> Optional[str]:
+    """"train" / "eval" when the statements switch something to that mode (and not the other)."""
+    kinds = set()
+    for stmt in stmts:
+        for sub in walk(stmt):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
+                if sub.func.attr == "eval" and not sub.args:
+                    kinds.add("eval")
+                elif sub.func.attr == "train" and not sub.args and not sub.keywords:
+                    kinds.add("train")
+                elif sub.func.attr == "train" and sub.args and isinstance(sub.args[0], ast.Constant):
+                    kinds.add("train" if sub.args[0].value else "eval")
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _mode_param(node, params: Tuple[str, ...]) -> str:
+    """The parameter whose truth picks the mode the function switches to: ``if train:
+    X.train() else: X.eval()`` (or ``if not train:`` the other way round), or ``X.train(mode)``;
+    "" when there is none."""
+    found = ""
+    for sub in _own_nodes(node):
+        if isinstance(sub, ast.If):
+            test, negated = sub.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            if isinstance(test, ast.Name) and test.id in params:
+                first, second = _switch_of(sub.body), _switch_of(sub.orelse)
+                if {first, second} == {"train", "eval"}:
+                    if (first == "train") != negated:
+                        found = found or test.id
+                    continue
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "train":
+            value = sub.args[0] if sub.args else next((k.value for k in sub.keywords if k.arg == "mode"), None)
+            if isinstance(value, ast.Name) and value.id in params:
+                found = found or value.id
+    return found
 
 
 def _backprop_calls(node) -> FrozenSet[str]:

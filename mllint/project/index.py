@@ -71,6 +71,7 @@ class Project:
         self._module_files: Dict[Tuple[str, str], Optional[str]] = {}
         self._imported: Dict[str, FrozenSet[str]] = dict(graph) if isinstance(graph, dict) else {}
         self._importers: Optional[Dict[str, Set[str]]] = None
+        self._mode_helpers: Optional[Dict[str, List[FunctionFacts]]] = None
         self._callers: Dict[Tuple[str, str], List[Tuple[str, CallFacts]]] = {}
         self._indexed: Set[str] = set()  # files whose calls are in _callers
         self._instances: Dict[str, Dict[Tuple[str, str], str]] = {}
@@ -356,6 +357,17 @@ class Project:
         if cls is not None:
             found.extend(self._base_class_callers(rel, cls, method, set()))
         return found
+
+    def mode_helpers(self) -> Dict[str, List[FunctionFacts]]:
+        """{method name: facts} of the project's methods with a ``mode_param`` (computed once)."""
+        if self._mode_helpers is None:
+            table: Dict[str, List[FunctionFacts]] = {}
+            for rel in self.facts:
+                for fn in self.facts[rel].functions:
+                    if fn.mode_param and "." in fn.key:
+                        table.setdefault(fn.key.rsplit(".", 1)[-1], []).append(fn)
+            self._mode_helpers = table
+        return self._mode_helpers
 
     def method_calls_elsewhere(self, rel: str, method: str) -> List[Tuple[str, CallFacts]]:
         """``<object>.<method>(...)`` calls (not of ``self``, nor of an imported module's function)

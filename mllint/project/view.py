@@ -190,6 +190,45 @@ class ProjectView:
             return None
         return found.rel, found.facts  # type: ignore[return-value]
 
+    def method_of_class(self, qualified: str, method: str) -> Optional[Tuple[str, FunctionFacts]]:
+        """(file, facts) of method ``method`` of the project class a qualified name (as this
+        file's imports spell it) stands for, its own or inherited from project bases."""
+        found = self.project.resolve(qualified, self.rel)
+        if found is None or found.kind != "class":
+            return None
+        method_found = self.project.method_of(found.rel, found.facts, method, set())
+        if method_found is None:
+            return None
+        return method_found.rel, method_found.facts  # type: ignore[return-value]
+
+    def mode_helpers(self, method: str) -> List[FunctionFacts]:
+        """The methods named ``method`` of the project's classes whose truth of a parameter picks
+        the mode they switch to (``set_mode_train(self, train=True)``)."""
+        table = self.project.mode_helpers()
+        return table.get(method, [])
+
+    def evaluated_before(self, rel: str, call: CallFacts, receiver: str) -> bool:
+        """Whether ``receiver`` is in eval mode when `call` (a call in file `rel`) runs, as that
+        file's own calls before it in the same function say: switched by ``receiver.eval()``,
+        or last set by a project mode helper given a false literal
+        (``net.set_mode_train(False)``, see ``FunctionFacts.mode_param``)."""
+        if receiver in call.evals_before:
+            return True
+        last = None
+        for other in self.project.facts[rel].calls:
+            if other.caller != call.caller or other.line >= call.line or not other.callee.startswith(receiver + "."):
+                continue
+            helper = other.callee[len(receiver) + 1:]
+            if "." in helper:
+                continue
+            for fn in self.mode_helpers(helper):
+                params = list(fn.params[1:])
+                if fn.mode_param in params:
+                    value = other.argument(fn.mode_param, params.index(fn.mode_param))
+                    if value in ("True", "False") and (last is None or other.line >= last[0]):
+                        last = (other.line, value)
+        return last is not None and last[1] == "False"
+
     def inherited_attribute(self, cls: str, ref: str) -> Optional[str]:
         """How ``self.<attr>`` (`ref`) of class ``cls`` of this file is set when only a project
         base class of another file sets it: "handed in" (``self.model = model`` in the base's

@@ -405,14 +405,23 @@ class ModeFacts:
         mode here. None when the callee is no function of the project."""
         project = self.m.project
         name = self.m.imports.qualname(call.func)
-        if project is None or not name or name == dotted(call.func) and "." not in name:
+        if project is None or not name:
             return None
-        fn = project.function_named(name)
+        fn = None if name == dotted(call.func) and "." not in name else project.function_named(name)
+        receiver = None  # for a method of a project class: the object it is called on
+        if fn is None and isinstance(call.func, cst.Attribute):
+            fn, receiver = self._project_method(call.func, ctx.scope)
         if fn is None:
             return None
         params = list(fn.params[1:] if "." in fn.key else fn.params)
         out: List[ModeEvent] = []
+        picked = _picked_mode(fn, params, call)
         for param in fn.evals | fn.trains:
+            if receiver is not None and (param == "self" or param.startswith("self.")):
+                both = picked is None and param in fn.evals and param in fn.trains
+                kind = picked or ("maybe" if both else ("eval" if param in fn.evals else "train"))
+                out.append(ModeEvent(order, kind, receiver + param[len("self"):], call, ctx, (), kind == "maybe"))
+                continue
             head = _head(param)
             if head not in params:
                 continue
@@ -425,10 +434,27 @@ class ModeFacts:
             if not ref:
                 continue
             ref = ref + param[len(head):]
-            both = param in fn.evals and param in fn.trains
-            kind = "maybe" if both else ("eval" if param in fn.evals else "train")
-            out.append(ModeEvent(order, kind, ref, call, ctx, (), both))
+            both = picked is None and param in fn.evals and param in fn.trains
+            kind = picked or ("maybe" if both else ("eval" if param in fn.evals else "train"))
+            out.append(ModeEvent(order, kind, ref, call, ctx, (), kind == "maybe"))
         return out
+
+    def _project_method(self, func: cst.Attribute, scope: str):
+        """(facts, receiver) of the project method ``func`` calls in another file: ``self.m(...)``
+        inherited from a project base class of another file, or ``obj.m(...)`` on an instance
+        of a project class (``net = MC_drop_net(...)``). (None, None) otherwise."""
+        project = self.m.project
+        receiver = ref_of(func.value)
+        method = func.attr.value
+        if not receiver:
+            return None, None
+        if receiver == "self":
+            cls = self.m.class_scope_of(scope)
+            found = project.inherited_method(cls, method) if cls and "." not in cls else None
+        else:
+            qualified = self.m.project_instance_of.get(scope, receiver)
+            found = project.method_of_class(qualified, method) if qualified else None
+        return (found[1], receiver) if found is not None else (None, None)
 
     def mode_at(self, effect: Effect, ref: str) -> Set[str]:
         """The modes ``ref`` may be in when ``effect`` runs: a subset of {"eval", "eval_initial"
@@ -591,15 +617,22 @@ class ModeFacts:
             # a model's own method (``Model.test`` running ``self(data)``) that files importing this
             # one call on an object: ``model.test(seq)`` in ``eval_epoch()`` after ``model.eval()``
             found = self.m.project.method_calls_elsewhere(fn.node.name.value)
-            return bool(found) and all(call.callee.rpartition(".")[0] in call.evals_before for _, call in found)
+            if len(fn.params) > 1:  # (``net.eval(x, y)``, a method of the class, not nn.Module's ``eval()``)
+                found = [(rel, call) for rel, call in found if call.args or call.kwargs]
+            return bool(found) and all(self.m.project.evaluated_before(rel, call, call.callee.rpartition(".")[0])
+                                       for rel, call in found)
         if not callers:
             return False
         if head in ("self", "cls") and fn.cls is not None:
             # a base class in another file calls ``self.<method>()`` after ``self.eval()`` (which
             # switches a module and its parts; a wrapper's own ``eval()`` switches the networks it
             # holds: ``self._network.eval()``), or after switching this very attribute
+            # ... or the object it is called on is in eval mode there (``net.set_mode_train(False)``
+            # then ``net.eval(x, y)`` in a training script)
             return all(call.callee.startswith("self.") and ("self" in call.evals_before or ref in call.evals_before)
-                       for _, call in callers)
+                       or not call.callee.startswith("self.")
+                       and self.m.project.evaluated_before(rel, call, call.callee.rpartition(".")[0])
+                       for rel, call in callers)
         params = list(fn.params[1:] if fn.cls is not None else fn.params)
         if head not in params:
             return False
@@ -1218,3 +1251,18 @@ class ModeFacts:
                     return True
         return False
 
+
+def _picked_mode(fn, params: List[str], call: cst.Call) -> Optional[str]:
+    """"train" / "eval" when the call passes a literal for the function's ``mode_param``
+    (``self.set_mode_train(train=False)``, ``net.set_mode_train(False)``); None otherwise."""
+    param = getattr(fn, "mode_param", "")
+    if not param or param not in params:
+        return None
+    value = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param), None)
+    positional = [a for a in call.args if a.keyword is None]
+    index = params.index(param)
+    if value is None and index < len(positional) and not any(a.star for a in positional[: index + 1]):
+        value = positional[index].value
+    if isinstance(value, cst.Name) and value.value in ("True", "False"):
+        return "train" if value.value == "True" else "eval"
+    return None
