@@ -702,7 +702,13 @@ def _init_worker(thresholds, projects) -> None:
 def _install_screen_hook() -> None:
     from mllint.project.store import set_screen
 
-    set_screen(screen_verdict)
+    set_screen(screen_verdict, _load_rules)
+
+
+def _load_rules() -> None:
+    from mllint.registry import all_rules
+
+    all_rules()
 
 
 _install_screen_hook()

@@ -89,6 +89,9 @@ def _compute_in_pool(items):
     try:
         from concurrent.futures import ProcessPoolExecutor
 
+        from mllint.project.store import prepare_screen
+
+        prepare_screen()  # (the workers, forked, inherit what the screen needs)
         with ProcessPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(_facts_item, items, chunksize=max(1, len(items) // (workers * 8))))
     except (OSError, NotImplementedError, PermissionError, RuntimeError):

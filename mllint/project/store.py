@@ -33,11 +33,21 @@ Entry = Tuple[int, int, str, Header, bytes]
 # a module-level function, so that it travels to worker processes by name.
 ScreenHook = Callable[[ast.Module, str], Optional[tuple]]
 _SCREEN: Optional[ScreenHook] = None
+_PREPARE: Optional[Callable[[], None]] = None
 
 
-def set_screen(hook: Optional[ScreenHook]) -> None:
-    global _SCREEN
+def set_screen(hook: Optional[ScreenHook], prepare: Optional[Callable[[], None]] = None) -> None:
+    """Install the screen hook; `prepare`, when given, loads what the hook needs (the rules)
+    and is called in this process before worker processes are forked to run the hook, so that
+    each of them inherits it instead of loading it again."""
+    global _SCREEN, _PREPARE
     _SCREEN = hook
+    _PREPARE = prepare
+
+
+def prepare_screen() -> None:
+    if _SCREEN is not None and _PREPARE is not None:
+        _PREPARE()
 
 
 def screen_hook() -> Optional[ScreenHook]:
