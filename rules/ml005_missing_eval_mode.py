@@ -576,15 +576,18 @@ def _same_input_each_round(phases: Phases, effect: Effect) -> bool:
     if not isinstance(node, cst.Call) or not node.args:
         return False
     m = phases.m
-    names = {n.value for a in node.args for n in m.index.nodes(cst.Name, a.value)} | {
-        n.value for a in node.args if isinstance(a.value, cst.Name) for n in (a.value,)}
-    varying = set()
+
+    def names_in(expr: cst.CSTNode) -> Set[str]:
+        found = {n.value for n in m.index.nodes(cst.Name, expr)}  # (strictly under `expr`)
+        return found | {expr.value} if isinstance(expr, cst.Name) else found
+
+    names = set().union(*(names_in(a.value) for a in node.args))
+    varying: Set[str] = set()
     for ancestor in m.parents.ancestors(node):
         if isinstance(ancestor, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
             comp = ancestor.for_in
             while comp is not None:
-                varying |= {n.value for n in m.index.nodes(cst.Name, comp.target)} | (
-                    {comp.target.value} if isinstance(comp.target, cst.Name) else set())
+                varying |= names_in(comp.target)
                 comp = comp.inner_for_in
         if ancestor is effect.ctx.statement:
             break
@@ -594,8 +597,7 @@ def _same_input_each_round(phases: Phases, effect: Effect) -> bool:
         body = getattr(loop.node, "body", None)
         if body is not None:
             for target in m.index.nodes((cst.AssignTarget, cst.AugAssign, cst.AnnAssign), body):
-                varying |= {n.value for n in m.index.nodes(cst.Name, target.target)} | (
-                    {target.target.value} if isinstance(target.target, cst.Name) else set())
+                varying |= names_in(target.target)
         if loop.iter_call == "range":
             break
         loop = loop.parent
