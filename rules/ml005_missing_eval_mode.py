@@ -108,7 +108,7 @@ from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
 from mllint.semantics.names import after_docstring, dotted, ref_of, shorten
 from mllint.semantics.roles import MODEL
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
-from mllint.semantics.phases.words import evaluation_possible, name_tokens, torch_file_possible
+from mllint.semantics.phases.words import _LOAD_CALLS, evaluation_possible, name_tokens, torch_file_possible
 
 CODE = "ML005"
 NAME = "missing-eval-mode"
@@ -128,10 +128,17 @@ def SCREEN(facts) -> bool:
     # BACKWARD effect), as ML002's shared-epoch report does.
     # _project_evaluations: a model switched by a ``.train()`` call of this file handed to a
     # function of another file named for evaluation.
+    # wrapper_evidence: a weights load (anywhere) and a forward under no_grad in a class.
     return torch_file_possible(facts) and (
         evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
         or ("train" in facts.call_names and any(eval_name_strength(n) == "strong" for n in facts.call_names))
+        or facts.has_class and not facts.identifiers.isdisjoint(_GRAD_OFF_CALLS) and (
+            any(_LOAD_CALLS.search(name) for name in facts.call_quals)
+            or any(_LOAD_CALLS.search(name) for name in facts.attr_calls))
     )
+
+
+_GRAD_OFF_CALLS = frozenset({"no_grad", "inference_mode", "set_grad_enabled"})
 
 
 def check(model: FileModel) -> Iterable[Finding]:
@@ -796,6 +803,37 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
+    # a class that loads a teacher and trains a student with it: training code, not a wrapper
+    # for inference (whether the teacher should be in eval mode is the training step's business)
+    """
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Dropout(0.1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+
+class Teacher:
+    def __init__(self, weights, student):
+        self.model = Net()
+        self.model.load_state_dict(torch.load(weights))
+        self.student = student
+        self.opt = torch.optim.SGD(student.parameters(), lr=0.1)
+
+    def step(self, x):
+        with torch.no_grad():
+            target = self.model(x)
+        loss = ((self.student(x) - target) ** 2).mean()
+        loss.backward()
+        self.opt.step()
+""",
     # Monte Carlo dropout with the model left in training mode: the same input, again and again
     """
 import numpy as np
@@ -2028,6 +2066,59 @@ print(predict(val_loader))
 ]
 
 INVALID = [
+    # an inference wrapper (a plain class) that loads trained weights into its model and runs
+    # it under no_grad, never in eval mode
+    Example(
+        """
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Dropout(0.1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Adapter:
+    def __init__(self, weights):
+        self._model = Net()
+        self._model.load_state_dict(torch.load(weights))
+
+    def forward(self, x):
+        with torch.no_grad():
+            return self._model(x)
+
+""",
+        fixed="""
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Dropout(0.1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Adapter:
+    def __init__(self, weights):
+        self._model = Net()
+        self._model.load_state_dict(torch.load(weights))
+
+    def forward(self, x):
+        self._model.eval()
+        with torch.no_grad():
+            return self._model(x)
+
+""",
+    ),
     # a script's trained model looked at under inference_mode after its training loop, on a
     # batch whose name says nothing: evaluated under no_grad (RULES), in training mode
     Example(

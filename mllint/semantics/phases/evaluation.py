@@ -561,7 +561,8 @@ class EvaluationFacts:
         if fn is not None and (self.managed(fn) or self.unit_test(fn) or self.module_method(fn)):
             return None  # framework hooks, unit tests, model internals (run in the caller's mode)
         found = self.loop_evidence(effect.ctx) or (self.function_evidence(scope) if fn is not None else None)
-        found = found or self.data_evidence(effect) or self.script_evidence(effect) or self.grad_off_evidence(effect)
+        found = found or self.data_evidence(effect) or self.script_evidence(effect) or self.grad_off_evidence(effect) \
+            or self.wrapper_evidence(effect)
         if found is None:
             return None
         if self.smoke_test(effect):
@@ -855,6 +856,26 @@ class EvaluationFacts:
                 return None
             loop = loop.parent
         return Evidence("grad", "under no_grad after training")
+
+    def wrapper_evidence(self, effect: Effect) -> Optional[Evidence]:
+        """A forward of ``self.<attr>`` under ``no_grad`` in a method of a class that is no model
+        itself, loads trained weights into that attribute and trains nothing: an inference
+        wrapper (``Adapter.__init__`` loads the state dict, ``Adapter.forward`` runs the model
+        under ``torch.no_grad()``; a predictor built from a checkpoint)."""
+        scope = effect.ctx.scope
+        fn = self.m.functions.get(scope)
+        ref = effect.ref
+        if fn is None or fn.cls is None or "." in fn.cls or not ref.startswith("self.") or ref.count(".") != 1:
+            return None
+        if self.module_like(fn.cls, by_forward=False) or not self.certainly_grad_off(effect):
+            return None
+        prefix = fn.cls + "."
+        methods = [k for k in self.m.functions if k.startswith(prefix) and "." not in k[len(prefix):]]
+        if any(self.trains(k) for k in methods) or not any(self._weights_loaded(ref, k) for k in methods):
+            return None
+        if self.smoke_test(effect):
+            return None
+        return Evidence("script", f"in inference code (`{fn.cls}` loads trained weights into `{ref}` and trains nothing)")
 
     def script_evidence(self, effect: Effect) -> Optional[Evidence]:
         """A forward in an inference script: module level (or main()) of a file that trains

@@ -418,9 +418,10 @@ class ModeFacts:
         picked = _picked_mode(fn, params, call)
         for param in fn.evals | fn.trains:
             if receiver is not None and (param == "self" or param.startswith("self.")):
-                both = picked is None and param in fn.evals and param in fn.trains
-                kind = picked or ("maybe" if both else ("eval" if param in fn.evals else "train"))
-                out.append(ModeEvent(order, kind, receiver + param[len("self"):], call, ctx, (), kind == "maybe"))
+                if picked is None and param in fn.evals and param in fn.trains:
+                    continue  # (a method that switches both ways, by its own logic: read as before, as no switch)
+                kind = picked or ("eval" if param in fn.evals else "train")
+                out.append(ModeEvent(order, kind, receiver + param[len("self"):], call, ctx, (), False))
                 continue
             head = _head(param)
             if head not in params:
@@ -997,8 +998,9 @@ class ModeFacts:
         cls = self.m.class_scope_of(scope)
         if cls is None or "." not in ref:
             return "none"
-        if self.module_like(cls.rsplit(".", 1)[-1]):
-            return "maybe"  # a model's own part: in the mode its caller set
+        if self.module_like(cls.rsplit(".", 1)[-1], by_forward=False):
+            return "maybe"  # a model's own part: in the mode its caller set (a plain class with a
+            # ``forward`` method, an inference wrapper, sets its models' modes itself)
         for targets, value, ctx in self.m.assignments:
             if ref in targets and self.m.class_scope_of(ctx.scope) == cls:
                 value = _part_for(targets, value, ref)
