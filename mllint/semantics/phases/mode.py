@@ -998,9 +998,12 @@ class ModeFacts:
         cls = self.m.class_scope_of(scope)
         if cls is None or "." not in ref:
             return "none"
-        if self.module_like(cls.rsplit(".", 1)[-1], by_forward=False):
-            return "maybe"  # a model's own part: in the mode its caller set (a plain class with a
-            # ``forward`` method, an inference wrapper, sets its models' modes itself)
+        name = cls.rsplit(".", 1)[-1]
+        info = self.m.classes.get(name)
+        plain = info is not None and all(b.rsplit(".", 1)[-1] == "object" for b in info.bases)
+        if self.module_like(name, by_forward=not plain):
+            return "maybe"  # a model's own part: in the mode its caller set (a class of no base
+            # with a ``forward`` method, an inference wrapper, sets its models' modes itself)
         for targets, value, ctx in self.m.assignments:
             if ref in targets and self.m.class_scope_of(ctx.scope) == cls:
                 value = _part_for(targets, value, ref)
