@@ -71,7 +71,7 @@ class Project:
         self._module_files: Dict[Tuple[str, str], Optional[str]] = {}
         self._imported: Dict[str, FrozenSet[str]] = dict(graph) if isinstance(graph, dict) else {}
         self._importers: Optional[Dict[str, Set[str]]] = None
-        self._mode_helpers: Optional[Dict[str, List[FunctionFacts]]] = None
+        self._mode_helpers: Dict[Tuple[str, str], List[FunctionFacts]] = {}
         self._callers: Dict[Tuple[str, str], List[Tuple[str, CallFacts]]] = {}
         self._indexed: Set[str] = set()  # files whose calls are in _callers
         self._instances: Dict[str, Dict[Tuple[str, str], str]] = {}
@@ -358,16 +358,24 @@ class Project:
             found.extend(self._base_class_callers(rel, cls, method, set()))
         return found
 
-    def mode_helpers(self) -> Dict[str, List[FunctionFacts]]:
-        """{method name: facts} of the project's methods with a ``mode_param`` (computed once)."""
-        if self._mode_helpers is None:
-            table: Dict[str, List[FunctionFacts]] = {}
-            for rel in self.facts:
-                for fn in self.facts[rel].functions:
-                    if fn.mode_param and "." in fn.key:
-                        table.setdefault(fn.key.rsplit(".", 1)[-1], []).append(fn)
-            self._mode_helpers = table
-        return self._mode_helpers
+    def mode_helpers(self, rel: str, method: str) -> List[FunctionFacts]:
+        """The methods named `method`, with a ``mode_param``, of the classes of file `rel` and of
+        the files it imports, and the files those import (where the class of an object `rel`
+        calls ``obj.method(False)`` on, and its bases, are defined). Only those files' facts are
+        read: a whole-package run must not decode every file's facts for one question."""
+        key = (rel, method)
+        found = self._mode_helpers.get(key)
+        if found is None:
+            files = {rel}
+            for first in self.imported_files(rel):
+                files.add(first)
+                files.update(self.imported_files(first))
+            found = [fn for other in sorted(files) if other in self.facts for fn in self.facts[other].functions
+                     if fn.mode_param and fn.key.rsplit(".", 1)[-1] == method and "." in fn.key]
+            if len(self._mode_helpers) > _MEMO_FILES:
+                self._mode_helpers.clear()
+            self._mode_helpers[key] = found
+        return found
 
     def method_calls_elsewhere(self, rel: str, method: str) -> List[Tuple[str, CallFacts]]:
         """``<object>.<method>(...)`` calls (not of ``self``, nor of an imported module's function)

@@ -201,11 +201,6 @@ class ProjectView:
             return None
         return method_found.rel, method_found.facts  # type: ignore[return-value]
 
-    def mode_helpers(self, method: str) -> List[FunctionFacts]:
-        """The methods named ``method`` of the project's classes whose truth of a parameter picks
-        the mode they switch to (``set_mode_train(self, train=True)``)."""
-        table = self.project.mode_helpers()
-        return table.get(method, [])
 
     def evaluated_before(self, rel: str, call: CallFacts, receiver: str) -> bool:
         """Whether ``receiver`` is in eval mode when `call` (a call in file `rel`) runs, as that
@@ -221,7 +216,7 @@ class ProjectView:
             helper = other.callee[len(receiver) + 1:]
             if "." in helper:
                 continue
-            for fn in self.mode_helpers(helper):
+            for fn in self.project.mode_helpers(rel, helper):
                 params = list(fn.params[1:])
                 if fn.mode_param in params:
                     value = other.argument(fn.mode_param, params.index(fn.mode_param))
