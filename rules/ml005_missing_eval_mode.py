@@ -108,7 +108,7 @@ from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
 from mllint.semantics.names import after_docstring, dotted, ref_of, shorten
 from mllint.semantics.roles import MODEL
 from mllint.semantics.phases import Evidence, NotUndone, Phases, eval_name_strength, related
-from mllint.semantics.phases.words import _LOAD_CALLS, evaluation_possible, name_tokens, torch_file_possible
+from mllint.semantics.phases.words import evaluation_possible, load_possible, name_tokens, torch_file_possible
 
 CODE = "ML005"
 NAME = "missing-eval-mode"
@@ -132,9 +132,7 @@ def SCREEN(facts) -> bool:
     return torch_file_possible(facts) and (
         evaluation_possible(facts) or not facts.call_names.isdisjoint({"backward", "manual_backward"})
         or ("train" in facts.call_names and any(eval_name_strength(n) == "strong" for n in facts.call_names))
-        or facts.has_class and not facts.identifiers.isdisjoint(_GRAD_OFF_CALLS) and (
-            any(_LOAD_CALLS.search(name) for name in facts.call_quals)
-            or any(_LOAD_CALLS.search(name) for name in facts.attr_calls))
+        or facts.has_class and not facts.identifiers.isdisjoint(_GRAD_OFF_CALLS) and load_possible(facts)
     )
 
 

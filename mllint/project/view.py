@@ -201,7 +201,6 @@ class ProjectView:
             return None
         return method_found.rel, method_found.facts  # type: ignore[return-value]
 
-
     def evaluated_before(self, rel: str, call: CallFacts, receiver: str) -> bool:
         """Whether ``receiver`` is in eval mode when `call` (a call in file `rel`) runs, as that
         file's own calls before it in the same function say: switched by ``receiver.eval()``,

@@ -293,6 +293,12 @@ class FileModel:
                 return found
         return None
 
+    def method_keys(self, cls: str) -> List[str]:
+        """The function keys (``Class.method``) of the methods class `cls` of this file defines
+        itself (not its nested functions, nor its bases' methods)."""
+        prefix = cls + "."
+        return [k for k in self.functions if k.startswith(prefix) and "." not in k[len(prefix):]]
+
     def subclass_method_key(self, cls: str, method: str) -> Optional[str]:
         """``self.method()`` in a base class that does not define it: the method of the one
         subclass in this file that does (``BaseTrainer.fit`` calling ``self.evaluate()`` that

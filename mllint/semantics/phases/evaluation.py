@@ -232,18 +232,18 @@ class EvaluationFacts:
         trained = project.backpropagated_by_bases(fn.cls)
         if not trained:
             return False
-        prefix = fn.cls + "."
-        methods = {k[len(prefix):]: f for k, f in self.m.functions.items() if k.startswith(prefix) and "." not in k[len(prefix):]}
-        reached = {scope[len(prefix):]}
+        # the class's methods that return something, with the ``self.<m>`` methods each calls
+        returning = {}
+        for key in self.m.method_keys(fn.cls):
+            method = self.m.functions[key]
+            if any(not (isinstance(v, cst.Name) and v.value == "None") for v in _returned_values(self.m, method.node)):
+                returning[method.node.name.value] = {dotted(c.func) for c, _ in self.calls_in(key)}
+        reached = {fn.node.name.value}
         changed = True
         while changed and not reached & trained:
             changed = False
-            for name, method in methods.items():
-                if name in reached:
-                    continue
-                calls = {dotted(c.func) for c, _ in self.calls_in(method.key)}
-                if any(f"self.{r}" in calls for r in reached) and any(
-                        not (isinstance(v, cst.Name) and v.value == "None") for v in _returned_values(self.m, method.node)):
+            for name, calls in returning.items():
+                if name not in reached and any(f"self.{r}" in calls for r in reached):
                     reached.add(name)
                     changed = True
         return bool(reached & trained)
@@ -869,8 +869,7 @@ class EvaluationFacts:
             return None
         if self.module_like(fn.cls, by_forward=False) or not self.certainly_grad_off(effect):
             return None
-        prefix = fn.cls + "."
-        methods = [k for k in self.m.functions if k.startswith(prefix) and "." not in k[len(prefix):]]
+        methods = self.m.method_keys(fn.cls)
         if any(self.trains(k) for k in methods) or not any(self._weights_loaded(ref, k) for k in methods):
             return None
         if self.smoke_test(effect):

@@ -574,7 +574,7 @@ class ModeFacts:
                     found = "train" if self._trains_model_here(scope, ref) else "maybe"
                 cls = self.m.class_scope_of(scope) or ""
                 owner = f"{cls}.__init__"
-                others = [k for k in self.m.functions if k.startswith(cls + ".") and k.count(".") == cls.count(".") + 1]
+                others = self.m.method_keys(cls)
                 return self._settled(found, owner if owner in self.m.functions else None, others, scope, ref)
             if is_param:
                 # Nobody in this file calls it: the caller may set the mode. Count that as

@@ -366,10 +366,16 @@ def loaded_here_possible(facts) -> bool:
     function that is no method (a ``def`` not directly in a class body) and not named as a
     script's main (module level and main() are ``script_evidence``'s, which
     ``evaluation_possible`` covers). Once per file; without the tree, any load counts."""
-    if not (any(_LOAD_CALLS.search(name) for name in facts.call_quals)
-            or any(_LOAD_CALLS.search(name) for name in facts.attr_calls)):
+    if not load_possible(facts):
         return False
     return facts.of_text("loaded_here_possible", _loaded_here_possible)
+
+
+def load_possible(facts) -> bool:
+    """Over-approximates ``EvaluationFacts._load_call`` on some call of the file: ``_LOAD_CALLS``
+    on a call's qualified callee or on its method name."""
+    return (any(_LOAD_CALLS.search(name) for name in facts.call_quals)
+            or any(_LOAD_CALLS.search(name) for name in facts.attr_calls))
 
 
 def _loaded_here_possible(facts) -> bool:
