@@ -200,6 +200,30 @@ def test_facts_computed_in_this_process_when_a_pool_does_not_pay(tmp_path, monke
     assert again["m3.py"] == facts["m3.py"] and again_hashes == hashes
 
 
+def test_facts_of_a_small_project_stay_decoded_a_large_ones_keep_a_window(tmp_path, monkeypatch):
+    """Each file's facts are unpickled once in a project that fits KEEP_ALL_BYTES; in a larger
+    one at most KEEP stay decoded (the oldest is read again when asked for)."""
+    import pickle
+
+    from mllint.project import store
+
+    make_project(tmp_path, {f"m{i}.py": f"import torch\nX{i} = torch.zeros({i})\n" for i in range(5)})
+    rels = [f"m{i}.py" for i in range(5)]
+    loads, unpickle = [], pickle.loads
+    monkeypatch.setattr(store.pickle, "loads", lambda data: loads.append(1) or unpickle(data))
+    monkeypatch.setattr(store.LazyFacts, "KEEP", 2)
+    small, _, _ = load_facts(str(tmp_path), rels, str(tmp_path / "cache"))
+    for _ in range(2):
+        assert all("torch" in small[rel].frameworks for rel in rels)
+    assert len(loads) == 5
+    monkeypatch.setattr(store.LazyFacts, "KEEP_ALL_BYTES", 10)
+    loads.clear()
+    large, _, _ = load_facts(str(tmp_path), rels, str(tmp_path / "cache"))
+    for _ in range(2):
+        assert all("torch" in large[rel].frameworks for rel in rels)
+    assert len(loads) == 10 and len(large._decoded) == 2
+
+
 def test_find_root(tmp_path):
     make_project(tmp_path, {"src/pkg/a.py": "x = 1\n"}, marker="setup.cfg")
     assert find_root(str(tmp_path / "src" / "pkg" / "a.py")) == str(tmp_path)

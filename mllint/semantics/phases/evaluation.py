@@ -1204,10 +1204,8 @@ class EvaluationFacts:
         does): nothing can ever use the graph it records, whatever its caller's grad mode or
         its name (for ML002; it says nothing about eval mode). Not in model internals that
         ``forward`` runs, framework hooks, unit tests or smoke tests."""
-        # Every condition must hold; the cheap and selective ones are asked first (most
-        # forwards' outputs are not read detached at all).
-        if self.gradient_cut_output(effect) is None:
-            return None
+        # Every condition must hold; the cheap ones are asked first (reading how the output is
+        # used needs the file's parent index, which most files never build otherwise).
         scope = effect.ctx.scope
         fn = self.m.functions.get(scope)
         if fn is not None:
@@ -1223,6 +1221,8 @@ class EvaluationFacts:
             if self.loop_backprops(loop):
                 return None
             loop = loop.parent
+        if self.gradient_cut_output(effect) is None:
+            return None
         if any(self._autograd_call(c) for c, _ in self.calls_in(scope)):
             return None
         if fn is not None:
