@@ -38,6 +38,20 @@ def test_jobs_gives_the_same_report_in_the_same_order(many):
     assert "in 2 process(es)" in two.stderr
 
 
+def test_large_files_go_first_and_the_report_keeps_its_order(many):
+    """A pool lints the large files first (largest first), the others in their order; the
+    report is in the order of the files all the same."""
+    padding = "# " + "x" * 78 + "\n"
+    write(many / "m03.py", BAD + padding * (engine.LARGE_FIRST_BYTES // len(padding) + 1))
+    write(many / "m05.py", BAD + padding * (2 * engine.LARGE_FIRST_BYTES // len(padding)))
+    paths = [str(path) for path in sorted(many.glob("m*.py"))]
+    assert engine._large_files_first(paths)[:2] == [5, 3]
+    assert engine._large_files_first(paths)[2:] == [i for i in range(len(paths)) if i not in (3, 5)]
+    one = run(["--no-cache", "--jobs", "1", "."], many)
+    two = run(["--no-cache", "-j", "2", "."], many)
+    assert one.stdout == two.stdout and one.stdout.index("m03.py") < one.stdout.index("m05.py")
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "two"])
 def test_bad_jobs_is_a_usage_error(many, value):
     assert_user_error(run(["--jobs", value, "."], many), "--jobs")
