@@ -110,21 +110,27 @@ class Cache:
             return data["files"]
         return {}
 
-    def get(self, abspath: str, digest: str, display_path: str, fixes: bool = True) -> Optional[List[Finding]]:
+    def get(self, abspath: str, digest: str, display_path: str, fixes: bool = True,
+            settled: bool = False) -> Optional[List[Finding]]:
         """The cached findings, or None. With `fixes`, only an entry whose fixes were
-        built (not deferred) will do; without, any entry."""
+        built (not deferred) will do; without, any entry. With `settled`, only an entry whose
+        fixes were settled (``fixing.settle_fixable``: a fix that --fix refuses is dropped)."""
         entry = self.entries.get(abspath)
         if not isinstance(entry, dict) or entry.get("sha256") != digest:
             return None
         if fixes and entry.get("deferred"):
+            return None
+        if settled and not entry.get("settled"):
             return None
         try:
             return [finding_from_json(item, display_path) for item in entry["findings"]]
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # a corrupt entry is a miss
 
-    def put(self, abspath: str, digest: str, findings: List[Finding]) -> None:
+    def put(self, abspath: str, digest: str, findings: List[Finding], settled: bool = False) -> None:
         entry: Dict[str, Any] = {"sha256": digest, "findings": [finding_to_json(f) for f in findings]}
+        if settled:
+            entry["settled"] = True
         if any(f.fix is not None and f.fix.deferred for f in findings):
             entry["deferred"] = True  # its fixes were not built: no use to a run that needs them
         self.entries[abspath] = self.updated[abspath] = entry

@@ -250,9 +250,14 @@ def lint_command(
     # progress on stderr, never with -q/--silent nor beside a machine format going to a pipe
     machine_to_pipe = output_format not in ("text", "concise") and not output_file and not sys.stdout.isatty()
     with Progress(enabled=not (silent or quiet or machine_to_pipe)) as progress:
+        # a report marks fixable only what --fix fixes: each file with a fixable finding gets a
+        # dry run of the fixes (--fix and --diff run them for real instead)
+        from mllint.fixing import settle_fixable
+
+        settle = None if (fix or diff or add_noqa or os.environ.get("X_NOSETTLE")) else settle_fixable
         results = engine.lint_paths(files, settings, use_cache=use_cache, jobs=jobs, stats=stats,
-                                    progress=progress.update, fixes=wants_edits,
-                                    screen=not no_screen)
+                                    progress=progress.update, fixes=wants_edits or settle is not None,
+                                    screen=not no_screen, settle=settle)
     for result in results:
         if result.skipped:
             _warn(f"{result.path}: {result.skipped}")
@@ -435,9 +440,9 @@ def _fix(results, settings, unsafe: bool, applied: Optional[list] = None) -> int
     fixed (and adds the fixed findings to `applied`, for --show-fixes)."""
     fixed = 0
     for result, outcome in _run_fixes(results, settings, unsafe, write=True):
-        fixed += len(outcome.outcome.applied)
+        fixed += len(outcome.outcome.fixed)
         if applied is not None:
-            applied.extend(outcome.outcome.applied)
+            applied.extend(outcome.outcome.fixed)
         result.findings = sorted(outcome.outcome.remaining, key=lambda f: f.sort_key())
         if outcome.new is not None:
             result.source = outcome.new
@@ -458,7 +463,7 @@ def _diff(results, settings, exit_zero: bool) -> int:
             continue
         click.echo(unified_diff(outcome.path, outcome.old, outcome.new), nl=False)
         applied = outcome.outcome.applied
-        would_fix += len(applied)
+        would_fix += len(outcome.outcome.fixed)
         unsafe += sum(1 for f in applied if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
         changed += 1
     if changed:

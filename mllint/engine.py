@@ -483,11 +483,13 @@ class InternalError(Exception):
 
 
 def _lint_one(item):
-    path, codes, options, max_size = item
+    path, codes, options, max_size, settle = item
     from mllint.registry import rules_for
 
     try:
-        return lint_file(path, rules_for(codes), options, max_size)
+        rules = rules_for(codes)
+        result = lint_file(path, rules, options, max_size)
+        return settle(result, rules, options) if settle is not None else result
     except Exception as exc:  # a rule or the model crashed: name the file for the bug report
         raise InternalError(f"while linting {path}: {type(exc).__name__}: {exc}") from exc
     finally:
@@ -553,6 +555,7 @@ def lint_paths(
     fixes: bool = True,
     progress: Optional[Callable[[int, int], None]] = None,
     screen: bool = True,
+    settle: Optional[Callable] = None,
 ) -> List[FileResult]:
     """Lint `files` (display paths) with the rules `settings` enables for each of them.
 
@@ -568,6 +571,9 @@ def lint_paths(
     Without `fixes` the findings' fixes are deferred (they say a fix exists; nothing is
     built): what a report that shows no edits needs.
     `screen` False lints without the rule screen (mllint/screen.py): the same findings, slower.
+    `settle`, when given, is called as ``settle(result, rules, options)`` on each file linted
+    (in the worker that linted it; a module-level function) and returns the result to report
+    and cache (``fixing.settle_fixable``: only the fixes --fix applies stay).
     """
     caches = {}  # (cache dir, settings fingerprint) -> Cache
 
@@ -604,13 +610,13 @@ def lint_paths(
             if read is not None:
                 data, digest = read
                 digest = _with_project(digest, options.project)
-                findings = cache.get(os.path.abspath(path), digest, path, fixes=fixes)
+                findings = cache.get(os.path.abspath(path), digest, path, fixes=fixes, settled=settle is not None)
                 if findings is not None:
                     results[index] = _cached_result(path, data, findings)
                     continue
         pending.append((index, path, codes, options, digest, cache, own.max_file_size))
 
-    items = [(path, codes, options, max_size) for _, path, codes, options, _, _, max_size in pending]
+    items = [(path, codes, options, max_size, settle) for _, path, codes, options, _, _, max_size in pending]
     total = len(files)
     done = total - len(items)
 
@@ -629,7 +635,7 @@ def lint_paths(
     used = 1
     if len(items) > POOL_MIN_FILES and workers > 1:
         used = min(workers, len(items))
-        order = _large_files_first([path for path, _, _, _ in items])
+        order = _large_files_first([item[0] for item in items])
         linted = _lint_in_pool([items[i] for i in order], used, counted)
         if linted is not None:
             unsorted: List[FileResult] = [None] * len(items)  # type: ignore[list-item]
@@ -644,7 +650,7 @@ def lint_paths(
     for (index, path, _, _, digest, cache, _), result in zip(pending, linted):
         results[index] = result
         if cache is not None and digest is not None and result.skipped is None:
-            cache.put(os.path.abspath(path), digest, result.findings)
+            cache.put(os.path.abspath(path), digest, result.findings, settled=settle is not None)
     written = all([cache.save() for cache in caches.values()]) if use_cache else False
     if stats is not None:
         stats.update(workers=used, cache_written=written)

@@ -13,7 +13,10 @@ finding of the fixed kind at the fixed finding's own place means it is still
 there. Otherwise the fix is dropped, with a reason, and the text reverts to what
 it was before. Fixes whose edits do not overlap are tried as one batch; if the
 batch fails, ever smaller leading parts of it are tried, down to a single fix,
-so a rejection always names the fix that caused it.
+so a rejection always names the fix that caused it. A fix that brings out findings with
+applicable fixes of their own is applied together with them (``_try``, at most CHAIN_MAX
+further steps), and the whole is checked as one: the finding it was made for is gone and
+nothing new remains.
 
 Since every kept round removes at least one finding and adds none, the loop
 ends by itself; ``MAX_ITERATIONS`` (Ruff's bound) is a second guard, and a fix
@@ -22,15 +25,14 @@ that would bring back an earlier text is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import stat
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
-
-import libcst as cst
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from mllint import engine
 from mllint.findings import map_offset  # noqa: F401  (used below; notebooks use it from findings)
@@ -46,6 +48,7 @@ class FixOutcome:
     applied: List[Finding] = field(default_factory=list)
     rejected: List[Tuple[Finding, str]] = field(default_factory=list)
     remaining: List[Finding] = field(default_factory=list)  # findings of the fixed text
+    kept: List[Finding] = field(default_factory=list)  # the input's findings that remain, placed in the input
     initial: List[Finding] = field(default_factory=list)  # findings of the input text
     iterations: int = 0
     hit_limit: bool = False  # stopped by the iteration bound with applicable fixes left
@@ -53,6 +56,19 @@ class FixOutcome:
     @property
     def changed(self) -> bool:
         return bool(self.applied)
+
+    @property
+    def fixed(self) -> List[Finding]:
+        """The input's findings that the fixes removed (by their own fix or by another's: one
+        ``@torch.no_grad()`` fixes every forward of its function), placed in the input."""
+        kept = Counter(_place(f) for f in self.kept)
+        gone = []
+        for finding in self.initial:
+            if kept[_place(finding)] > 0:
+                kept[_place(finding)] -= 1
+            else:
+                gone.append(finding)
+        return gone
 
 
 @dataclass
@@ -148,6 +164,8 @@ def _parses(text: str) -> Optional[str]:
     if not engine.compile_error(text, "<fixed>"):
         return None
     try:
+        import libcst as cst  # (only here: a warm run imports this module and never parses)
+
         cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         first = str(exc.message).strip().splitlines()
@@ -195,20 +213,28 @@ def _check(
     batch: Sequence[_Candidate],
     new_text: str,
     new_findings: Sequence[Finding],
-    spans: Sequence[_Span],
-) -> Optional[str]:
-    """None if the batch's fixes are all good, else a one-line reason.
+    steps: Sequence[Sequence[_Span]],
+) -> Tuple[Optional[str], List[Finding], List[Tuple[Finding, Finding]]]:
+    """(None, [], matches) if the batch's fixes are all good, else (a one-line reason, the
+    findings the fixes brought out when that is the reason, []). The matches pair each new
+    finding with the old finding it continues.
 
-    Every finding of the new text must be matched to a finding of the old text, other
-    than the ones being fixed, with the same code and message: first one at the same
-    position (old positions mapped through the edits), then any left over (a rule may
-    report at a spot that moved in other ways). Whatever cannot be matched is new, or,
-    if it sits where a fixed finding was, that finding was not removed.
+    `steps` are the spans of each edit made since `old` (the batch's own, then those of the
+    fixes of what it brought out, see `_try`). Every finding of the new text must be matched
+    to a finding of the old text, other than the ones being fixed, with the same code and
+    message: first one at the same position (old positions mapped through the edits), then
+    any left over (a rule may report at a spot that moved in other ways). Whatever cannot be
+    matched is new, or, if it sits where a fixed finding was, that finding was not removed.
     """
     new_index = _Text(new_text)
 
+    def mapped(offset: int) -> int:
+        for spans in steps:
+            offset = map_offset(offset, spans)
+        return offset
+
     def old_at(f: Finding) -> Tuple[Tuple[str, str, str], int]:
-        return (_key(f), map_offset(old.clamped_offset(f.line, f.column), spans))
+        return (_key(f), mapped(old.clamped_offset(f.line, f.column)))
 
     def new_at(f: Finding) -> Tuple[Tuple[str, str, str], int]:
         return (_key(f), new_index.clamped_offset(f.line, f.column))
@@ -221,24 +247,35 @@ def _check(
     for where in {old_at(c.finding) for c in batch}:
         if count_after[where] >= count_before[where]:
             f = next(f for f in new_findings if new_at(f) == where)
-            return f"fix did not remove its finding ({f.code} is still reported at {f.line}:{f.column})"
+            return f"fix did not remove its finding ({f.code} is still reported at {f.line}:{f.column})", [], []
 
-    pool_at = Counter(old_at(f) for f in old_findings if id(f) not in fixed_ids)
-    pool_key = Counter(_key(f) for f in old_findings if id(f) not in fixed_ids)
+    # the old findings each new one continues (by identity), the same place first, then the kind
+    by_place: Dict[Tuple[Tuple[str, str, str], int], List[Finding]] = {}
+    by_key: Dict[Tuple[str, str, str], List[Finding]] = {}
+    for f in old_findings:
+        if id(f) not in fixed_ids:
+            by_place.setdefault(old_at(f), []).append(f)
+            by_key.setdefault(_key(f), []).append(f)
+    matches: List[Tuple[Finding, Finding]] = []
     unmatched = []
     for f in new_findings:
-        where = new_at(f)
-        if pool_at[where] > 0:
-            pool_at[where] -= 1
-            pool_key[_key(f)] -= 1
+        same_place = by_place.get(new_at(f))
+        if same_place:
+            old_finding = same_place.pop(0)
+            by_key[_key(f)].remove(old_finding)
+            matches.append((f, old_finding))
         else:
             unmatched.append(f)
+    new = []
     for f in unmatched:
-        if pool_key[_key(f)] > 0:
-            pool_key[_key(f)] -= 1
+        same_kind = by_key.get(_key(f))
+        if same_kind:
+            matches.append((f, same_kind.pop(0)))
         else:
-            return f"fix introduced a new finding: {_describe(f)}"
-    return None
+            new.append(f)
+    if new:
+        return f"fix introduced a new finding: {_describe(new[0])}", new, []
+    return None, [], matches
 
 
 def _mark(finding: Finding, index: _Text) -> Tuple[tuple, int]:
@@ -261,6 +298,13 @@ def _spans_overlap(a: Sequence[_Span], b: Sequence[_Span]) -> bool:
     return False
 
 
+# A fix that brings out findings with fixes of their own (``model.forward(x)`` -> ``model(x)``
+# shows ML002 a forward it now reads as one) is kept with their fixes, applied in up to this many
+# further steps; the whole is checked against the text before it (as Ruff does in rounds, but
+# never leaving the text with a finding it did not have).
+CHAIN_MAX = 8
+
+
 def _try(
     index: _Text,
     findings: Sequence[Finding],
@@ -269,27 +313,54 @@ def _try(
     rules,
     encoding: Optional[str],
     options=None,
+    unsafe: bool = False,
+    guard=None,
 ):
-    """Apply a batch to the text; (new text, its findings, spans) if it passes, else a reason."""
-    spans = sorted((s for cand in batch for s in cand.spans), key=lambda s: (s[0], s[1]))
-    new_text = _apply(index.text, spans)
-    if new_text == index.text:
-        return "fix changes nothing"
-    if encoding is not None:
-        try:
-            new_text.encode(encoding)
-        except UnicodeEncodeError:
-            return f"fix produced text that cannot be encoded as {encoding}"
-        except LookupError:
-            pass
-    reason = _parses(new_text)
-    if reason is not None:
-        return reason
-    new_findings = engine.lint_source(new_text, path, rules, options)
-    reason = _check(index, findings, batch, new_text, new_findings, spans)
-    if reason is not None:
-        return reason
-    return new_text, new_findings, spans
+    """Apply a batch to the text; (new text, its findings, the spans of each step, the findings
+    of the text each new finding continues) if it passes, else a reason. When the batch brings out new findings, each with an applicable fix, those
+    fixes are applied too (CHAIN_MAX steps at most) and the result checked again."""
+    steps: List[List[_Span]] = []
+    text, step = index, list(batch)
+    trial = guard.copy() if guard is not None else None
+    newline = _newline_of(index.text)
+    first: Optional[str] = None  # the batch's own reason (what a rejection names)
+    for depth in range(CHAIN_MAX + 1):
+        spans = sorted((s for cand in step for s in cand.spans), key=lambda s: (s[0], s[1]))
+        new_text = _apply(text.text, spans)
+        if new_text == text.text:
+            return first or "fix changes nothing"
+        if encoding is not None:
+            try:
+                new_text.encode(encoding)
+            except UnicodeEncodeError:
+                return first or f"fix produced text that cannot be encoded as {encoding}"
+            except LookupError:
+                pass
+        reason = _parses(new_text)
+        if reason is not None:
+            return first or reason
+        steps.append(spans)
+        new_findings = engine.lint_source(new_text, path, rules, options)
+        reason, exposed, matches = _check(index, findings, batch, new_text, new_findings, steps)
+        if reason is None:
+            return new_text, new_findings, steps, matches
+        first = first or reason
+        if not exposed or depth == CHAIN_MAX:
+            return first
+        text = _Text(new_text)
+        if trial is not None:
+            trial.applied(spans)
+        step = []
+        for finding in sorted(exposed, key=Finding.sort_key):
+            if not _applicable(finding, unsafe):
+                return first
+            edits = [Edit(e.line, e.column, e.end_line, e.end_column, _with_newline(e.content, newline)) for e in finding.fix.edits]
+            found = _spans(text, edits)
+            if found is None or (trial is not None and trial.check(found) is not None):
+                return first
+            if all(not _spans_overlap(found, other.spans) for other in step):
+                step.append(_Candidate(finding, found))
+    return first
 
 
 def fix_source(
@@ -302,8 +373,12 @@ def fix_source(
     max_iterations: int = MAX_ITERATIONS,
     guard=None,
     options=None,
+    findings: Optional[Sequence[Finding]] = None,
 ) -> FixOutcome:
     """Apply the applicable fixes of ``rules`` to ``source`` (see the module docstring).
+
+    ``findings``, when given, are the findings of ``source`` (with their fixes built), linted
+    by the caller with the same rules and options: they are not linted again.
 
     ``unsafe`` also applies fixes marked unsafe. With ``encoding``, a fix whose result
     cannot be encoded in it is rejected. Stops after ``max_iterations`` rounds.
@@ -314,8 +389,15 @@ def fix_source(
     rules = list(rules)
     newline = _newline_of(source)
     text = source
-    findings = engine.lint_source(text, path, rules, options)
+    findings = list(findings) if findings is not None else engine.lint_source(text, path, rules, options)
     outcome = FixOutcome(source=source, initial=list(findings))
+    # each current finding's finding in the input text (every finding a kept round leaves is
+    # one the input had), so that what is reported as fixed or refused is placed in the input
+    origin: Dict[int, Tuple[Finding, Finding]] = {id(f): (f, f) for f in findings}
+
+    def first(finding: Finding) -> Finding:
+        return origin[id(finding)][1] if id(finding) in origin else finding
+
     rejected_marks: List[Tuple[tuple, int]] = []
     seen_texts = {text}
 
@@ -335,12 +417,12 @@ def fix_source(
             ]
             spans = _spans(index, edits)
             if spans is None:
-                outcome.rejected.append((finding, "fix has invalid or overlapping edit positions"))
+                outcome.rejected.append((first(finding), "fix has invalid or overlapping edit positions"))
                 rejected_marks.append(mark)
                 continue
             reason = guard.check(spans) if guard is not None else None
             if reason is not None:
-                outcome.rejected.append((finding, reason))
+                outcome.rejected.append((first(finding), reason))
                 rejected_marks.append(mark)
                 continue
             candidates.append(_Candidate(finding, spans))
@@ -358,7 +440,7 @@ def fix_source(
             if all(not _spans_overlap(cand.spans, other.spans) for other in batch):
                 batch.append(cand)
         while True:
-            result = _try(index, findings, batch, path, rules, encoding, options)
+            result = _try(index, findings, batch, path, rules, encoding, options, unsafe, guard)
             if not isinstance(result, str) and result[0] in seen_texts:
                 result = "fix returns the file to an earlier state"  # never cycle
             if not isinstance(result, str) or len(batch) == 1:
@@ -366,20 +448,28 @@ def fix_source(
             batch = batch[: len(batch) // 2]
         if isinstance(result, str):
             # The text is unchanged, so this round does not count towards the bound.
-            outcome.rejected.append((batch[0].finding, result))
+            outcome.rejected.append((first(batch[0].finding), result))
             rejected_marks.append(_mark(batch[0].finding, index))
             continue
         iterations += 1
-        new_text, new_findings, spans = result
-        if guard is not None:
-            guard.applied(spans)
+        new_text, new_findings, steps, matches = result
+        for spans in steps:
+            if guard is not None:
+                guard.applied(spans)
+            rejected_marks = [(m, map_offset(o, spans)) for m, o in rejected_marks]
         seen_texts.add(new_text)
-        outcome.applied.extend(c.finding for c in batch)
-        rejected_marks = [(m, map_offset(o, spans)) for m, o in rejected_marks]
+        outcome.applied.extend(first(c.finding) for c in batch)
+        origin = {id(f): (f, first(old)) for f, old in matches}
         text, findings = new_text, new_findings
 
     outcome.source = text
-    outcome.remaining = list(findings)
+    outcome.kept = [first(f) for f in findings]
+    # a finding whose fix was refused keeps no fix: no report marks it fixable
+    final = _Text(text)
+    outcome.remaining = [
+        dataclasses.replace(f, fix=None) if _applicable(f, unsafe) and _mark(f, final) in rejected_marks else f
+        for f in findings
+    ]
     outcome.iterations = iterations
     return outcome
 
@@ -413,7 +503,7 @@ def fix_text(
         nb = notebook.load(text)
     except notebook.NotebookError as exc:
         error = engine.file_error(path, str(exc), exc.line, exc.column)
-        return text, FixOutcome(source=text, remaining=[error], initial=[error])
+        return text, FixOutcome(source=text, remaining=[error], initial=[error], kept=[error])
     if not nb.program.strip():
         return text, FixOutcome(source=text)
     guard = notebook.FixGuard(nb)
@@ -427,17 +517,53 @@ def fix_text(
             new_nb = notebook.load(new_text)
         except notebook.NotebookError as exc:  # a bug: keep the notebook as it was
             error = engine.file_error(path, f"could not write the fixes back into the notebook: {exc}")
-            return text, FixOutcome(source=text, remaining=initial + [error], initial=initial)
+            return text, FixOutcome(source=text, remaining=initial + [error], initial=initial, kept=initial)
     mapped = FixOutcome(
         source=new_text,
         applied=[nb.map_finding(f) for f in outcome.applied],
         rejected=[(nb.map_finding(f), reason) for f, reason in outcome.rejected],
         remaining=[new_nb.map_finding(f) for f in outcome.remaining] + new_nb.cell_errors(path),
+        kept=[nb.map_finding(f) for f in outcome.kept] + nb.cell_errors(path),
         initial=initial,
         iterations=outcome.iterations,
         hit_limit=outcome.hit_limit,
     )
     return new_text, mapped
+
+
+def settle_fixable(result: "engine.FileResult", rules, options=None) -> "engine.FileResult":
+    """`result` with a safe fix left only on the findings that ``--fix`` fixes.
+
+    A file with a finding marked fixable gets a dry run of ``--fix`` (`fix_text`, nothing
+    written): a finding that it leaves in place (its fix is refused: it would change a
+    notebook's IPython syntax, bring out a finding that cannot be fixed, ...) loses its fix, so
+    that no report marks it ``[*]`` or counts it fixable, run after run. A finding another fix
+    removes (two forwards of one function, one ``@torch.no_grad()``) stays fixable. Unsafe
+    fixes are left as they are."""
+    if result.source is None or result.skipped or not any(f.fixable for f in result.findings):
+        return result
+    if options is not None:
+        options = dataclasses.replace(options, fixes=True)
+    built = not any(f.fix is not None and f.fix.deferred for f in result.findings)
+    if built and not engine.is_notebook(result.path):  # the findings at hand will do: no second lint
+        outcome = fix_source(result.source, result.path, rules, unsafe=False, encoding=result.encoding,
+                             options=options, findings=result.findings)
+    else:
+        _, outcome = fix_text(result.source, result.path, rules, unsafe=False, encoding=result.encoding,
+                              options=options)
+    kept = Counter(_place(f) for f in outcome.kept)
+    settled = []
+    for finding in result.findings:
+        if finding.fixable and kept[_place(finding)] > 0:  # still there after --fix: not fixable
+            kept[_place(finding)] -= 1
+            finding = dataclasses.replace(finding, fix=None)
+        settled.append(finding)
+    result.findings = settled
+    return result
+
+
+def _place(finding: Finding) -> tuple:
+    return (finding.code, finding.cell, finding.line, finding.column, finding.message)
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -589,6 +715,7 @@ def fix_file(path: str, rules, *, unsafe: bool = False, write: bool = True, max_
                 applied=[],
                 rejected=[],
                 remaining=list(outcome.initial) + [engine.file_error(path, message)],
+                kept=list(outcome.initial),
                 initial=list(outcome.initial),
                 iterations=outcome.iterations,
             )
@@ -597,5 +724,5 @@ def fix_file(path: str, rules, *, unsafe: bool = False, write: bool = True, max_
 
 def _unreadable(path: str, message: str) -> FileFixResult:
     finding = engine.file_error(path, message)
-    outcome = FixOutcome(source="", remaining=[finding], initial=[finding])
+    outcome = FixOutcome(source="", remaining=[finding], initial=[finding], kept=[finding])
     return FileFixResult(path, None, None, outcome, error=None)

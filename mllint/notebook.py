@@ -36,6 +36,8 @@ JSON position when there is one).
 
 from __future__ import annotations
 
+import copy
+
 import ast
 import bisect
 import json
@@ -857,6 +859,13 @@ class FixGuard:
                 if touches:
                     return f"fix would change the IPython syntax on line {line} of cell {cell}, which is kept as written"
         return None
+
+    def copy(self) -> "FixGuard":
+        """A guard that can be told of trial edits without changing this one."""
+        other = copy.copy(self)
+        other.cell_starts = list(self.cell_starts)
+        other.mask_starts = list(self.mask_starts)
+        return other
 
     def applied(self, spans) -> None:
         from mllint.findings import map_offset

@@ -25,7 +25,7 @@ import click
 
 from mllint import engine
 from mllint.engine import FileResult
-from mllint.fixing import FixOutcome
+from mllint.fixing import FixOutcome, settle_fixable
 
 EXIT_CLEAN, EXIT_FINDINGS = 0, 1
 DASH = "-"
@@ -135,12 +135,13 @@ def run(
         for finding, reason in outcome.rejected:
             cell = f"cell {finding.cell}:line " if getattr(finding, "cell", None) is not None else ""  # a notebook
             _warn(f"{finding.path}:{cell}{finding.line}:{finding.column}: {finding.code} fix not applied: {reason}")
-        fixed = len(outcome.applied)
+        fixed = len(outcome.fixed)
         result = FileResult(path, sorted(outcome.remaining, key=lambda f: f.sort_key()), new_text, decoded.encoding)
         new_bytes = data if new_text == old_text else new_text.encode(decoded.encoding)
     else:  # only the formats that carry edits need the fixes built
         wants_edits = output_format in ("json", "sarif")
         result = lint_text(decoded.text, path, rules, decoded.encoding, dataclasses.replace(model_options, fixes=wants_edits))
+        result = settle_fixable(result, rules, model_options)  # only what --fix fixes is marked fixable
         new_bytes = data
         old_text = new_text = decoded.text
 

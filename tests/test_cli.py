@@ -490,21 +490,26 @@ def test_cached_findings_keep_source_and_fixes(project):
     assert (project / "train.py").read_text() == FIXED
 
 
-def test_fixes_are_built_only_for_runs_that_show_edits(project):
-    """A text run defers fixes (it shows `[*]`, not the edits) and caches that; a JSON run
-    needs the edits, so it re-lints a file whose cached fixes were deferred, and its entries
-    then serve every later run."""
+def test_report_runs_cache_settled_fixes_that_serve_every_later_report(project):
+    """A report run builds the fixes and settles them (a dry run of --fix on each file with a
+    fixable finding: only what --fix fixes is marked `[*]`) and caches that: a JSON run, which
+    shows the edits, then lints nothing again, nor does the next text run."""
     text = run(["-v"], project)
     assert "2 files: 0 from cache, 2 linted" in text.stderr and "[*]" in text.stdout
     first_json = run(["-v", "--format", "json"], project)
-    assert "2 files: 1 from cache, 1 linted" in first_json.stderr  # train.py: its fix was deferred
+    assert "2 files: 2 from cache, 0 linted" in first_json.stderr
     fix = json.loads(first_json.stdout)[0]["fix"]
     assert fix["edits"] and "zero_grad()" in fix["edits"][0]["content"] and "deferred" not in fix
-    second_json = run(["-v", "--format", "json"], project)
-    assert "2 files: 2 from cache, 0 linted" in second_json.stderr
-    assert second_json.stdout == first_json.stdout
     again = run(["-v"], project)
     assert "2 files: 2 from cache, 0 linted" in again.stderr and again.stdout == text.stdout
+
+
+def test_a_fix_run_caches_unsettled_results_that_a_report_lints_again(project):
+    """--fix (or --diff) runs the fixes for real and caches what it linted without settling
+    them (its fixes deferred): a report run after it lints those files again."""
+    run(["-v", "--diff"], project)
+    report = run(["-v"], project)
+    assert "2 files: 0 from cache, 2 linted" in report.stderr and "[*]" in report.stdout
 
 
 def test_corrupt_cache_is_ignored(project):

@@ -172,13 +172,32 @@ def test_fix_that_leaves_its_finding_in_place_is_rejected():
     assert reason == "fix did not remove its finding (TST004 is still reported at 1:1)"
 
 
-def test_fix_that_makes_another_rule_fire_is_rejected():
+def test_fix_that_brings_out_a_fixable_finding_is_applied_with_its_fix():
+    # quux( -> print( makes TST001 fire, whose fix applies: both are kept, as one round.
     out = fixing.fix_source("quux(1)\n", "t.py", [PRINT, TO_PRINT])
+    assert out.source == "log(1)\n"
+    assert codes(out.applied) == ["TST008"] and out.rejected == [] and out.remaining == []
+    assert out.iterations == 1
+
+
+def test_fix_that_brings_out_a_finding_without_an_applicable_fix_is_rejected():
+    # the finding it brings out has only an unsafe fix: without --unsafe-fixes nothing changes
+    unsafe_print = _regex_rule("TST001", r"\b(print)\(", "log", "print call", applicability=Applicability.UNSAFE)
+    out = fixing.fix_source("quux(1)\n", "t.py", [unsafe_print, TO_PRINT])
     assert out.source == "quux(1)\n"
     [(finding, reason)] = out.rejected
     assert finding.code == "TST008"
     assert "new finding: TST001 at 1:1 (print call)" in reason
     assert codes(out.remaining) == ["TST008"]
+    assert fixing.fix_source("quux(1)\n", "t.py", [unsafe_print, TO_PRINT], unsafe=True).source == "log(1)\n"
+
+
+def test_fix_that_keeps_bringing_out_findings_is_rejected_after_the_chain_bound():
+    # foo( -> (foo() + foo)( brings out two more foo calls at every step: never done
+    out = fixing.fix_source("foo(1)\n", "t.py", [DOUBLES])
+    assert out.source == "foo(1)\n" and out.applied == []
+    [(_, reason)] = out.rejected
+    assert reason.startswith("fix introduced a new finding: TST004")
 
 
 def test_fix_whose_finding_keeps_reappearing_is_rejected_once_and_loop_ends():
@@ -281,14 +300,25 @@ def test_iteration_bound_stops_the_loop():
     assert codes(out.remaining) == ["TST002"] * 7
 
 
-def test_fix_that_uncovers_a_finding_of_the_same_kind_is_rejected():
+def test_fix_that_uncovers_a_finding_of_the_same_kind_is_fixed_with_it():
     # A rule that reports only the first print: fixing it makes the second one appear,
-    # which is a new finding; the loop stops instead of chasing it.
+    # whose fix applies too; both go in one round.
     out = fixing.fix_source("print(1)\nprint(2)\n", "t.py", [FIRST_PRINT])
-    assert out.source == "print(1)\nprint(2)\n"
+    assert out.source == "log(1)\nlog(2)\n"
+    assert out.rejected == [] and out.remaining == [] and out.iterations == 1
+
+
+def test_fixed_and_refused_findings_are_placed_in_the_input_text():
+    # zero() is inserted above step() first; bar(1) moves down a line before its fix is refused:
+    # the refusal (and what was fixed) is placed where the input had it
+    out = fixing.fix_source("step()\nbar(1)\n", "t.py", [STEP, STUBBORN])
+    assert out.source == "zero()\nstep()\nbar(1)\n"
     [(finding, reason)] = out.rejected
-    assert reason == "fix introduced a new finding: TST012 at 2:1 (first print call)"
-    assert out.iterations == 0  # rounds that only reject do not count
+    assert (finding.code, finding.line, finding.column) == ("TST005", 2, 1) and "did not remove" in reason
+    assert [(f.code, f.line) for f in out.applied] == [("TST010", 1)]
+    # ... and what remains is placed in the fixed text, without a fix --fix would refuse again
+    [left] = out.remaining
+    assert (left.code, left.line, left.fix) == ("TST005", 3, None)
 
 
 def test_default_iteration_bound_is_like_ruffs():

@@ -667,3 +667,23 @@ def test_invalid_cells_are_still_ml000_among_ipython_syntax():
     # a shell escape's continuation does not hide Python after it
     cells = [SETUP, "!pip install torch \\\n  numpy\nx = (\n", LOOP]
     assert [f[:3] for f in where(lint(notebook_json(cells)))] == [("ML000", 2, 3), ("ML001", 3, 3)]
+
+
+def test_a_fix_that_fix_refuses_is_not_marked_fixable(tmp_path):
+    """ML002's fix would rewrite `%time preds = model(x_test)`, which is kept as written: the
+    report does not mark it [*] nor count it fixable (`mllint-fix` in pre-commit could never
+    pass); the finding in a plain cell is, and after --fix nothing is marked fixable."""
+    train = ("import torch\nimport torch.nn as nn\nmodel = nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.1))\n"
+             "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nx, y = torch.randn(5, 4), torch.randint(0, 2, (5,))\n"
+             "for _ in range(3):\n    opt.zero_grad()\n    nn.functional.cross_entropy(model(x), y).backward()\n"
+             "    opt.step()\nx_test = torch.randn(5, 4)\nmodel.eval()\n")
+    write(tmp_path / "nb.ipynb", notebook_json([train, "%time preds = model(x_test)\nprint(preds.argmax(1))\n",
+                                                 "preds2 = model(x_test)\nprint(preds2.argmax(1))\n"]))
+    for _ in range(2):  # cold, then from the cache
+        out = run(["nb.ipynb"], tmp_path).stdout
+        assert "cell 2:line 1:col 15: ML002 `model(...)`" in out
+        assert "cell 3:line 1:col 10: ML002 [*] `model(...)`" in out and "(1 fixable with --fix)" in out
+    fixed = run(["--fix", "nb.ipynb"], tmp_path)
+    assert "Fixed 1 problem." in fixed.stdout and "fix not applied" in fixed.stderr
+    after = run(["nb.ipynb"], tmp_path).stdout
+    assert "[*]" not in after and "cell 2:line 1:col 15: ML002" in after and "fixable" not in after

@@ -267,10 +267,12 @@ def test_warm_run_and_version_import_no_libcst(tmp_path):
     assert "libcst" in _imported(["-j", "1", "."], tmp_path)  # cold: parsed in this process
     assert _imported(["-j", "1", "."], tmp_path) == set()  # warm: nothing of the analysis
     assert _imported(["--version"], tmp_path) == set()
-    # a text run defers fixes; the first JSON run builds them (parsing), later ones are warm
-    assert "libcst" in _imported(["--format", "json", "."], tmp_path)
+    # a text run builds and settles the fixes (fixing.settle_fixable): JSON runs are warm too
     assert _imported(["--format", "json", "."], tmp_path) == set()
-    assert _imported(["-j", "1", "."], tmp_path) == set()  # entries with built fixes serve text runs
+    assert _imported(["-j", "1", "."], tmp_path) == set()
+    # --diff runs the fixes (parsing), and leaves the settled entries as they were
+    assert "libcst" in _imported(["--diff", "."], tmp_path)
+    assert _imported(["--format", "json", "."], tmp_path) == set()
 
 
 def test_catalogue_agrees_with_the_rule_modules():
