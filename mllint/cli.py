@@ -254,7 +254,7 @@ def lint_command(
         # dry run of the fixes (--fix and --diff run them for real instead)
         from mllint.fixing import settle_fixable
 
-        settle = None if (fix or diff or add_noqa or os.environ.get("X_NOSETTLE")) else settle_fixable
+        settle = None if (fix or diff or add_noqa) else settle_fixable
         results = engine.lint_paths(files, settings, use_cache=use_cache, jobs=jobs, stats=stats,
                                     progress=progress.update, fixes=wants_edits or settle is not None,
                                     screen=not no_screen, settle=settle)
