@@ -229,6 +229,7 @@ def lint_source(source: str, path: str, rules: Sequence[Rule], options=None, scr
 
     model = build_model(module, parsed_source, path, options)
     model.ast_starts = starts
+    model.enabled = frozenset(rule.code for rule in rules)
     findings: List[Finding] = []
     for rule in active:
         findings.extend(rule.check(model))

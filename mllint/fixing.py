@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import stat
 import tempfile
 from collections import Counter
@@ -153,8 +154,13 @@ def _with_newline(content: str, newline: str) -> str:
 
 
 def _key(finding: Finding) -> Tuple[str, str, str]:
-    # the detail too: messages are short, the detail tells two findings of one kind apart
-    return (finding.code, finding.message, finding.detail or "")
+    # the detail too: messages are short, the detail tells two findings of one kind apart. Their
+    # numbers are not compared: they name lines ("then cross-validated (line 9)", "`scaler.unscale_`
+    # at line 6") that move when a fix inserts a line above them
+    return (finding.code, _NUMBERS.sub("0", finding.message), _NUMBERS.sub("0", finding.detail or ""))
+
+
+_NUMBERS = re.compile(r"\d+")
 
 
 def _parses(text: str) -> Optional[str]:

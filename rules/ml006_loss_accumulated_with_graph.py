@@ -32,7 +32,10 @@ When the code is fine
 
 How to fix
     Accumulate the Python number: ``total_loss += loss.item()``,
-    ``losses.append(loss.item())``. ``--fix`` does this when the accumulator starts as a
+    ``losses.append(loss.item())``. Where ML007 is on and the file trains on a device, a
+    ``.item()`` on every step is ML007's finding: there the advice is ``total_loss +=
+    loss.detach()``, read with ``.item()`` once per epoch, and the fix (unsafe: the
+    accumulator becomes a device tensor) writes ``loss.detach()``. ``--fix`` does this when the accumulator starts as a
     number (``0``, ``0.0``) or an empty list and is afterwards only used as a number
     (printed, logged, averaged, summed); when it is returned or stored the fix is offered
     as unsafe; when it is used as a tensor (``total.item()``, ``torch.stack(losses)``) no
@@ -47,6 +50,7 @@ import libcst as cst
 
 from mllint.findings import Applicability, Finding, Fix
 from mllint.registry import Example
+from mllint.semantics import hotloop
 from mllint.semantics.accumulation import Accumulation, _match, _nodes, _root, accumulations, derived, text
 from mllint.semantics.model import FileModel
 
@@ -162,12 +166,21 @@ def _fix_kind(model: FileModel, acc: Accumulation, others: List[cst.CSTNode]) ->
     return worst
 
 
-def _fix(model: FileModel, acc: Accumulation, kind: str) -> Optional[Fix]:
+def _fix(model: FileModel, acc: Accumulation, kind: str, on_device: bool) -> Optional[Fix]:
     if kind == NONE:
         return None
+    if on_device:  # the accumulator then holds a device tensor: its readers must take `.item()` themselves
+        new = cst.Call(func=cst.Attribute(value=acc.name, attr=cst.Name("detach")))
+        return model.fix_replacing(acc.name, new, Applicability.UNSAFE, f"Accumulate `{acc.name.value}.detach()`")
     new = cst.Call(func=cst.Attribute(value=acc.name, attr=cst.Name("item")))
     applicability = Applicability.SAFE if kind == SAFE else Applicability.UNSAFE
     return model.fix_replacing(acc.name, new, applicability, f"Accumulate `{acc.name.value}.item()`")
+
+
+def _reads_on_device(model: FileModel) -> bool:
+    """ML007 is on for this file and the file trains on a device: there a `.item()` on every
+    step is ML007's finding, so the advice (and the fix) is `.detach()`, read once per epoch."""
+    return model.enabled is not None and "ML007" in model.enabled and hotloop.targets_device(model)
 
 
 def _brief(model: FileModel, node: cst.CSTNode) -> str:
@@ -177,6 +190,7 @@ def _brief(model: FileModel, node: cst.CSTNode) -> str:
 
 def check(model: FileModel) -> Iterable[Finding]:
     found = accumulations(model)
+    on_device = bool(found) and _reads_on_device(model)
     by_target = {}
     for acc in found:
         by_target.setdefault((acc.loop.scope, text(model, acc.target)), []).append(acc.statement)
@@ -187,10 +201,10 @@ def check(model: FileModel) -> Iterable[Finding]:
         others = [s for s in _nodes(model, cst.BaseSmallStatement, scope)
                   if (m := _match(model, s)) is not None and text(model, m[0]) == acc_text]
         kind = _fix_kind(model, acc, others)
-        fix = _fix(model, acc, kind)
+        fix = _fix(model, acc, kind, on_device)
         loss = acc.name.value
         statement = _brief(model, acc.statement)
-        remedy = f"use `{loss}.item()`" if acc.scalar else "detach it first"
+        remedy = (f"use `{loss}.detach()`" if on_device else f"use `{loss}.item()`") if acc.scalar else "detach it first"
         message = f"`{statement}` keeps every iteration's graph alive: {remedy}"
         if len(message) > 110:
             message = f"`{loss}` is accumulated with its graph across iterations: {remedy}"
@@ -202,10 +216,18 @@ def check(model: FileModel) -> Iterable[Finding]:
             UNSAFE: f" `{acc_text}` is returned or stored, so the fix is unsafe: check its users.",
             NONE: f" `{acc_text}` is used as a tensor later (or `{loss}` is not a scalar): detach it instead.",
         }[kind]
+        if on_device and kind != NONE:
+            fix_note = (f" The fix is unsafe: `{acc_text}` then holds a tensor on the device, so read it with "
+                        f"`.item()` where it is printed or stored.")
+        remedy_detail = (
+            f"Accumulate `{loss}.detach()` on the device and read it with `.item()` once per epoch (a `.item()` on "
+            "every step waits for the device: ML007)." if on_device else
+            f"Accumulate the number `{loss}.item()` (or `{loss}.detach()`)."
+        )
         detail = (
             f"`{loss}` is backpropagated {where}, so it carries its autograd graph; accumulating it into "
             f"`{acc_text}`, which outlives the iteration, keeps the graph of every iteration alive until "
-            f"`{acc_text}` goes away. Accumulate the number `{loss}.item()` (or `{loss}.detach()`)." + fix_note
+            f"`{acc_text}` goes away. " + remedy_detail + fix_note
             if acc.scalar else
             f"`{loss}` holds a tensor that is backpropagated {where}, so it carries its autograd graph; "
             f"keeping it in `{acc_text}`, which outlives the iteration, keeps the graph of every iteration alive. "

@@ -321,6 +321,24 @@ def test_fixed_and_refused_findings_are_placed_in_the_input_text():
     assert (left.code, left.line, left.fix) == ("TST005", 3, None)
 
 
+def _line_ref_check(model):
+    """marker() with its own line number in the message and the detail (no fix)."""
+    for number, text in enumerate(model.source.splitlines(), 1):
+        if text.strip() == "marker()":
+            yield Finding(model.path, number, 1, number, 9, "TST013", "test-marker", f"marker (line {number})",
+                          detail=f"the marker of line {number}")
+
+
+LINE_REF = make_rule("TST013", _line_ref_check, fix=None)
+
+
+def test_a_finding_that_names_its_moved_line_is_the_same_finding():
+    # zero() is inserted above: marker() moves to line 3 and says so; that is no new finding
+    out = fixing.fix_source("step()\nmarker()\n", "t.py", [STEP, LINE_REF])
+    assert out.source == "zero()\nstep()\nmarker()\n" and out.rejected == []
+    assert [f.message for f in out.remaining] == ["marker (line 3)"]
+
+
 def test_default_iteration_bound_is_like_ruffs():
     assert fixing.MAX_ITERATIONS == 100
 

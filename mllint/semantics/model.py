@@ -248,6 +248,9 @@ class FileModel:
         self._code_lines: Optional[List[int]] = None  # see _statement_positions
         # edits.statement_starts of CPython's parse of the file, when the engine has it
         self.ast_starts: Optional[List[int]] = None
+        # The codes of the rules the settings enable for this file (set by the engine), so that a
+        # rule's advice and fix agree with the others' (ML006 with ML007 on). None: not known.
+        self.enabled: Optional[FrozenSet[str]] = None
 
     # --- positions (resolved lazily: most files report nothing) ----------------------
     def position(self, node: cst.CSTNode):
