@@ -445,6 +445,13 @@ def _is_python(language: Optional[str]) -> bool:
     return language is None or language in ("python", "python3", "python2", "ipython", "ipython3")
 
 
+def _json_kind(value: Any) -> str:
+    """How JSON names what `value` is: "a number", "a string", "an object"..."""
+    if isinstance(value, bool) or value is None:
+        return "`" + json.dumps(value) + "`"
+    return {str: "a string", dict: "an object", list: "a list"}.get(type(value), "a number")
+
+
 def _source_text(node: _Node) -> Optional[str]:
     if isinstance(node.value, str):
         return node.value
@@ -478,20 +485,28 @@ class Notebook:
                 " convert with `jupyter nbconvert --to notebook --nbformat 4`)"
             )
         cells = data.get("cells")
-        if not isinstance(cells, list) or not cells:
-            raise NotebookError("notebook has no cells")
+        if cells is None:
+            raise NotebookError("not a Jupyter notebook: no `cells` list (nbformat 4 notebooks have one)")
+        if not isinstance(cells, list):
+            raise NotebookError(f"notebook's `cells` is {_json_kind(cells)}, not a list")
         try:
             root = _parse_spans(text)
         except (RecursionError, IndexError, ValueError, AttributeError) as exc:  # pragma: no cover - json.loads passed
             raise NotebookError(f"notebook JSON could not be read: {exc}") from None
+
+        def malformed(message: str, offset: int) -> NotebookError:  # at `offset` of the JSON text
+            line = text.count("\n", 0, offset) + 1
+            return NotebookError(message, line, offset - text.rfind("\n", 0, offset))
         self.cell_count = len(cells)
         self.language = _language_of(data.get("metadata"))
         self.cells: List[CodeCell] = []
         cell_nodes = root.items["cells"].items
         if _is_python(self.language):
             for index, (cell, node) in enumerate(zip(cells, cell_nodes), 1):
-                if not isinstance(cell, dict) or cell.get("cell_type") != "code" or "source" not in node.items:
+                if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                     continue
+                if "source" not in node.items:
+                    raise malformed(f"cell {index} (code) has no `source`", node.start)
                 metadata = cell.get("metadata")
                 vscode = metadata.get("vscode") if isinstance(metadata, dict) else None
                 if isinstance(vscode, dict) and isinstance(vscode.get("languageId"), str):
@@ -500,7 +515,11 @@ class Notebook:
                 source_node = node.items["source"]
                 source = _source_text(source_node)
                 if source is None:
-                    continue
+                    raw = cell["source"]
+                    kind = _json_kind(raw) if not isinstance(raw, list) else "a list holding " + _json_kind(
+                        next(item for item in raw if not isinstance(item, str)))
+                    raise malformed(f"cell {index}'s `source` is {kind}, not a string or a list of strings",
+                                    source_node.start)
                 dedented, shifts = leading_indent(source)
                 masked, masks = mask_cell(dedented)
                 self.cells.append(CodeCell(index, source_node, source, masked, masks, dedented=dedented,

@@ -1,6 +1,6 @@
 """``mllint server``: a language server (LSP over stdio) built on pygls, an optional extra.
 
-    pip install 'mllint-pitfalls[server]'
+    pip install pygls lsprotocol      # or, from a clone of mllint: pip install -e '.[server]'
     mllint server
 
 What it does:
@@ -37,7 +37,7 @@ from mllint.findings import Applicability, Finding, Severity, split_lines
 
 SOURCE = "mllint"
 FIX_ALL_KIND = "source.fixAll.mllint"
-INSTALL = "pip install 'mllint-pitfalls[server]'"
+INSTALL = "pip install pygls lsprotocol (from a clone of mllint: pip install -e '.[server]')"
 
 
 # --- positions ------------------------------------------------------------------------------

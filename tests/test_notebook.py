@@ -234,13 +234,32 @@ def test_other_languages_are_skipped():
     ('{"metadata": {}}', "no `nbformat` key"),
     ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}', "nbformat 3 notebooks are not supported"),
     ('{"nbformat": "4", "cells": []}', "`nbformat` '4' is not supported"),
-    ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}', "notebook has no cells"),
-    ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "notebook has no cells"),
+    ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "no `cells` list"),
+    ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": "oops"}', "notebook's `cells` is a string, not a list"),
+    ('{"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "code", "metadata": {}, "outputs": []}]}',
+     "cell 1 (code) has no `source`"),
+    ('{"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "code", "metadata": {}, "source": 5}]}',
+     "cell 1's `source` is a number, not a string or a list of strings"),
+    ('{"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "code", "metadata": {}, "source": ["x = 1", null]}]}',
+     "cell 1's `source` is a list holding `null`, not a string or a list of strings"),
 ])
 def test_unreadable_notebook_is_one_ml000(text, message):
     findings = lint(text)
     assert len(findings) == 1 and findings[0].code == "ML000" and message in findings[0].message
     assert findings[0].cell is None
+
+
+def test_malformed_cell_is_placed_at_its_json():
+    text = '{"nbformat": 4, "metadata": {},\n "cells": [{"cell_type": "markdown", "source": 1},\n  {"cell_type": "code", "source": 5}]}'
+    [finding] = lint(text)
+    assert (finding.line, finding.column) == (3, 35) and text.splitlines()[2][34] == "5"
+
+
+def test_an_empty_notebook_is_clean(tmp_path):
+    """What nbformat.v4.new_notebook() writes: no cells is a valid notebook, with nothing to report."""
+    write(tmp_path / "new.ipynb", json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}))
+    proc = run(["--no-cache", "new.ipynb"], tmp_path)
+    assert proc.returncode == 0 and "All checks passed!" in proc.stdout
 
 
 def test_bad_notebooks_do_not_stop_the_run(tmp_path):
@@ -254,9 +273,8 @@ def test_bad_notebooks_do_not_stop_the_run(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("a_broken.ipynb:1:12: ML000 notebook is not valid JSON")
     assert lines[1].startswith("b_old.ipynb:1:1: ML000 nbformat 3 notebooks are not supported")
-    assert lines[2] == "c_empty.ipynb:1:1: ML000 notebook has no cells"
-    assert lines[3].startswith("d_train.ipynb:cell 2:line 3:col 5: ML001 ")
-    assert lines[4].startswith("e.py:6:5: ML001 ")
+    assert lines[2].startswith("d_train.ipynb:cell 2:line 3:col 5: ML001 ")  # c_empty.ipynb is clean
+    assert lines[3].startswith("e.py:6:5: ML001 ")
     assert "Traceback" not in proc.stderr
 
 

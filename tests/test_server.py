@@ -231,7 +231,7 @@ def test_missing_pygls_is_a_one_line_error(tmp_path):
     code = "import sys\nsys.modules['pygls'] = None\nfrom mllint.cli import main\nmain(['server'])\n"
     proc = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path), env=clean_env(),
                           capture_output=True, text=True, timeout=120)
-    assert_user_error(proc, "pip install 'mllint-pitfalls[server]'")
+    assert_user_error(proc, "pip install pygls lsprotocol")
 
 
 def test_positions_follow_the_negotiated_encoding(tmp_path):

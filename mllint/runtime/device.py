@@ -151,7 +151,8 @@ def require_torch(feature: str):
         import torch
     except ImportError:
         raise DeviceError(
-            f"{feature} needs PyTorch, which is not installed: pip install torch"
-            " (or install mllint with its `torch` extra: pip install '.[torch]' from a clone)"
+            f"{feature} needs PyTorch, which is not installed: pip install torch --index-url"
+            " https://download.pytorch.org/whl/cpu (a CPU build; for a GPU, the command pytorch.org gives"
+            " for your CUDA version)"
         ) from None
     return torch

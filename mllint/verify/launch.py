@@ -45,7 +45,7 @@ def check_launcher(options: VerifyOptions) -> None:
         import submitit  # noqa: F401
     except ImportError:
         raise LaunchError(f"--launcher {options.launcher} needs the submitit library: pip install submitit"
-                          " (or pip install 'mllint[cluster]')") from None
+                          " (from a clone of mllint: pip install -e '.[cluster]')") from None
     root = job_root()
     try:
         os.makedirs(root, exist_ok=True)
