@@ -3,14 +3,15 @@
     mllint [OPTIONS] [PATHS]...     lint (default: the current directory)
     mllint check [OPTIONS] [PATHS]  the same (as ``ruff check``)
     mllint rules [--format json]    the rule catalogue
-    mllint explain CODE             one rule's documentation and an example
+    mllint explain CODE             one rule's documentation and an example (CODE or name; alone: the list)
+    mllint version                  the version (as ``--version``)
     mllint memory TARGET [...]      predicted peak memory of a training step / inference
     mllint server                   the language server (LSP on stdio; needs the [server] extra)
 
-How subcommands and paths share the command line: ``check``, ``rules``, ``explain``, ``memory``
-and ``server`` are subcommands only as the very first argument, spelled exactly so. Anything else
-is the lint command, so ``mllint src/`` and ``mllint --fix rules/`` lint paths, and a
-directory literally named ``check``, ``rules``, ``explain``, ``memory`` or ``server`` is linted with
+How subcommands and paths share the command line: ``check``, ``rules``, ``explain``, ``version``,
+``memory`` and ``server`` are subcommands only as the very first argument, spelled exactly so.
+Anything else is the lint command, so ``mllint src/`` and ``mllint --fix rules/`` lint paths, and a
+directory literally named ``check``, ``rules``, ``explain``, ``version``, ``memory`` or ``server`` is linted with
 ``mllint ./rules`` or ``mllint -- rules``. No other word is reserved.
 
 Exit codes: 0 no findings, 1 findings remain (or ``--diff`` would change files),
@@ -35,10 +36,11 @@ _EPILOG = """\b
 Commands (only as the first argument):
   mllint check [OPTIONS] PATHS   the same as `mllint [OPTIONS] PATHS` (as `ruff check`)
   mllint rules [--format json]   list the rules
-  mllint explain CODE            explain a rule
+  mllint explain CODE            explain a rule (a code or a name; alone: list the rules)
+  mllint version                 print the version
   mllint memory TARGET [...]     predict peak training / inference memory (needs torch)
   mllint server                  language server for editors, on stdio (needs the [server] extra)
-To lint a directory named `check`, `rules`, `explain`, `memory` or `server`, write `mllint ./rules` or `mllint -- rules`.
+To lint a directory named `check`, `rules`, `explain`, `version`, `memory` or `server`, write `mllint ./rules` or `mllint -- rules`.
 
 \b
 Exit status: 0 no problems, 1 problems found, 2 usage, configuration or internal error.
@@ -522,14 +524,23 @@ def rules_command(output_format: str) -> int:
 
 
 @click.command(name="explain", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("code")
-def explain_command(code: str) -> int:
-    """Print the documentation of rule CODE, with an example and its fix."""
+@click.argument("code", required=False)
+def explain_command(code: Optional[str]) -> int:
+    """Print the documentation of rule CODE (a code such as ML001 or a name such as
+    missing-zero-grad), with an example and its fix; without CODE, list the rules."""
     from mllint.config import ConfigError
     from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, all_rules
 
+    if code is None:  # as `ruff rule --all` in short: what there is to explain
+        for row in _catalogue():
+            click.echo(f"{row['code']}  {row['name']}")
+        click.echo("\nmllint explain CODE (or NAME) prints one rule's documentation.")
+        return EXIT_CLEAN
     wanted = code.strip().upper()
     rules = all_rules()
+    by_name = {rule.name: rule.code for rule in rules.values()}
+    by_name[PARSE_ERROR_NAME] = PARSE_ERROR_CODE
+    wanted = by_name.get(code.strip().lower(), wanted)
     if wanted == PARSE_ERROR_CODE:
         from mllint.report._common import PARSE_ERROR_DOC
 
@@ -537,7 +548,8 @@ def explain_command(code: str) -> int:
         return EXIT_CLEAN
     rule = rules.get(wanted)
     if rule is None:
-        raise ConfigError(f"unknown rule code `{code}` (known codes: {', '.join(sorted(rules))}; see `mllint rules`)")
+        raise ConfigError(f"unknown rule `{code}` (known codes: {', '.join(sorted(rules))}; names as"
+                          " `mllint rules` lists them are accepted too)")
     fix = {None: "No fix.", "safe": "Fix: safe (applied by --fix).",
            "unsafe": "Fix: unsafe (applied by --fix --unsafe-fixes)."}[rule.fix.value if rule.fix else None]
     default = "On by default." if rule.default_enabled else "Off by default (enable with --extend-select)."
@@ -568,10 +580,18 @@ def _server_command():
     return server_command
 
 
+@click.command(name="version", context_settings={"help_option_names": ["-h", "--help"]})
+def version_command() -> int:
+    """Print mllint's version (as `mllint --version`)."""
+    click.echo(f"mllint {__version__}")
+    return EXIT_CLEAN
+
+
 SUBCOMMANDS = {
     "check": lambda: lint_command,  # as `ruff check`: the lint command itself
     "rules": lambda: rules_command,
     "explain": lambda: explain_command,
+    "version": lambda: version_command,
     "memory": _memory_command,
     "server": _server_command,
 }

@@ -1,4 +1,5 @@
-"""Suppression comments: ``# noqa``, ``# noqa: ML001, ML002`` and ``# mllint: skip-file``.
+"""Suppression comments: ``# noqa``, ``# noqa: ML001, ML002``, ``# mllint: skip-file`` and, for
+the whole file, ``# mllint: noqa`` or ``# mllint: noqa: ML001, ML002`` (as Ruff's ``# ruff: noqa``).
 
 A ``# noqa`` comment suppresses findings reported on its own line. A line that cannot
 carry a comment, because its end lies inside a multi-line string or it ends with a
@@ -17,6 +18,9 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _SKIP_FILE = re.compile(r"#\s*mllint:\s*skip-file\b")
+# a comment that is a file-level directive as a whole: ``# mllint: noqa`` or ``# mllint: noqa: ML001``
+_FILE_NOQA = re.compile(r"^#\s*mllint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$",
+                        re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
 
 _WORD = re.compile("noqa", re.IGNORECASE)
@@ -80,17 +84,21 @@ class Suppressions:
         skip_file: bool,
         directives: Optional[Dict[int, Directive]] = None,
         line_map: Optional[Dict[int, int]] = None,
+        file_codes: FrozenSet[str] = frozenset(),
     ):
         self.by_line = by_line
         self.skip_file = skip_file
         self.directives = directives or {}
         self.line_map = line_map or {}
+        self.file_codes = file_codes  # what ``# mllint: noqa`` suppresses in the whole file (ALL: every code)
 
     def directive_line(self, line: int) -> int:
         """The line whose ``# noqa`` covers findings reported on `line`."""
         return self.line_map.get(line, line)
 
     def suppresses(self, line: int, code: str) -> bool:
+        if self.file_codes is ALL or code in self.file_codes:
+            return True
         codes = self.by_line.get(self.directive_line(line))
         return bool(codes) and (codes is ALL or code in codes)
 
@@ -100,6 +108,8 @@ class Suppressions:
         used: Set[Tuple[int, str]] = set()
         for finding in findings:
             target = self.directive_line(finding.line)
+            if self.file_codes is ALL or finding.code in self.file_codes:
+                continue  # the file-level directive (not a line's: ML100 does not judge it)
             if self.suppresses(finding.line, finding.code):
                 used.add((target, finding.code))
             else:
@@ -178,12 +188,23 @@ def scan(source: str) -> Optional[Suppressions]:
     by_line: Dict[int, FrozenSet[str]] = {}
     directives: Dict[int, Directive] = {}
     skip_file = False
+    file_codes: FrozenSet[str] = frozenset()
     comments, mapping = _comments(source)
     for line, column, comment in comments:
         if _SKIP_FILE.search(comment):
             skip_file = True
+        whole = _FILE_NOQA.match(comment.strip())
+        if whole is not None:
+            codes = whole.group("codes")
+            if not codes or file_codes is ALL:
+                file_codes = ALL
+            else:
+                file_codes = file_codes | frozenset(code.upper() for code in _CODE.findall(codes))
+            continue
         directive = parse_directive(comment, line, column)
         if directive is not None:
             directives[line] = directive
             by_line[line] = ALL if directive.bare else frozenset(directive.upper_codes)
-    return Suppressions(by_line, skip_file, directives, mapping if directives else {})
+    if not directives and not skip_file and not file_codes:
+        return Suppressions({}, False)
+    return Suppressions(by_line, skip_file, directives, mapping if directives else {}, file_codes)

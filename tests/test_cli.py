@@ -435,19 +435,28 @@ def test_explain(tmp_path):
     assert out.index("Example (flagged):") < out.index("Fixed:")
     assert "    optimizer.zero_grad()" in out.split("Fixed:")[1]
     assert run(["explain", "ml001"], tmp_path).stdout == out
+    assert run(["explain", "missing-zero-grad"], tmp_path).stdout == out  # the name, as Ruff takes
 
 
 def test_explain_ml000(tmp_path):
-    proc = run(["explain", "ML000"], tmp_path)
-    assert proc.returncode == 0 and "syntax-error" in proc.stdout
+    for name in ("ML000", "syntax-error"):
+        proc = run(["explain", name], tmp_path)
+        assert proc.returncode == 0 and proc.stdout.startswith("ML000 (syntax-error)")
 
 
 def test_explain_unknown_code(tmp_path):
-    assert_user_error(run(["explain", "ML999"], tmp_path), "unknown rule code", "ML999")
+    assert_user_error(run(["explain", "ML999"], tmp_path), "unknown rule `ML999`", "names")
 
 
-def test_explain_without_code(tmp_path):
-    assert_user_error(run(["explain"], tmp_path), "CODE")
+def test_explain_without_code_lists_the_rules(tmp_path):
+    proc = run(["explain"], tmp_path)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and "ML001  missing-zero-grad" in lines and "ML014  scheduler-before-optimizer-step" in lines
+
+
+def test_version_subcommand(tmp_path):
+    assert run(["version"], tmp_path).stdout == run(["--version"], tmp_path).stdout
+    assert run(["version"], tmp_path).stdout.startswith("mllint ")
 
 
 def test_directory_named_rules_is_lintable(tmp_path):

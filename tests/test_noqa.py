@@ -159,3 +159,28 @@ def test_engine_findings_on_unmarkable_lines_are_suppressed_where_marked(source)
 def test_unknown_noqa_codes_only_ml_codes_once_per_line():
     source = "a = 1  # noqa: ML999, E501, ML998, ML999, ML001, TOR102\nb = 2  # noqa\n"
     assert unknown_noqa_codes(source, {"ML001"}) == [(1, ["ML999", "ML998"])]
+
+
+FILE_LEVEL = """\
+import torch
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("comment,left", [
+    ("# mllint: noqa", []),
+    ("# mllint: noqa: ML001", []),
+    ("#mllint:noqa: ml001, ML002", []),
+    ("# mllint: noqa: ML002", ["ML001"]),
+    ("# a note: mllint: noqa", ["ML001"]),  # not a directive as a whole comment
+])
+def test_file_level_noqa(comment, left):
+    """`# mllint: noqa` (as Ruff's `# ruff: noqa`) on a line of its own anywhere in the file
+    suppresses every finding of the file, or those of the codes it names."""
+    for source in (comment + "\n" + FILE_LEVEL, FILE_LEVEL + comment + "\n"):
+        assert [f.code for f in lint_source(source, "t.py", list(all_rules().values()))] == left
