@@ -29,7 +29,10 @@ import click
 
 from mllint import __version__
 
-FORMATS = ("text", "concise", "json", "sarif", "github")
+FORMATS = ("text", "full", "concise", "grouped", "json", "json-lines", "junit", "gitlab", "sarif", "github")
+# (mllint.report's HUMAN_FORMATS and EDIT_FORMATS, here without importing the reporters)
+HUMAN_FORMATS = ("text", "full", "concise", "grouped")
+EDIT_FORMATS = ("json", "json-lines", "sarif")
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 _EPILOG = """\b
@@ -72,7 +75,9 @@ def _debug(enabled: bool, message: str) -> None:
 @click.option("--diff", is_flag=True,
               help="Print a unified diff of what --fix would change; write nothing. Exit 1 if there are changes.")
 @click.option("--format", "--output-format", "output_format", type=click.Choice(FORMATS), default="text",
-              show_default=True, help="Output format.")
+              show_default=True,
+              help="Output format: text (full: with code frames), concise, grouped (by file), json, json-lines,"
+                   " junit (JUnit XML), gitlab (GitLab Code Quality), sarif (code scanning), github (annotations).")
 @click.option("--show-source", is_flag=True, help="Show the source code around each finding.")
 @click.option("--statistics", is_flag=True,
               help="Show the number of findings per rule instead of each finding (json: [{code, name, count,"
@@ -248,9 +253,9 @@ def lint_command(
 
     # Fixes are built only for what shows or applies their edits; --fix and --diff re-lint
     # the files that have one, so a deferred fix is enough to pick them.
-    wants_edits = output_format in ("json", "sarif") or bool(verify_options)
+    wants_edits = output_format in EDIT_FORMATS or bool(verify_options)
     # progress on stderr, never with -q/--silent nor beside a machine format going to a pipe
-    machine_to_pipe = output_format not in ("text", "concise") and not output_file and not sys.stdout.isatty()
+    machine_to_pipe = output_format not in HUMAN_FORMATS and not output_file and not sys.stdout.isatty()
     with Progress(enabled=not (silent or quiet or machine_to_pipe)) as progress:
         # a report marks fixable only what --fix fixes: each file with a fixable finding gets a
         # dry run of the fixes (--fix and --diff run them for real instead)
@@ -309,7 +314,7 @@ def lint_command(
     )
     from mllint.output import show_fixes_on_stderr, write_report
 
-    if options.show_fixes and output_format not in ("text", "concise") and not (silent or quiet > 1):
+    if options.show_fixes and output_format not in HUMAN_FORMATS and not (silent or quiet > 1):
         show_fixes_on_stderr(options)
     write_report(REPORTERS[output_format], results, options, output_file, silent=silent or quiet > 1)
     if findings and not exit_zero:

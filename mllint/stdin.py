@@ -139,7 +139,7 @@ def run(
         result = FileResult(path, sorted(outcome.remaining, key=lambda f: f.sort_key()), new_text, decoded.encoding)
         new_bytes = data if new_text == old_text else new_text.encode(decoded.encoding)
     else:  # only the formats that carry edits need the fixes built
-        wants_edits = output_format in ("json", "sarif")
+        wants_edits = output_format in ("json", "json-lines", "sarif")
         result = lint_text(decoded.text, path, rules, decoded.encoding, dataclasses.replace(model_options, fixes=wants_edits))
         result = settle_fixable(result, rules, model_options)  # only what --fix fixes is marked fixable
         new_bytes = data

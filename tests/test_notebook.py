@@ -292,7 +292,7 @@ def test_text_and_concise_show_cell_line_col(project):
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[0].startswith("nb.ipynb:cell 3:line 3:col 5: ML001 [*] gradients accumulate")
     proc = run(["--no-cache", "--format", "concise", "nb.ipynb"], project)
-    assert proc.stdout.splitlines()[0].startswith("nb.ipynb:cell 3:line 3:col 5: ML001 gradients accumulate")
+    assert proc.stdout.splitlines()[0].startswith("nb.ipynb:cell 3:line 3:col 5: ML001 [*] gradients accumulate")
 
 
 def test_show_source_frames_the_cell(project):

@@ -103,8 +103,7 @@ def test_concise_format(project):
     lines = proc.stdout.splitlines()
     assert len(lines) == 3
     assert lines[0].startswith("broken.py:") and " ML000 SyntaxError" in lines[0]
-    assert lines[1].startswith("train.py:7:2: ML001 gradients accumulate")
-    assert "[*]" not in lines[1]
+    assert lines[1].startswith("train.py:7:2: ML001 [*] gradients accumulate")  # Ruff's concise keeps [*]
     assert lines[2] == "Found 2 problems (1 fixable with --fix)."
 
 
@@ -172,3 +171,83 @@ def test_clean_run_in_every_format(tmp_path):
         assert (proc.returncode, proc.stdout) == (0, out), fmt
     sarif = run(tmp_path, "--no-cache", "--format", "sarif", ".")
     assert sarif.returncode == 0 and json.loads(sarif.stdout)["runs"][0]["results"] == []
+
+
+# --- Ruff's other formats: full, grouped, json-lines, junit, gitlab --------------------------
+
+
+def test_full_format_is_text_with_code_frames(project):
+    full = run(project, "--no-cache", "--output-format", "full", ".")
+    shown = run(project, "--no-cache", "--show-source", ".")
+    assert full.returncode == 1 and full.stdout == shown.stdout and "^" in full.stdout
+
+
+def test_grouped_format(project):
+    proc = run(project, "--no-cache", "--output-format", "grouped", ".")
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "broken.py:" and lines[1].startswith("  3:") and " ML000 SyntaxError" in lines[1]
+    assert lines[2] == "" and lines[3] == "train.py:"
+    assert lines[4].startswith("  7:2 ML001 [*] gradients accumulate")
+    assert lines[-1] == "Found 2 problems (1 fixable with --fix)."
+
+
+def test_json_lines_format(project):
+    proc = run(project, "--no-cache", "--output-format", "json-lines", ".")
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    as_json = json.loads(run(project, "--no-cache", "--output-format", "json", ".").stdout)
+    assert rows == as_json and len(rows) == 2 and rows[1]["fix"]["edits"]
+
+
+def test_junit_format_is_junit_xml(project):
+    """The shape the common JUnit schema (Jenkins', which GitLab and Azure read) wants:
+    testsuites > testsuite (name, tests, failures, errors) > testcase (name, classname) > failure
+    (message), with the counts right."""
+    from xml.etree import ElementTree as ET
+
+    proc = run(project, "--no-cache", "--output-format", "junit", ".")
+    assert proc.returncode == 1 and proc.stdout.startswith('<?xml version="1.0" encoding="UTF-8"?>')
+    root = ET.fromstring(proc.stdout.split("\n", 1)[1])
+    assert root.tag == "testsuites" and root.get("tests") == "2" and root.get("failures") == "2"
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["broken.py", "train.py"]
+    for suite in suites:
+        cases = suite.findall("testcase")
+        assert suite.get("tests") == str(len(cases)) == suite.get("failures") and suite.get("errors") == "0"
+        for case in cases:
+            assert case.get("name") and case.get("classname") == suite.get("name") and int(case.get("line")) > 0
+            [failure] = case.findall("failure")
+            assert failure.get("message") and failure.text.startswith(suite.get("name") + ":")
+    assert suites[1].find("testcase").get("name") == "ML001 (missing-zero-grad)"
+    (project / "train.py").unlink()
+    (project / "broken.py").unlink()
+    (project / "ok.py").write_text("x = 1\n", encoding="utf-8")
+    empty = ET.fromstring(run(project, "--no-cache", "--output-format", "junit", ".").stdout.split("\n", 1)[1])
+    assert empty.get("tests") == "0" and [s.get("tests") for s in empty.findall("testsuite")] == ["0"]
+
+
+GITLAB_SEVERITIES = {"info", "minor", "major", "critical", "blocker"}
+
+
+def test_gitlab_format_is_code_quality_json(project):
+    """GitLab's Code Quality report: an array of issues, each with description, check_name,
+    fingerprint (unique), severity (one of GitLab's five) and location.path (relative) with
+    location.lines.begin (GitLab's documented required fields)."""
+    proc = run(project, "--no-cache", "--output-format", "gitlab", ".")
+    issues = json.loads(proc.stdout)
+    assert proc.returncode == 1 and len(issues) == 2
+    for issue in issues:
+        assert set(issue) == {"description", "check_name", "fingerprint", "severity", "location"}
+        assert isinstance(issue["description"], str) and issue["description"].startswith(issue["check_name"] + " ")
+        assert issue["severity"] in GITLAB_SEVERITIES
+        assert isinstance(issue["fingerprint"], str) and len(issue["fingerprint"]) == 32
+        path = issue["location"]["path"]
+        assert not os.path.isabs(path) and "\\" not in path
+        lines = issue["location"]["lines"]
+        assert isinstance(lines["begin"], int) and lines["begin"] >= 1 and lines["end"] >= lines["begin"]
+    assert len({issue["fingerprint"] for issue in issues}) == len(issues)
+    # the same finding keeps its fingerprint when a line above it is added
+    (project / "train.py").write_text("# a comment\n" + TRAIN, encoding="utf-8")
+    moved = {i["check_name"]: i for i in json.loads(run(project, "--no-cache", "--output-format", "gitlab", ".").stdout)}
+    before = {i["check_name"]: i for i in issues}
+    assert moved["ML001"]["fingerprint"] == before["ML001"]["fingerprint"]
+    assert moved["ML001"]["location"]["lines"]["begin"] == before["ML001"]["location"]["lines"]["begin"] + 1

@@ -6,15 +6,24 @@ stream, and knows nothing about particular rules.
 
 from __future__ import annotations
 
-from . import concise, github, json, sarif, text
+from . import concise, github, gitlab, grouped, json, junit, sarif, text
 from ._common import ReportOptions
 
 REPORTERS = {
     "text": text.report,
+    "full": text.report_full,
     "concise": concise.report,
+    "grouped": grouped.report,
     "json": json.report,
+    "json-lines": json.report_lines,
+    "junit": junit.report,
+    "gitlab": gitlab.report,
     "sarif": sarif.report,
     "github": github.report,
 }
+# formats a person reads (progress on a terminal, --show-fixes in the report itself)
+HUMAN_FORMATS = ("text", "full", "concise", "grouped")
+# formats that carry each fix's edits
+EDIT_FORMATS = ("json", "json-lines", "sarif")
 
-__all__ = ["REPORTERS", "ReportOptions"]
+__all__ = ["REPORTERS", "ReportOptions", "HUMAN_FORMATS", "EDIT_FORMATS"]

@@ -1,8 +1,9 @@
 """One line per finding, ``path:line:col: ML001 message`` (in a notebook
 ``path:cell N:line L:col C: ML001 message``), then the summary line.
 
-No code frames and no fix marker: a format for grepping and for editors' error
-parsers. ``statistics`` replaces the listing as in the text format.
+No code frames: a format for grepping and for editors' error parsers. ``[*]`` marks what
+``--fix`` fixes, as in Ruff's concise format. ``statistics`` replaces the listing as in the
+text format.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def report(results, opts: ReportOptions, out: TextIO) -> None:
             out.write(row + "\n")
     else:
         for finding in findings:
-            line = finding_line(finding, opts, style, fix_marker=False)
+            line = finding_line(finding, opts, style, fix_marker=True)
             verification = opts.verification(finding)
             if verification is not None:
                 line += f" [verify: {verification.summary}]"

@@ -14,6 +14,9 @@ so that the output is the same bytes whatever the stream's encoding.
 
 With --statistics: an array of ``{code, name, count, fixable_count}``, one per code,
 most frequent first, instead of the findings.
+
+``json-lines`` (``report_lines``): the same objects, one per line, unindented (the statistics
+too), for tools that read a stream.
 """
 
 from __future__ import annotations
@@ -24,11 +27,9 @@ from typing import TextIO
 from ._common import ReportOptions, all_findings, statistics
 
 
-def report(results, opts: ReportOptions, out: TextIO) -> None:
+def _objects(results, opts: ReportOptions) -> list:
     if opts.statistics:  # one object per code instead: {code, name, count, fixable_count}
-        data = statistics([finding for _, finding in all_findings(results)], opts)
-        out.write(json.dumps(data, indent=2, ensure_ascii=True) + "\n")
-        return
+        return statistics([finding for _, finding in all_findings(results)], opts)
     data = []
     for _, finding in all_findings(results):
         item = finding.to_dict()
@@ -36,4 +37,13 @@ def report(results, opts: ReportOptions, out: TextIO) -> None:
             verification = opts.verification(finding)
             item["verification"] = verification.to_dict() if verification is not None else None
         data.append(item)
-    out.write(json.dumps(data, indent=2, ensure_ascii=True) + "\n")
+    return data
+
+
+def report(results, opts: ReportOptions, out: TextIO) -> None:
+    out.write(json.dumps(_objects(results, opts), indent=2, ensure_ascii=True) + "\n")
+
+
+def report_lines(results, opts: ReportOptions, out: TextIO) -> None:
+    for item in _objects(results, opts):
+        out.write(json.dumps(item, ensure_ascii=True) + "\n")

@@ -24,6 +24,8 @@ With ``statistics`` the per-finding listing becomes one row per code: count, cod
 
 from __future__ import annotations
 
+import dataclasses
+
 import unicodedata
 from typing import List, Optional, TextIO, Tuple
 
@@ -223,3 +225,8 @@ def code_frame(lines: Optional[List[str]], finding: Finding, style: Style) -> Li
         kind = "" if finding.fix.applicability.value == "safe" else " (unsafe)"
         rows.append(f"{blank} {style('=', 'bold_blue')} help{kind}: {finding.fix.description}")
     return rows
+
+
+def report_full(results, opts: ReportOptions, out: TextIO) -> None:
+    """``full`` (Ruff's default spelling): the text format with each finding's code frame."""
+    report(results, dataclasses.replace(opts, show_source=True), out)
