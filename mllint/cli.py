@@ -274,6 +274,9 @@ def lint_command(
     if use_cache:
         cache_dirs = ", ".join(sorted({str(used.cache_dir) for used in settings.used()}))
         _debug(verbose, f"cache: {cache_dirs}" + ("" if stats.get("cache_written") else " (not writable)"))
+        if not stats.get("cache_written"):  # said once: the next runs will be as slow as this one
+            _warn(f"cache directory {cache_dirs} cannot be written: results are not cached (set `cache-dir`"
+                  " in [tool.mllint] or MLLINT_CACHE_DIR to a writable folder, or pass --no-cache)")
     else:
         _debug(verbose, "cache: disabled")
 
@@ -295,6 +298,8 @@ def lint_command(
         from mllint.baseline import use_baseline
 
         if use_baseline(results, baseline_path, update_baseline) is not None:
+            if fix and not (silent or quiet):
+                click.echo(f"Fixed {fixed} problem{'' if fixed == 1 else 's'}.")
             return EXIT_CLEAN
     verifications = _verify(results, verify_options) if verify_options else None
 

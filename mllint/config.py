@@ -214,9 +214,11 @@ def _section(document: Mapping[str, Any], path: Path) -> Optional[Mapping[str, A
 # --- validating values -------------------------------------------------------------------
 
 
-def _string_list(where: str, key: str, value: Any) -> List[str]:
+def _string_list(where: str, key: str, value: Any, example: str = "ML001") -> List[str]:
+    """`value` as a list of strings, or a ConfigError whose example fits the key (a rule code for
+    the rule selections, a path pattern for the excludes)."""
     if isinstance(value, str) or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: `{key}` must be a list of strings, e.g. {key} = [\"ML001\"]")
+        raise ConfigError(f"{where}: `{key}` must be a list of strings, e.g. {key} = [\"{example}\"]")
     return list(value)
 
 
@@ -440,11 +442,11 @@ def build_settings(
 
     exclude = DEFAULT_EXCLUDE
     if "exclude" in section:
-        exclude = tuple(_string_list(where, "exclude", section["exclude"]))
+        exclude = tuple(_string_list(where, "exclude", section["exclude"], "build/"))
         _check_patterns(where, "exclude", exclude)
     if cli.exclude is not None:
         exclude = cli.exclude
-    extend_exclude = tuple(_string_list(where, "extend-exclude", section.get("extend-exclude", [])))
+    extend_exclude = tuple(_string_list(where, "extend-exclude", section.get("extend-exclude", []), "build/"))
     _check_patterns(where, "extend-exclude", extend_exclude)
     extend_exclude += cli.extend_exclude
 

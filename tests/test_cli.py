@@ -590,6 +590,21 @@ def test_unwritable_cache_dir_does_not_fail(project):
     assert proc.returncode == 1
     assert "not writable" in proc.stderr
     assert ML001_LINE in proc.stdout
+    # without -v too, a warning says so (the next runs would be as slow, silently)
+    quiet = run([], project)
+    assert "warning: cache directory" in quiet.stderr and "cannot be written" in quiet.stderr
+
+
+def test_fix_with_update_baseline_says_what_it_fixed(project):
+    proc = run(["--fix", "--update-baseline", "--baseline", "base.json"], project)
+    assert proc.returncode == 0 and "Fixed 1 problem." in proc.stdout and "baseline base.json" in proc.stderr
+
+
+def test_config_type_errors_give_an_example_that_fits_the_key(tmp_path):
+    for key, example in (("exclude", 'exclude = ["build/"]'), ("extend-exclude", 'extend-exclude = ["build/"]'),
+                         ("select", 'select = ["ML001"]')):
+        write(tmp_path / "pyproject.toml", f'[tool.mllint]\n{key} = "x"\n')
+        assert_user_error(run(["."], tmp_path), f"`{key}` must be a list of strings, e.g. {example}")
 
 
 def test_many_files_use_the_process_pool(tmp_path):

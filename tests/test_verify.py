@@ -325,3 +325,23 @@ def test_a_script_against_itself_is_never_confirmed(tmp_path, monkeypatch):
     for key, verification in verdicts.items():
         assert verification.verdict == "not-confirmed", (key, verification.to_dict())
         assert any(e["metric"].startswith("A/A control") for e in verification.evidence), verification.to_dict()
+
+
+def test_torch_without_numpy_warns_nothing():
+    """torch installed without numpy warns at import ("Failed to initialize NumPy"): neither
+    `mllint memory`, the verifier, nor the runs the verifier starts show it."""
+    import subprocess
+    import sys
+
+    from mllint.verify.runner import _child_env
+
+    code = ("import warnings, sys\nimport {module}\n"
+            "warnings.warn(\"Failed to initialize NumPy: No module named 'numpy' (Triggered internally)\", UserWarning)\n")
+    for module in ("mllint.memory", "mllint.runtime.device"):
+        proc = subprocess.run([sys.executable, "-c", code.format(module=module)], capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stderr == ""
+    proc = subprocess.run([sys.executable, "-c", code.format(module="os")], capture_output=True, text=True,
+                          env=_child_env())
+    assert proc.returncode == 0 and proc.stderr == ""
+    plain = subprocess.run([sys.executable, "-c", code.format(module="os")], capture_output=True, text=True)
+    assert "Failed to initialize NumPy" in plain.stderr  # what the filter hides

@@ -335,6 +335,7 @@ def test_progress_on_a_terminal_and_quiet_when_piped(tmp_path):
     assert "ML001" in out and "progress" not in out
     assert "1 finding to verify in 1 file on cpu" in written
     assert "2 runs (the original and 1 fixed)" in written and "2 done" in written
+    assert "original " in written and "fixed (ML001, line 11) " in written and "fixed0" not in written
     assert "forever.py:11: ML001 confirmed" in written
 
 

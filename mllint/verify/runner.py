@@ -339,6 +339,10 @@ def _child_env() -> Dict[str, str]:
     env.setdefault("OMP_NUM_THREADS", "1")
     env["MPLBACKEND"] = "Agg"  # never open a plot window (plt.show() would wait for it to close)
     env.pop("MLLINT_DEBUG", None)
+    from mllint.runtime import QUIET_TORCH_IMPORT  # torch without numpy: no warning on every run
+
+    quiet = f"ignore:{QUIET_TORCH_IMPORT}"
+    env["PYTHONWARNINGS"] = quiet + ("," + env["PYTHONWARNINGS"] if env.get("PYTHONWARNINGS") else "")
     # The harness imports mllint from where this process found it, whatever the copy contains.
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -775,7 +779,8 @@ def run_job(job: Job, progress: Optional[Callable[..., None]] = None) -> Job:
             for future in done:
                 future.result()
                 variant = futures[future]
-                finished.append(f"{variant.name} {variant.seconds:.1f} s" + (" failed" if variant.error else ""))
+                shown = variant.label.replace("the fixed version ", "fixed ").replace("the original", "original")
+                finished.append(f"{shown} {variant.seconds:.1f} s" + (" failed" if variant.error else ""))
             say(f"{len(everything)} runs, {len(finished)} done" + (f" ({', '.join(finished)})" if finished else "")
                 + f", {time.monotonic() - started:.0f} s")
     if job.original.error:
