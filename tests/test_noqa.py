@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 
+from cli_helpers import BAD
 from mllint import noqa
 from mllint.adoption import add_noqa_to_source, unknown_noqa_codes
 from mllint.engine import lint_source
@@ -161,17 +162,6 @@ def test_unknown_noqa_codes_only_ml_codes_once_per_line():
     assert unknown_noqa_codes(source, {"ML001"}) == [(1, ["ML999", "ML998"])]
 
 
-FILE_LEVEL = """\
-import torch
-model = torch.nn.Linear(4, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-for x, y in loader:
-    loss = ((model(x) - y) ** 2).mean()
-    loss.backward()
-    optimizer.step()
-"""
-
-
 @pytest.mark.parametrize("comment,left", [
     ("# mllint: noqa", []),
     ("# mllint: noqa: ML001", []),
@@ -182,5 +172,5 @@ for x, y in loader:
 def test_file_level_noqa(comment, left):
     """`# mllint: noqa` (as Ruff's `# ruff: noqa`) on a line of its own anywhere in the file
     suppresses every finding of the file, or those of the codes it names."""
-    for source in (comment + "\n" + FILE_LEVEL, FILE_LEVEL + comment + "\n"):
+    for source in (comment + "\n" + BAD, BAD + comment + "\n"):
         assert [f.code for f in lint_source(source, "t.py", list(all_rules().values()))] == left

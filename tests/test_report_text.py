@@ -299,7 +299,7 @@ def test_concise_format():
     results = [FileResult("b.py", [finding("b.py", 1, 1, fix=SAFE)]), FileResult("a.py", [finding("a.py", 4, 2)])]
     assert render(results, "concise", show_source=True) == (
         "a.py:4:2: ML001 gradients accumulate\n"
-        "b.py:1:1: ML001 gradients accumulate\n"
+        "b.py:1:1: ML001 [*] gradients accumulate\n"  # as Ruff's concise: the fix marker stays
         "Found 2 problems (1 fixable with --fix).\n"
     )
     assert render([], "concise") == "All checks passed!\n"
