@@ -20,7 +20,7 @@ from typing import Callable, Dict, Iterable, List, Sequence, Set, Tuple
 
 from mllint import noqa
 from mllint.findings import Finding, split_lines
-from mllint.registry import PARSE_ERROR_CODE
+from mllint.findings import PARSE_ERROR_CODE
 
 Warn = Callable[[str], None]
 

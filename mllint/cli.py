@@ -493,7 +493,8 @@ def _diff(results, settings, exit_zero: bool) -> int:
 
 
 def _catalogue() -> List[dict]:
-    from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, all_rules
+    from mllint.findings import PARSE_ERROR_CODE, PARSE_ERROR_NAME
+    from mllint.registry import all_rules
 
     rows = [{
         "code": PARSE_ERROR_CODE,
@@ -539,7 +540,8 @@ def explain_command(code: Optional[str]) -> int:
     """Print the documentation of rule CODE (a code such as ML001 or a name such as
     missing-zero-grad), with an example and its fix; without CODE, list the rules."""
     from mllint.config import ConfigError
-    from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, all_rules
+    from mllint.findings import PARSE_ERROR_CODE, PARSE_ERROR_NAME
+    from mllint.registry import all_rules
 
     if code is None:  # as `ruff rule --all` in short: what there is to explain
         for row in _catalogue():

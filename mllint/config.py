@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from mllint.registry import PARSE_ERROR_CODE
+from mllint.findings import PARSE_ERROR_CODE
 
 CONFIG_FILE = "pyproject.toml"
 CONFIG_FILES = ("mllint.toml", CONFIG_FILE)  # looked for in this order in each directory

@@ -12,25 +12,21 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
-import io
 import os
 import re
 import sys
-import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
 
 from mllint import noqa
 from mllint import screen as _screen
 from mllint.files import is_notebook  # noqa: F401  (engine.is_notebook: used here and by callers)
+from mllint.sources import MAX_FILE_BYTES, Decoded, UnreadableFile, decode, decode_file  # noqa: F401  (engine.*: callers)
 from mllint.legacy_syntax import compile_error, legacy_async  # noqa: F401  (engine.compile_error: fixing.py)
-from mllint.findings import Finding, Severity
+from mllint.findings import PARSE_ERROR_CODE, PARSE_ERROR_NAME, Finding, Severity
 from mllint.frameworks import OTHER as OTHER_FRAMEWORK, TORCH, framework_of
-from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME, Rule
+from mllint.registry import Rule
 
-# What is read of a file at most, whatever `max-file-size` says (a guard for memory; a
-# notebook's JSON, outputs included, may be much larger than the code it holds).
-MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
 class _LazyLibCST:
@@ -47,13 +43,6 @@ cst = _LazyLibCST()
 
 
 @dataclass
-class Decoded:
-    text: str
-    encoding: str
-    newline: str
-
-
-@dataclass
 class FileResult:
     path: str
     findings: List[Finding] = field(default_factory=list)
@@ -61,33 +50,6 @@ class FileResult:
     encoding: str = "utf-8"
     cached: bool = False
     skipped: Optional[str] = None  # why the file was not linted (over max-file-size): a warning, not a finding
-
-
-class UnreadableFile(Exception):
-    """A file that cannot be linted as Python text (binary, undecodable, too large)."""
-
-
-def decode(data: bytes) -> Decoded:
-    if b"\x00" in data:
-        raise UnreadableFile("binary file (contains NUL bytes)")
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        # A cookie naming a codec this interpreter does not have (``future_fstrings``, a
-        # codec a package registers at import time) still marks a UTF-8 file: read it as
-        # such, as those codecs' own files are. A BOM that contradicts the cookie is bad.
-        if "unknown encoding" not in str(exc):
-            raise UnreadableFile(f"bad coding declaration: {exc}") from None
-        encoding = "utf-8"
-    try:
-        text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as exc:
-        raise UnreadableFile(f"cannot decode as {encoding}: {exc.reason if hasattr(exc, 'reason') else exc}") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-        encoding = "utf-8-sig"
-    newline = "\r\n" if "\r\n" in text else "\n"
-    return Decoded(text, encoding, newline)
 
 
 def file_error(path: str, message: str, line: int = 1, column: int = 1) -> Finding:
@@ -371,7 +333,9 @@ def _suppress(findings, source, path, rules, suppressions) -> List[Finding]:
         enabled = {rule.code for rule in rules}
         for rule in rules:
             if rule.check_noqa is not None and rule.triggered_by(source):
-                extra = rule.check_noqa(path, source, suppressions, used, enabled)
+                from mllint.registry import all_rules
+
+                extra = rule.check_noqa(path, source, suppressions, used, enabled, frozenset(all_rules()))
                 findings.extend(f for f in extra if not suppressions.suppresses(f.line, f.code))
     return sorted(set(findings), key=Finding.sort_key)
 
@@ -430,20 +394,6 @@ def lint_text(text: str, path: str, rules: Sequence[Rule], options=None, max_siz
         return FileResult(path, [], text, skipped=skipped)
     findings = [nb.map_finding(f) for f in lint_source(nb.program, path, rules, options)] + nb.cell_errors(path)
     return FileResult(path, sorted(set(findings), key=Finding.sort_key), text)
-
-
-def decode_file(path: str, data: bytes) -> Decoded:
-    """`decode`, except that a notebook is JSON: UTF-8 (a BOM is allowed), no coding cookie."""
-    if not is_notebook(path):
-        return decode(data)
-    if b"\x00" in data:
-        raise UnreadableFile("binary file (contains NUL bytes)")
-    encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise UnreadableFile(f"cannot decode as utf-8: {exc.reason}") from None
-    return Decoded(text, encoding, "\r\n" if "\r\n" in text else "\n")
 
 
 def lint_file(path: str, rules: Sequence[Rule], options=None, max_size: Optional[int] = None) -> FileResult:

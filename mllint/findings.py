@@ -170,3 +170,19 @@ def map_offset(offset: int, spans: Sequence[Tuple[int, int, str]], *, boundary: 
         else:
             break
     return offset + delta
+
+
+# ML000 is not a rule module: the engine reports it for files it cannot read or parse. Defined
+# here, at the bottom, so that reading files and notebooks needs nothing from the rule catalogue.
+PARSE_ERROR_CODE = "ML000"
+PARSE_ERROR_NAME = "syntax-error"
+
+
+@dataclass(frozen=True)
+class Example:
+    """A rule's VALID or INVALID source snippet; INVALID ones may carry the expected fixed
+    source. Here, below the rules, so that a rule module imports nothing above it."""
+
+    code: str
+    fixed: Optional[str] = None
+    unsafe_fixed: Optional[str] = None

@@ -695,7 +695,7 @@ class Notebook:
 
     def cell_errors(self, path: str) -> List[Finding]:
         """ML000 for each cell left out because it does not parse on its own."""
-        from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME
+        from mllint.findings import PARSE_ERROR_CODE, PARSE_ERROR_NAME
 
         out = []
         for cell in self.cells:

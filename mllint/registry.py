@@ -7,16 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
-from mllint.findings import Applicability
-
-
-@dataclass(frozen=True)
-class Example:
-    """A VALID or INVALID source snippet; INVALID ones may carry the expected fixed source."""
-
-    code: str
-    fixed: Optional[str] = None
-    unsafe_fixed: Optional[str] = None
+from mllint.findings import PARSE_ERROR_CODE, PARSE_ERROR_NAME, Applicability, Example  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -138,6 +129,3 @@ def rules_for(codes: Iterable[str]) -> Sequence[Rule]:
     return [_load(modules[c]) for c in sorted(set(codes)) if c in modules]
 
 
-# ML000 is not a rule module: the engine reports it for files it cannot read or parse.
-PARSE_ERROR_CODE = "ML000"
-PARSE_ERROR_NAME = "syntax-error"

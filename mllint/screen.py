@@ -30,9 +30,8 @@ import ast
 from collections import Counter
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-# Strings that name an evaluation split when passed to a function that picks its data by
-# them (``get_batch("val")``; ``Phases.eval_split_call``).
-EVAL_SPLITS = frozenset("val valid validation test eval evaluation holdout heldout".split())
+from mllint.pyast import EVAL_SPLITS, dotted, statement_starts  # noqa: F401  (screen.*: the engine)
+
 
 __all__ = ["Facts", "parse", "facts_of", "screened", "passing", "child_nodes", "walk"]
 
@@ -40,28 +39,6 @@ __all__ = ["Facts", "parse", "facts_of", "screened", "passing", "child_nodes", "
 def parse(source: str, path: str = "<unknown>") -> ast.Module:
     """CPython's parse of `source`, as the engine's syntax check compiles it."""
     return compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-
-
-def statement_starts(tree: ast.Module) -> List[int]:
-    """The line where each top-level statement of `tree` starts its own code (a decorated
-    definition: its first decorator); the model places its positions with them."""
-    starts = []
-    for node in tree.body:
-        decorators = getattr(node, "decorator_list", None)
-        starts.append(decorators[0].lineno if decorators else node.lineno)
-    return starts
-
-
-def dotted(node) -> Optional[str]:
-    """``a.b.c`` for a Name or an Attribute chain over one, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 _dotted = dotted

@@ -66,7 +66,7 @@ from typing import Iterable, List, Optional, Tuple
 
 import libcst as cst
 
-from mllint.findings import Applicability, Finding, Fix
+from mllint.findings import Applicability, Example, Finding, Fix
 from mllint.semantics.model import (
     ANY,
     BACKWARD,
@@ -706,7 +706,6 @@ def _clears_same_object(model: FileModel, rel: str, call) -> bool:
 # ---------------------------------------------------------------------------------------
 # Examples (collected by the test suite). INVALID examples carry the expected --fix output.
 
-from mllint.registry import Example  # noqa: E402
 
 VALID = [
     # an ignite Engine's process function that clears the gradients itself

@@ -107,7 +107,7 @@ from typing import Iterable, List, Optional, Set
 
 import libcst as cst
 
-from mllint.findings import Applicability, Finding, Fix
+from mllint.findings import Applicability, Example, Finding, Fix
 from mllint.semantics.model import BACKWARD, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel
 from mllint.semantics.names import after_docstring, dotted, shorten
 from mllint.semantics.phases import Evidence, Phases
@@ -678,7 +678,6 @@ def _fix(model: FileModel, phases: Phases, effect: Effect, evidence: Evidence) -
 # ---------------------------------------------------------------------------------------
 # Examples (collected by the test suite). INVALID examples carry the expected --fix output.
 
-from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
     # a freshly built model's own methods tried out in a notebook's test function (nothing

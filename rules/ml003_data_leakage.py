@@ -72,7 +72,7 @@ from typing import Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from mllint.findings import Applicability, Finding, Fix
+from mllint.findings import Applicability, Example, Finding, Fix
 from mllint.semantics import dataflow as D
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import dotted, target_names
@@ -920,7 +920,6 @@ def check(model: FileModel) -> Iterable[Finding]:
 # ---------------------------------------------------------------------------------------
 # Examples (collected by the test suite). INVALID examples carry the expected unsafe fix.
 
-from mllint.registry import Example  # noqa: E402
 
 VALID = [
     # t-SNE of the test split for a plot: no model is scored on it

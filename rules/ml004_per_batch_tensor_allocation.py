@@ -62,8 +62,7 @@ from typing import Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from mllint.findings import Applicability, Finding, Fix
-from mllint.registry import Example
+from mllint.findings import Applicability, Example, Finding, Fix
 from mllint.semantics.invariance import NEW_METHODS, TENSOR_CONSTRUCTORS, Analysis, LoopFacts, analysis
 from mllint.semantics.model import FileModel, Loop, counts_iterations
 from mllint.semantics.names import dotted, shorten

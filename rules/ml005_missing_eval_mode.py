@@ -102,7 +102,7 @@ from typing import Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from mllint.findings import Applicability, Finding, Fix
+from mllint.findings import Applicability, Example, Finding, Fix
 from mllint.semantics.model import ANY, CALL, FORWARD, MODULE_SCOPE, Effect, FileModel, translate
 from mllint.semantics.layers import BATCH_NORM, DROPOUT, mode_layers
 from mllint.semantics.names import after_docstring, dotted, ref_of, shorten
@@ -798,7 +798,6 @@ def _restore_training(phases: Phases, module: Optional[cst.Module]) -> Optional[
 # ---------------------------------------------------------------------------------------
 # Examples (collected by the test suite). INVALID examples carry the expected --fix output.
 
-from mllint.registry import Example  # noqa: E402
 
 VALID: List[str] = [
     # a class that loads a teacher and trains a student with it: training code, not a wrapper

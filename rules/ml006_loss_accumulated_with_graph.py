@@ -48,8 +48,7 @@ from typing import Iterable, List, Optional
 
 import libcst as cst
 
-from mllint.findings import Applicability, Finding, Fix
-from mllint.registry import Example
+from mllint.findings import Applicability, Example, Finding, Fix
 from mllint.semantics import hotloop
 from mllint.semantics.accumulation import Accumulation, _match, _nodes, _root, accumulations, derived, text
 from mllint.semantics.model import FileModel

@@ -54,8 +54,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from mllint.findings import Applicability, Edit, Finding, Fix
-from mllint.registry import Example
+from mllint.findings import Applicability, Edit, Example, Finding, Fix
 from mllint.semantics.checkpoints import allow_lists_globals, in_safe_globals_block, is_in_memory_round_trip
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import dotted

@@ -53,8 +53,7 @@ from typing import Iterable
 
 import libcst as cst
 
-from mllint.findings import Applicability, Finding
-from mllint.registry import Example
+from mllint.findings import Applicability, Example, Finding
 from mllint.semantics.model import MODULE_SCOPE, FileModel
 from mllint.semantics.phases import Phases
 from mllint.semantics.modules import (

@@ -45,8 +45,7 @@ from typing import Dict, Iterable, List, Optional
 
 import libcst as cst
 
-from mllint.findings import Applicability, Finding, Fix
-from mllint.registry import Example
+from mllint.findings import Applicability, Example, Finding, Fix
 from mllint.semantics.amp import ScaledClip, scaled_clips
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import dotted

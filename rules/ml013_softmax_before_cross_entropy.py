@@ -57,8 +57,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from mllint.findings import Applicability, Finding, Fix
-from mllint.registry import Example
+from mllint.findings import Applicability, Example, Finding, Fix
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import shorten
 from mllint.semantics.probabilities import (

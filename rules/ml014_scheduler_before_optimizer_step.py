@@ -49,8 +49,7 @@ from typing import Iterable, List, Optional
 
 import libcst as cst
 
-from mllint.findings import Applicability, Finding, Fix
-from mllint.registry import Example
+from mllint.findings import Applicability, Example, Finding, Fix
 from mllint.semantics.model import FileModel
 from mllint.semantics.names import dotted
 from mllint.semantics.schedulers import _TRAINER_CALL, StepAhead, steps_ahead

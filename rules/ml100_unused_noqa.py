@@ -34,8 +34,7 @@ from __future__ import annotations
 
 from typing import Iterable, List, Optional
 
-from mllint.findings import Applicability, Edit, Finding, Fix, Severity, split_lines
-from mllint.registry import Example
+from mllint.findings import PARSE_ERROR_CODE, Applicability, Edit, Example, Finding, Fix, Severity, split_lines
 
 CODE = "ML100"
 NAME = "unused-noqa"
@@ -45,23 +44,20 @@ DEFAULT_ENABLED = False
 FRAMEWORK = None  # about noqa directives: any file
 FIX = "safe"
 
-PARSE_ERROR_CODE = "ML000"
-
-
 def check(model) -> Iterable[Finding]:
     """Nothing to do on the model: the engine calls ``check_noqa`` after suppression."""
     return ()
 
 
-def check_noqa(path: str, source: str, suppressions, used, enabled) -> List[Finding]:
+def check_noqa(path: str, source: str, suppressions, used, enabled, known) -> List[Finding]:
     """ML100 findings of one file.
 
     ``suppressions``: the file's ``noqa.Suppressions``; ``used``: {(directive line, code)}
-    of the codes that suppressed a finding; ``enabled``: the codes of the rules that ran.
+    of the codes that suppressed a finding; ``enabled``: the codes of the rules that ran;
+    ``known``: every rule's code (the engine, which holds the catalogue, passes it: a rule
+    module imports nothing above it).
     """
-    from mllint.registry import all_rules
-
-    known = set(all_rules()) | {PARSE_ERROR_CODE}
+    known = set(known) | {PARSE_ERROR_CODE}
     lines = split_lines(source)
     findings = []
     for line, directive in sorted(suppressions.directives.items()):

@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional, TextIO, Tuple
 
 from mllint.findings import Applicability, Finding, Severity
 
-from mllint.registry import PARSE_ERROR_CODE, PARSE_ERROR_NAME
+from mllint.findings import PARSE_ERROR_CODE, PARSE_ERROR_NAME
 
 PARSE_ERROR_SUMMARY = "The file could not be read or parsed as Python."
 PARSE_ERROR_DOC = (
@@ -268,7 +268,7 @@ class SourceCache:
 
 
 def _read_text(path: str) -> Optional[str]:
-    from mllint.engine import MAX_FILE_BYTES, UnreadableFile, decode_file
+    from mllint.sources import MAX_FILE_BYTES, UnreadableFile, decode_file
 
     try:
         with open(path, "rb") as handle:

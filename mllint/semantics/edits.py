@@ -21,7 +21,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from mllint.findings import Edit, split_lines
-from mllint.screen import statement_starts
+from mllint.pyast import statement_starts
 from mllint.semantics.tree import Parents, replace
 
 

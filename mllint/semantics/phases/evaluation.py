@@ -653,7 +653,7 @@ class EvaluationFacts:
         fn = self.m.functions.get(local or "")
         if fn is None:
             return None
-        from mllint.screen import EVAL_SPLITS
+        from mllint.pyast import EVAL_SPLITS
 
         for param, value in self._bind_exprs(fn.key, call).items():
             if _string_value(value) in EVAL_SPLITS and _selects_by(self.m, fn.node, param):

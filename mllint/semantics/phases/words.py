@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from mllint.screen import dotted as screen_dotted
+from mllint.pyast import dotted as screen_dotted
 from mllint.semantics.model import (
     ANY,
     FileModel,
