@@ -316,6 +316,7 @@ def lint_command(
         quiet=quiet > 0 or silent,
         show_fixes=show_fixes and fix,
         fixed=fixed_findings,
+        skipped=sum(1 for r in results if r.skipped),
     )
     from mllint.output import show_fixes_on_stderr, write_report
 

@@ -154,6 +154,7 @@ def run(
         fix_applied=fixed,
         unsafe_hidden=0 if unsafe_fixes else _unsafe_count(result.findings),
         unsafe_fixes=unsafe_fixes,
+        skipped=1 if result.skipped else 0,
     )
     if fix:
         # The source always goes to stdout, changed or not, so a formatter can pipe through.

@@ -103,6 +103,19 @@ def test_file_over_the_limit_is_skipped_with_a_warning(tmp_path):
     assert again.stderr.count("big.py") == 1
     raised = run(["--max-file-size", "1MiB", "."], tmp_path)
     assert "big.py" in raised.stdout and "big.py" not in raised.stderr
+    assert "not linted" in proc.stdout and "not linted" not in raised.stdout
+
+
+def test_a_run_whose_only_file_is_skipped_does_not_say_all_checks_passed(tmp_path):
+    _big_bad(tmp_path / "big.py", 3000)
+    proc = run(["--max-file-size", "2kB", "big.py"], tmp_path)
+    assert proc.returncode == 0 and "All checks passed!" not in proc.stdout
+    assert proc.stdout.splitlines() == ["No problems found in the files linted.",
+                                        "1 file not linted: over `max-file-size` (see the warning above)."]
+    piped = subprocess.run([sys.executable, "-m", "mllint", "--max-file-size", "2kB", "--stdin-filename", "big.py", "-"],
+                           cwd=str(tmp_path), input=(tmp_path / "big.py").read_text(), capture_output=True, text=True,
+                           env=clean_env())
+    assert "1 file not linted" in piped.stdout and "All checks passed!" not in piped.stdout
 
 
 def test_limit_from_the_configuration_and_machine_formats(tmp_path):

@@ -61,6 +61,7 @@ class ReportOptions:
     quiet: bool = False  # --quiet: findings only, no summary lines (text and concise)
     show_fixes: bool = False  # --show-fixes: list what --fix changed, per file and code (text and concise)
     fixed: List[Finding] = field(default_factory=list)  # the findings --fix fixed (for show_fixes)
+    skipped: int = 0  # files not linted (over max-file-size): the summary says so, "All checks passed!" would not be true
 
     def verification(self, finding: Finding):
         if not self.verifications:
@@ -107,7 +108,10 @@ def summary_lines(findings: List[Finding], opts: ReportOptions) -> List[str]:
             text += f" ({fixable} fixable with --fix)"
         lines.append(text + ".")
     else:
-        lines.append("All checks passed!")
+        lines.append("All checks passed!" if not opts.skipped else "No problems found in the files linted.")
+    if opts.skipped:
+        lines.append(f"{plural(opts.skipped, 'file')} not linted: over `max-file-size` (see the warning"
+                     f"{'' if opts.skipped == 1 else 's'} above).")
     if opts.unsafe_hidden > 0:
         verb = "fix can" if opts.unsafe_hidden == 1 else "fixes can"
         lines.append(f"{opts.unsafe_hidden} hidden {verb} be enabled with the --unsafe-fixes option.")
