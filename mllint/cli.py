@@ -301,7 +301,7 @@ def lint_command(
             if fix and not (silent or quiet):
                 click.echo(f"Fixed {fixed} problem{'' if fixed == 1 else 's'}.")
             return EXIT_CLEAN
-    verifications = _verify(results, verify_options) if verify_options else None
+    verifications = _verify(results, verify_options, verbose) if verify_options else None
 
     from mllint.report import REPORTERS, ReportOptions
 
@@ -387,7 +387,7 @@ def _adoption_options(add_noqa, baseline_path, update_baseline, fix, diff, verif
         raise click.UsageError("--baseline cannot be combined with --diff")
 
 
-def _verify(results, options):
+def _verify(results, options, verbose: int = 0):
     """Run the verifier; a missing torch or an unusable device is a one-line error (exit 2)."""
     from mllint.config import ConfigError
     from mllint.runtime.device import DeviceError, require_torch, select
@@ -405,9 +405,14 @@ def _verify(results, options):
             options.device = select(options.device).name
         except DeviceError as exc:
             raise ConfigError(str(exc)) from None
-    from mllint.verify.launch import verify
+    from mllint.verify.launch import LaunchError, quiet_submitit, verify
 
-    return verify(results, options)
+    if options.launcher:
+        quiet_submitit(verbose=bool(verbose))
+    try:
+        return verify(results, options)
+    except LaunchError as exc:  # the scheduler refused the job: the user's to change
+        raise ConfigError(str(exc)) from None
 
 
 def _unsafe_fix_count(results) -> int:

@@ -408,3 +408,41 @@ def test_launcher_submitit_runs_the_job_through_slurms_commands(tmp_path):
     for line in ("#SBATCH --partition=gpu", "#SBATCH --gpus-per-node=1", "#SBATCH --time=10"):
         assert line in text, text
     assert tree(project) == before
+
+
+def _fake_slurm_env(tmp_path):
+    state = tmp_path / "slurm"
+    state.mkdir()
+    env = clean_env()
+    env["PATH"] = f"{FAKE_SLURM}{os.pathsep}{env['PATH']}"
+    env["FAKE_SLURM_DIR"] = str(state)
+    env["MLLINT_JOB_DIR"] = str(tmp_path / "jobs")
+    return env
+
+
+def test_a_job_slurm_refuses_is_a_one_line_error(tmp_path):
+    """sbatch refuses the job (no such partition): the user's to change, said in one line (exit 2),
+    not an internal error."""
+    pytest.importorskip("submitit")
+    (tmp_path / "forever.py").write_text(FOREVER, encoding="utf-8")
+    proc = run(["--verify", "--rounds", "0", "--launcher", "submitit", "--partition", "nosuch", "forever.py"],
+               tmp_path, env=_fake_slurm_env(tmp_path))
+    line = assert_user_error(proc, "Slurm refused the job: sbatch: error: invalid partition specified: nosuch",
+                             "--partition nosuch")
+    assert "internal error" not in line and "please report" not in line
+
+
+def test_submitit_warnings_stay_quiet_unless_asked(tmp_path):
+    """A cluster without accounting: sacct fails on every poll and submitit warns each time
+    ("Bypassing sacct error"); the user sees none of it, and the verdict comes back."""
+    pytest.importorskip("torch")
+    pytest.importorskip("submitit")
+    (tmp_path / "forever.py").write_text(FOREVER, encoding="utf-8")
+    env = _fake_slurm_env(tmp_path)
+    env["FAKE_SLURM_NO_ACCOUNTING"] = "1"
+    proc = run(["--verify", "--rounds", "0", "--format", "json", "--launcher", "submitit", "forever.py"], tmp_path,
+               env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert "sacct" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr
+    [(key, verification)] = verdicts(proc).items()
+    assert key == ("ML001", 11) and verification["verdict"] == "confirmed", verification

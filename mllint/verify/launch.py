@@ -16,8 +16,10 @@ returns (submitit pickles it back). Slurm options passed: ``--job-name mllint-ve
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import time
 from typing import Callable, Dict, List, Optional, Tuple
@@ -84,6 +86,56 @@ def run_in_job(job: Job) -> Job:
     return run_job(job)
 
 
+@contextlib.contextmanager
+def _stderr_kept(into: List[str]):
+    """What the scheduler's commands (`sbatch`, `sacct`, run by submitit with this process's
+    stderr) write to stderr is kept in `into` instead of reaching the terminal: a refusal is said
+    once, in mllint's own line; a cluster without accounting does not complain on every poll."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to redirect
+        yield
+        return
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            into.append(sink.read().decode("utf-8", "replace"))
+
+
+def _submit(executor, job: Job, options: VerifyOptions):
+    """Submit one job; a job the scheduler refuses (`sbatch` exits with an error: no such
+    partition, more GPUs or time than allowed) is the user's to change, said in one line."""
+    import submitit
+
+    said_there: List[str] = []
+    try:
+        with _stderr_kept(said_there):
+            return executor.submit(run_in_job, job)
+    except (submitit.core.utils.FailedJobError, OSError) as exc:
+        said = [line.strip() for line in ("".join(said_there) + "\n" + str(exc)).splitlines() if line.strip()]
+        why = next((line for line in said if "error" in line.lower()), said[-1] if said else type(exc).__name__)
+        asked = ", ".join(f"{name} {value}" for name, value in (("--partition", options.partition),
+                                                                ("--gpus", options.gpus),
+                                                                ("--time", options.time_limit)) if value)
+        raise LaunchError(f"Slurm refused the job: {why[:300]}" + (f" (asked for: {asked})" if asked else "")
+                          + "; change --partition, --gpus or --time, or use --launcher local") from None
+
+
+def quiet_submitit(verbose: bool = False) -> None:
+    """submitit logs a warning on every poll of a cluster without accounting ("Bypassing sacct
+    error"): not the user's business unless they ask for it (`-v`)."""
+    import logging
+
+    logging.getLogger("submitit").setLevel(logging.DEBUG if verbose else logging.ERROR)
+
+
 def _failure(submitted, launcher: str) -> str:
     """Why a job returned nothing, in one line, with where its log is."""
     exception = submitted.exception()
@@ -109,11 +161,15 @@ def run_jobs(targets: List[Target], options: VerifyOptions,
             os.makedirs(scratch)
             jobs.append(prepare(target, options, scratch))
         executor = make_executor(options, os.path.join(run_dir, "submitit"))
-        submitted = [executor.submit(run_in_job, job) for job in jobs]
+        submitted = [_submit(executor, job, options) for job in jobs]
         started = time.monotonic()
         try:
-            while not all(item.done() for item in submitted):
-                states = [item.state for item in submitted]
+            while True:
+                polled: List[str] = []
+                with _stderr_kept(polled):
+                    if all(item.done() for item in submitted):
+                        break
+                    states = [item.state for item in submitted]
                 summary = ", ".join(f"{states.count(state)} {state.lower()}" for state in sorted(set(states)))
                 ids = ", ".join(str(item.job_id) for item in submitted[:3]) + (", ..." if len(submitted) > 3 else "")
                 progress(f"{options.launcher} job{'s' if len(submitted) != 1 else ''} {ids}: {summary},"
@@ -126,11 +182,13 @@ def run_jobs(targets: List[Target], options: VerifyOptions,
         for number, (job, item) in enumerate(zip(jobs, submitted), 1):
             counter = f"[{number}/{len(jobs)}] {job.path}"
             returned: Optional[Job] = None
-            if item.exception() is None:
-                returned = item.result()
+            with _stderr_kept([]):  # (the scheduler's commands, asked once more for the job's state)
+                if item.exception() is None:
+                    returned = item.result()
             if returned is None:
                 keep = True
-                job.error = _failure(item, options.launcher)
+                with _stderr_kept([]):
+                    job.error = _failure(item, options.launcher)
                 returned = job
             found = judge_job(returned)
             report_verdicts(progress, counter, returned, found, time.monotonic() - started)

@@ -318,8 +318,18 @@ def _ignore(directory: str, names: Sequence[str]) -> List[str]:
 
 
 def make_copy(root: str, destination: str, relpath: str, source: str) -> str:
-    """Copy `root` to `destination` and write `source` as `relpath` inside it; returns its path."""
-    shutil.copytree(root, destination, ignore=_ignore, symlinks=True)
+    """Copy `root` to `destination` and write `source` as `relpath` inside it; returns its path.
+    A destination inside `root` (a job folder, ``$MLLINT_JOB_DIR``, under the project) is not
+    copied into itself."""
+    inside = os.path.realpath(destination)
+
+    def ignore(directory: str, names: Sequence[str]) -> List[str]:
+        skipped = _ignore(directory, names)
+        real = os.path.realpath(directory)
+        return skipped + [name for name in names if name not in skipped
+                          and (inside == os.path.join(real, name) or inside.startswith(os.path.join(real, name) + os.sep))]
+
+    shutil.copytree(root, destination, ignore=ignore, symlinks=True)
     target = os.path.join(destination, relpath)
     os.makedirs(os.path.dirname(target), exist_ok=True)
     if os.path.islink(target):
