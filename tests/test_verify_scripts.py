@@ -383,6 +383,16 @@ def test_slurm_jobs_get_the_partition_gpus_and_time_asked_for(tmp_path, monkeypa
     assert "--partition" not in text and "--gpus-per-node" not in text and "#SBATCH --time=60" in text
 
 
+def _fake_slurm_env(tmp_path):
+    state = tmp_path / "slurm"
+    state.mkdir()
+    env = clean_env()
+    env["PATH"] = f"{FAKE_SLURM}{os.pathsep}{env['PATH']}"
+    env["FAKE_SLURM_DIR"] = str(state)
+    env["MLLINT_JOB_DIR"] = str(tmp_path / "jobs")
+    return env
+
+
 def test_launcher_submitit_runs_the_job_through_slurms_commands(tmp_path):
     """The whole Slurm path, with stand-ins for sbatch/srun/sacct that run the job on this machine:
     the sbatch script carries the options, the job's verdicts come back into the same report."""
@@ -392,12 +402,8 @@ def test_launcher_submitit_runs_the_job_through_slurms_commands(tmp_path):
     project.mkdir()
     (project / "forever.py").write_text(FOREVER, encoding="utf-8")
     before = tree(project)
+    env = _fake_slurm_env(tmp_path)
     state = tmp_path / "slurm"
-    state.mkdir()
-    env = clean_env()
-    env["PATH"] = f"{FAKE_SLURM}{os.pathsep}{env['PATH']}"
-    env["FAKE_SLURM_DIR"] = str(state)
-    env["MLLINT_JOB_DIR"] = str(tmp_path / "jobs")
     proc = run(["--verify", "--rounds", "0", "--format", "json", "--launcher", "submitit", "--partition", "gpu",
                 "--gpus", "1", "--time", "10", "forever.py"], project, env=env)
     assert proc.returncode == 1, proc.stderr
@@ -408,16 +414,6 @@ def test_launcher_submitit_runs_the_job_through_slurms_commands(tmp_path):
     for line in ("#SBATCH --partition=gpu", "#SBATCH --gpus-per-node=1", "#SBATCH --time=10"):
         assert line in text, text
     assert tree(project) == before
-
-
-def _fake_slurm_env(tmp_path):
-    state = tmp_path / "slurm"
-    state.mkdir()
-    env = clean_env()
-    env["PATH"] = f"{FAKE_SLURM}{os.pathsep}{env['PATH']}"
-    env["FAKE_SLURM_DIR"] = str(state)
-    env["MLLINT_JOB_DIR"] = str(tmp_path / "jobs")
-    return env
 
 
 def test_a_job_slurm_refuses_is_a_one_line_error(tmp_path):
