@@ -30,9 +30,8 @@ import click
 from mllint import __version__
 
 FORMATS = ("text", "full", "concise", "grouped", "json", "json-lines", "junit", "gitlab", "sarif", "github")
-# (mllint.report's HUMAN_FORMATS and EDIT_FORMATS, here without importing the reporters)
-HUMAN_FORMATS = ("text", "full", "concise", "grouped")
-EDIT_FORMATS = ("json", "json-lines", "sarif")
+HUMAN_FORMATS = ("text", "full", "concise", "grouped")  # formats a person reads (progress, --show-fixes inline)
+EDIT_FORMATS = ("json", "json-lines", "sarif")  # formats that carry each fix's edits
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 _EPILOG = """\b
@@ -251,8 +250,9 @@ def lint_command(
     stats: dict = {}
     from mllint.output import Progress
 
-    # Fixes are built only for what shows or applies their edits; --fix and --diff re-lint
-    # the files that have one, so a deferred fix is enough to pick them.
+    # A report builds the fixes (settle_fixable below runs them); --fix and --diff re-lint the
+    # files that have one, so a deferred fix is enough for them to pick the files, unless the
+    # format shows the edits.
     wants_edits = output_format in EDIT_FORMATS or bool(verify_options)
     # progress on stderr, never with -q/--silent nor beside a machine format going to a pipe
     machine_to_pipe = output_format not in HUMAN_FORMATS and not output_file and not sys.stdout.isatty()
@@ -458,9 +458,10 @@ def _fix(results, settings, unsafe: bool, applied: Optional[list] = None) -> int
     fixed (and adds the fixed findings to `applied`, for --show-fixes)."""
     fixed = 0
     for result, outcome in _run_fixes(results, settings, unsafe, write=True):
-        fixed += len(outcome.outcome.fixed)
+        gone = outcome.outcome.fixed
+        fixed += len(gone)
         if applied is not None:
-            applied.extend(outcome.outcome.fixed)
+            applied.extend(gone)
         result.findings = sorted(outcome.outcome.remaining, key=lambda f: f.sort_key())
         if outcome.new is not None:
             result.source = outcome.new

@@ -28,7 +28,6 @@ from mllint.frameworks import OTHER as OTHER_FRAMEWORK, TORCH, framework_of
 from mllint.registry import Rule
 
 
-
 class _LazyLibCST:
     """``libcst``, imported on first use: a run that parses nothing (a warm cache, a file
     without trigger words, ``--version``) does not pay for importing it."""
@@ -333,7 +332,7 @@ def _suppress(findings, source, path, rules, suppressions) -> List[Finding]:
         enabled = {rule.code for rule in rules}
         for rule in rules:
             if rule.check_noqa is not None and rule.triggered_by(source):
-                from mllint.registry import all_rules
+                from mllint.registry import all_rules  # (the catalogue's codes: a rule does not import it)
 
                 extra = rule.check_noqa(path, source, suppressions, used, enabled, frozenset(all_rules()))
                 findings.extend(f for f in extra if not suppressions.suppresses(f.line, f.code))

@@ -62,14 +62,7 @@ class FixOutcome:
     def fixed(self) -> List[Finding]:
         """The input's findings that the fixes removed (by their own fix or by another's: one
         ``@torch.no_grad()`` fixes every forward of its function), placed in the input."""
-        kept = Counter(_place(f) for f in self.kept)
-        gone = []
-        for finding in self.initial:
-            if kept[_place(finding)] > 0:
-                kept[_place(finding)] -= 1
-            else:
-                gone.append(finding)
-        return gone
+        return _unmatched(self.initial, self.kept)
 
 
 @dataclass
@@ -202,6 +195,14 @@ def _applicable(finding: Finding, unsafe: bool) -> bool:
     return unsafe and fix.applicability is Applicability.UNSAFE
 
 
+def _fix_spans(finding: Finding, index: _Text, newline: str) -> Optional[List[_Span]]:
+    """The spans of `finding`'s fix in the text of `index` (inserted lines in the text's own
+    newline style), or None when its positions are impossible or overlap."""
+    edits = [Edit(e.line, e.column, e.end_line, e.end_column, _with_newline(e.content, newline))
+             for e in finding.fix.edits]
+    return _spans(index, edits)
+
+
 def _apply(text: str, spans: Sequence[_Span]) -> str:
     out = []
     last = 0
@@ -323,8 +324,9 @@ def _try(
     guard=None,
 ):
     """Apply a batch to the text; (new text, its findings, the spans of each step, the findings
-    of the text each new finding continues) if it passes, else a reason. When the batch brings out new findings, each with an applicable fix, those
-    fixes are applied too (CHAIN_MAX steps at most) and the result checked again."""
+    of the text each new finding continues) if it passes, else a reason. When the batch brings
+    out new findings, each with an applicable fix, those fixes are applied too (CHAIN_MAX steps
+    at most) and the result checked again."""
     steps: List[List[_Span]] = []
     text, step = index, list(batch)
     trial = guard.copy() if guard is not None else None
@@ -360,8 +362,7 @@ def _try(
         for finding in sorted(exposed, key=Finding.sort_key):
             if not _applicable(finding, unsafe):
                 return first
-            edits = [Edit(e.line, e.column, e.end_line, e.end_column, _with_newline(e.content, newline)) for e in finding.fix.edits]
-            found = _spans(text, edits)
+            found = _fix_spans(finding, text, newline)
             if found is None or (trial is not None and trial.check(found) is not None):
                 return first
             if all(not _spans_overlap(found, other.spans) for other in step):
@@ -417,11 +418,7 @@ def fix_source(
             mark = _mark(finding, index)
             if mark in rejected_marks:
                 continue
-            edits = [
-                Edit(e.line, e.column, e.end_line, e.end_column, _with_newline(e.content, newline))
-                for e in finding.fix.edits
-            ]
-            spans = _spans(index, edits)
+            spans = _fix_spans(finding, index, newline)
             if spans is None:
                 outcome.rejected.append((first(finding), "fix has invalid or overlapping edit positions"))
                 rejected_marks.append(mark)
@@ -557,19 +554,27 @@ def settle_fixable(result: "engine.FileResult", rules, options=None) -> "engine.
     else:
         _, outcome = fix_text(result.source, result.path, rules, unsafe=False, encoding=result.encoding,
                               options=options)
-    kept = Counter(_place(f) for f in outcome.kept)
-    settled = []
-    for finding in result.findings:
-        if finding.fixable and kept[_place(finding)] > 0:  # still there after --fix: not fixable
-            kept[_place(finding)] -= 1
-            finding = dataclasses.replace(finding, fix=None)
-        settled.append(finding)
-    result.findings = settled
+    still = {id(f) for f in _unmatched(result.findings, outcome.fixed)}  # there after --fix: not fixable
+    result.findings = [dataclasses.replace(f, fix=None) if f.fixable and id(f) in still else f
+                       for f in result.findings]
     return result
 
 
 def _place(finding: Finding) -> tuple:
     return (finding.code, finding.cell, finding.line, finding.column, finding.message)
+
+
+def _unmatched(findings: Sequence[Finding], others: Sequence[Finding]) -> List[Finding]:
+    """The findings of `findings` that no finding of `others` stands for at the same place (each
+    of `others` stands for one): a difference of multisets."""
+    left = Counter(_place(f) for f in others)
+    out = []
+    for finding in findings:
+        if left[_place(finding)] > 0:
+            left[_place(finding)] -= 1
+        else:
+            out.append(finding)
+    return out
 
 
 # --- writing ---------------------------------------------------------------------------

@@ -96,8 +96,12 @@ class Suppressions:
         """The line whose ``# noqa`` covers findings reported on `line`."""
         return self.line_map.get(line, line)
 
+    def file_suppresses(self, code: str) -> bool:
+        """Whether ``# mllint: noqa`` suppresses `code` in the whole file."""
+        return self.file_codes is ALL or code in self.file_codes
+
     def suppresses(self, line: int, code: str) -> bool:
-        if self.file_codes is ALL or code in self.file_codes:
+        if self.file_suppresses(code):
             return True
         codes = self.by_line.get(self.directive_line(line))
         return bool(codes) and (codes is ALL or code in codes)
@@ -108,7 +112,7 @@ class Suppressions:
         used: Set[Tuple[int, str]] = set()
         for finding in findings:
             target = self.directive_line(finding.line)
-            if self.file_codes is ALL or finding.code in self.file_codes:
+            if self.file_suppresses(finding.code):
                 continue  # the file-level directive (not a line's: ML100 does not judge it)
             if self.suppresses(finding.line, finding.code):
                 used.add((target, finding.code))

@@ -36,10 +36,9 @@ JSON position when there is one).
 
 from __future__ import annotations
 
-import copy
-
 import ast
 import bisect
+import copy
 import json
 import re
 from dataclasses import dataclass, field
@@ -497,6 +496,7 @@ class Notebook:
         def malformed(message: str, offset: int) -> NotebookError:  # at `offset` of the JSON text
             line = text.count("\n", 0, offset) + 1
             return NotebookError(message, line, offset - text.rfind("\n", 0, offset))
+
         self.cell_count = len(cells)
         self.language = _language_of(data.get("metadata"))
         self.cells: List[CodeCell] = []

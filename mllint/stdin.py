@@ -138,10 +138,9 @@ def run(
         fixed = len(outcome.fixed)
         result = FileResult(path, sorted(outcome.remaining, key=lambda f: f.sort_key()), new_text, decoded.encoding)
         new_bytes = data if new_text == old_text else new_text.encode(decoded.encoding)
-    else:  # only the formats that carry edits need the fixes built
-        wants_edits = output_format in ("json", "json-lines", "sarif")
-        result = lint_text(decoded.text, path, rules, decoded.encoding, dataclasses.replace(model_options, fixes=wants_edits))
-        result = settle_fixable(result, rules, model_options)  # only what --fix fixes is marked fixable
+    else:  # the fixes built, as settle_fixable (only what --fix fixes is marked fixable) runs them
+        result = lint_text(decoded.text, path, rules, decoded.encoding, dataclasses.replace(model_options, fixes=True))
+        result = settle_fixable(result, rules, model_options)
         new_bytes = data
         old_text = new_text = decoded.text
 

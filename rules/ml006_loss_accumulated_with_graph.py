@@ -32,14 +32,15 @@ When the code is fine
 
 How to fix
     Accumulate the Python number: ``total_loss += loss.item()``,
-    ``losses.append(loss.item())``. Where ML007 is on and the file trains on a device, a
-    ``.item()`` on every step is ML007's finding: there the advice is ``total_loss +=
-    loss.detach()``, read with ``.item()`` once per epoch, and the fix (unsafe: the
-    accumulator becomes a device tensor) writes ``loss.detach()``. ``--fix`` does this when the accumulator starts as a
+    ``losses.append(loss.item())``. ``--fix`` does this when the accumulator starts as a
     number (``0``, ``0.0``) or an empty list and is afterwards only used as a number
     (printed, logged, averaged, summed); when it is returned or stored the fix is offered
     as unsafe; when it is used as a tensor (``total.item()``, ``torch.stack(losses)``) no
     fix is offered: use ``loss.detach()`` there, or change those uses too.
+    Where ML007 is on and the file trains on a device, a ``.item()`` on every step is ML007's
+    finding: there the advice is ``total_loss += loss.detach()``, read with ``.item()`` once
+    per epoch, and the fix (unsafe: the accumulator becomes a device tensor) writes
+    ``loss.detach()``.
 """
 
 from __future__ import annotations

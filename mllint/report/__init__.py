@@ -21,9 +21,4 @@ REPORTERS = {
     "sarif": sarif.report,
     "github": github.report,
 }
-# formats a person reads (progress on a terminal, --show-fixes in the report itself)
-HUMAN_FORMATS = ("text", "full", "concise", "grouped")
-# formats that carry each fix's edits
-EDIT_FORMATS = ("json", "json-lines", "sarif")
-
-__all__ = ["REPORTERS", "ReportOptions", "HUMAN_FORMATS", "EDIT_FORMATS"]
+__all__ = ["REPORTERS", "ReportOptions"]

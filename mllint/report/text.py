@@ -25,7 +25,6 @@ With ``statistics`` the per-finding listing becomes one row per code: count, cod
 from __future__ import annotations
 
 import dataclasses
-
 import unicodedata
 from typing import List, Optional, TextIO, Tuple
 

@@ -87,10 +87,11 @@ def run_in_job(job: Job) -> Job:
 
 
 @contextlib.contextmanager
-def _stderr_kept(into: List[str]):
+def _stderr_kept(into: Optional[List[str]] = None):
     """What the scheduler's commands (`sbatch`, `sacct`, run by submitit with this process's
-    stderr) write to stderr is kept in `into` instead of reaching the terminal: a refusal is said
-    once, in mllint's own line; a cluster without accounting does not complain on every poll."""
+    stderr) write to stderr is kept in `into` (or dropped) instead of reaching the terminal: a
+    refusal is said once, in mllint's own line; a cluster without accounting does not complain
+    on every poll."""
     sys.stderr.flush()
     try:
         saved = os.dup(2)
@@ -105,8 +106,9 @@ def _stderr_kept(into: List[str]):
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
-            sink.seek(0)
-            into.append(sink.read().decode("utf-8", "replace"))
+            if into is not None:
+                sink.seek(0)
+                into.append(sink.read().decode("utf-8", "replace"))
 
 
 def _submit(executor, job: Job, options: VerifyOptions):
@@ -165,8 +167,7 @@ def run_jobs(targets: List[Target], options: VerifyOptions,
         started = time.monotonic()
         try:
             while True:
-                polled: List[str] = []
-                with _stderr_kept(polled):
+                with _stderr_kept():
                     if all(item.done() for item in submitted):
                         break
                     states = [item.state for item in submitted]
@@ -182,12 +183,12 @@ def run_jobs(targets: List[Target], options: VerifyOptions,
         for number, (job, item) in enumerate(zip(jobs, submitted), 1):
             counter = f"[{number}/{len(jobs)}] {job.path}"
             returned: Optional[Job] = None
-            with _stderr_kept([]):  # (the scheduler's commands, asked once more for the job's state)
+            with _stderr_kept():  # (the scheduler's commands, asked once more for the job's state)
                 if item.exception() is None:
                     returned = item.result()
             if returned is None:
                 keep = True
-                with _stderr_kept([]):
+                with _stderr_kept():
                     job.error = _failure(item, options.launcher)
                 returned = job
             found = judge_job(returned)
