@@ -571,6 +571,9 @@ def explain_command(code: Optional[str]) -> int:
                           " `mllint rules` lists them are accepted too)")
     fix = {None: "No fix.", "safe": "Fix: safe (applied by --fix).",
            "unsafe": "Fix: unsafe (applied by --fix --unsafe-fixes)."}[rule.fix.value if rule.fix else None]
+    if rule.fix and rule.fix.value == "safe" and any(e.unsafe_fixed and not e.fixed for e in rule.invalid):
+        fix = ("Fix: safe (applied by --fix), unsafe in some cases (applied only with --fix --unsafe-fixes;"
+               " \"How to fix\" says when).")
     default = "On by default." if rule.default_enabled else "Off by default (enable with --extend-select)."
     parts = [f"{rule.code} ({rule.name})", f"{default} {fix}", f"Message: {rule.message}", rule.doc.strip()]
     example = next((e for e in rule.invalid if e.fixed), rule.invalid[0] if rule.invalid else None)

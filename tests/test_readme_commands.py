@@ -1,5 +1,5 @@
-"""The README's console examples, run: each block that starts with `$ mllint ...` on paths of this
-repository prints what the README shows (a `--verify` block: its findings and summary; the
+"""The console examples of the README and of the reference pages (`mllint/docs/`), run: each block
+that starts with `$ mllint ...` on paths of this repository prints what the page shows (a `--verify` block: its findings and summary; the
 measurements under them vary from run to run)."""
 
 from __future__ import annotations
@@ -16,20 +16,26 @@ ROOT = Path(__file__).resolve().parent.parent
 FENCE = re.compile(r"^```(?:console|text)\n(\$ mllint [^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
+PAGES = [ROOT / "README.md", *sorted((ROOT / "mllint" / "docs").rglob("*.md"))]
+
+
 def _examples():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    for match in FENCE.finditer(text):
-        args = shlex.split(match.group(1))[2:]
-        paths = [a for a in args if not a.startswith("-") and ("/" in a or a.endswith((".py", ".ipynb")))]
-        if paths and all((ROOT / p).exists() for p in paths):  # `src/` stands for the reader's own code
-            yield pytest.param(args, match.group(2), id=" ".join(args))
+    seen = set()
+    for page in PAGES:
+        for match in FENCE.finditer(page.read_text(encoding="utf-8")):
+            args = shlex.split(match.group(1))[2:]
+            paths = [a for a in args if not a.startswith("-") and ("/" in a or a.endswith((".py", ".ipynb")))]
+            key = (tuple(args), match.group(2))
+            if paths and all((ROOT / p).exists() for p in paths) and key not in seen:  # `src/`: the reader's code
+                seen.add(key)
+                yield pytest.param(args, match.group(2), id=f"{page.relative_to(ROOT)}: {' '.join(args)}")
 
 
 EXAMPLES = list(_examples())
 
 
 def test_the_readme_has_examples_to_run():
-    assert len(EXAMPLES) >= 3
+    assert len(EXAMPLES) >= 4
 
 
 @pytest.mark.parametrize("args,shown", EXAMPLES)

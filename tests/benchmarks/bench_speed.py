@@ -72,7 +72,7 @@ ROOT = HERE.parent.parent
 RESULTS = HERE / "results"
 ONE_FILE = ROOT / "fixtures" / "ml001" / "bad_train.py"
 
-# Pinned versions and commits: change them together with the numbers in the README.
+# Pinned versions and commits: change them together with the numbers in mllint/docs/speed.md.
 RUFF = "0.17.6"
 TORCHFIX = "0.7.0"
 WHEELS = {  # corpus name -> (distribution, version, folder inside the wheel to keep or None)
