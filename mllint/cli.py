@@ -92,7 +92,7 @@ def _debug(enabled: bool, message: str) -> None:
               help="Lint in N processes (1: in this one). [default: the number of CPUs]")
 @click.option("--max-file-size", metavar="SIZE", default=None,
               help="Skip (with a warning) Python files larger than SIZE, e.g. 4MiB, 500kB or bytes"
-                   " (a notebook: its code). [default: 2MiB; config: max-file-size]")
+                   " (a notebook: its code). [default: 1.5MiB; config: max-file-size]")
 @click.option("--no-cache", is_flag=True, envvar="MLLINT_NO_CACHE",
               help="Neither read nor write the result cache (.mllint_cache/). [env: MLLINT_NO_CACHE]")
 @click.option("--no-screen", is_flag=True,

@@ -340,12 +340,12 @@ def _suppress(findings, source, path, rules, suppressions) -> List[Finding]:
 
 
 def format_size(size: int) -> str:
-    """A byte count for people, exact when it is a whole number of a unit (``2 MiB``,
-    ``500 kB``, ``812 bytes``), else to a tenth (``2.9 KiB``)."""
+    """A byte count for people, exact when it is a whole number or tenth of a unit (``2 MiB``,
+    ``1.5 MiB``, ``500 kB``, ``812 bytes``), else to a tenth (``2.9 KiB``)."""
     for unit, scale in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024),
                         ("GB", 1000 ** 3), ("MB", 1000 ** 2), ("kB", 1000)):
-        if size >= scale and size % scale == 0:
-            return f"{size // scale} {unit}"
+        if size >= scale and (size * 10) % scale == 0:
+            return f"{size / scale:g} {unit}"
     if size < 1024:
         return f"{size} bytes"
     for unit, scale in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):

@@ -230,7 +230,11 @@ def _scope_node(model: FileModel, loop: Loop) -> cst.CSTNode:
 
 
 def _backprop_functions(model: FileModel) -> Set[str]:
-    """Local functions (by short name) that run a backward pass."""
+    """Local functions (by short name) that run a backward pass (a whole-file fact: computed once)."""
+    return model.memo(_backprop_functions, _find_backprop_functions)
+
+
+def _find_backprop_functions(model: FileModel) -> Set[str]:
     out: Set[str] = set()
     for key, fn in model.functions.items():
         for node in _nodes(model, cst.Call, fn.node):

@@ -246,6 +246,8 @@ class FileModel:
         self._lines: Optional[List[str]] = None
         self._assignments_index = None  # see _assignment_index
         self._code_lines: Optional[List[int]] = None  # see _statement_positions
+        # whole-file facts a rule's helper derives once and asks again per finding (see memo())
+        self._memo: Dict[object, object] = {}
         # edits.statement_starts of CPython's parse of the file, when the engine has it
         self.ast_starts: Optional[List[int]] = None
         # The codes of the rules the settings enable for this file (set by the engine), so that a
@@ -514,16 +516,20 @@ class FileModel:
         return not self.has_role(target, R.MODEL, scope)
 
     def _assignment_index(self):
-        """(assignments by scope, assignments by a single target), rebuilt if assignments grew."""
+        """(assignments by scope, assignments by a single target, assignments by each name they
+        bind), rebuilt if assignments grew."""
         index = self._assignments_index
         if index is None or index[0] != len(self.assignments):
             by_scope: Dict[str, list] = {}
             by_target: Dict[str, list] = {}
+            by_name: Dict[str, list] = {}
             for item in self.assignments:
                 by_scope.setdefault(item[2].scope, []).append(item)
                 if isinstance(item[0], tuple) and len(item[0]) == 1:
                     by_target.setdefault(item[0][0], []).append(item)
-            index = self._assignments_index = (len(self.assignments), by_scope, by_target)
+                for name in dict.fromkeys(item[0]):
+                    by_name.setdefault(name, []).append(item)
+            index = self._assignments_index = (len(self.assignments), by_scope, by_target, by_name)
         return index
 
     def assignments_in(self, scope: str) -> list:
@@ -533,6 +539,11 @@ class FileModel:
     def assignments_to(self, ref: str) -> list:
         """The (targets, value, ctx) assignments whose targets are exactly ``(ref,)``, in order."""
         return self._assignment_index()[2].get(ref, [])
+
+    def assignments_naming(self, ref: str) -> list:
+        """The (targets, value, ctx) assignments that bind ``ref`` (alone or among other targets:
+        ``x, y = ...``), in order."""
+        return self._assignment_index()[3].get(ref, [])
 
     def assigns_locally(self, scope: str, name: str) -> bool:
         """Whether ``name`` is assigned (so local) in exactly ``scope``."""
@@ -575,6 +586,14 @@ class FileModel:
         if self._parents is None:
             self._parents = NodeIndex(self.module)
         return self._parents
+
+    def memo(self, key: object, compute):
+        """``compute(self)``, computed once per file for ``key``: for a whole-file fact that a
+        rule's helper would otherwise derive again for every candidate (a file of a thousand
+        training functions asked a thousand times which of its functions run a backward pass)."""
+        if key not in self._memo:
+            self._memo[key] = compute(self)
+        return self._memo[key]
 
     @property
     def parents(self) -> NodeIndex:

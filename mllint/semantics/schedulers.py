@@ -71,7 +71,7 @@ def _bindings(model: FileModel, ref: str, scope: str) -> List[cst.BaseExpression
     scopes.add("<module>")
     cls_scope = model.class_scope_of(scope) if ref.startswith("self.") else None
     out = []
-    for targets, value, ctx in model.assignments:
+    for targets, value, ctx in model.assignments_naming(ref):
         if ref not in targets:
             continue
         if ctx.scope in scopes or (cls_scope and (ctx.scope == cls_scope or ctx.scope.startswith(cls_scope + "."))):

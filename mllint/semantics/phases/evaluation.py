@@ -626,7 +626,7 @@ class EvaluationFacts:
         value of the last assignment to it alone before the loop, in the same scope, that runs
         whenever the loop does (not in an inner loop or another branch). None otherwise."""
         best = None
-        for targets, value, actx in self.m.assignments:
+        for targets, value, actx in self.m.assignments_to(name):
             if targets != (name,) or actx.scope != loop.scope:
                 continue
             at = self.m.assignment_order.get(value)
@@ -727,7 +727,7 @@ class EvaluationFacts:
             return False
         here = set(ctx.conds)
         best = None
-        for targets, value, actx in self.m.assignments:
+        for targets, value, actx in self.m.assignments_naming(head):
             if actx.scope != ctx.scope or head not in targets:
                 continue
             at = self.m.assignment_order.get(value)
@@ -771,7 +771,7 @@ class EvaluationFacts:
             if head in loop.targets:
                 return self.iterated_data(loop) is not None
             loop = loop.parent
-        for targets, value, actx in self.m.assignments:
+        for targets, value, actx in self.m.assignments_naming(head):
             if actx.scope == ctx.scope and head in targets:
                 part = _part_for(targets, value, head)
                 if self.eval_split_call(part if part is not None else value, actx.scope) is not None:
@@ -802,7 +802,7 @@ class EvaluationFacts:
         while binding is not None and head not in binding.targets:
             binding = binding.parent
         best = None
-        for targets, value, actx in self.m.assignments:
+        for targets, value, actx in self.m.assignments_naming(head):
             if head not in targets or actx.scope != ctx.scope:
                 continue
             at = self.m.assignment_order.get(value)
