@@ -409,6 +409,7 @@ def _verify(results, options, verbose: int = 0):
 
     if options.launcher:
         quiet_submitit(verbose=bool(verbose))
+        options.scheduler_output = bool(verbose)
     try:
         return verify(results, options)
     except LaunchError as exc:  # the scheduler refused the job: the user's to change

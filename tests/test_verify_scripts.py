@@ -430,7 +430,7 @@ def test_a_job_slurm_refuses_is_a_one_line_error(tmp_path):
 
 def test_submitit_warnings_stay_quiet_unless_asked(tmp_path):
     """A cluster without accounting: sacct fails on every poll and submitit warns each time
-    ("Bypassing sacct error"); the user sees none of it, and the verdict comes back."""
+    ("Bypassing sacct error"); the user sees none of it unless asked (-v), and the verdict comes back."""
     pytest.importorskip("torch")
     pytest.importorskip("submitit")
     (tmp_path / "forever.py").write_text(FOREVER, encoding="utf-8")
@@ -442,3 +442,7 @@ def test_submitit_warnings_stay_quiet_unless_asked(tmp_path):
     assert "sacct" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr
     [(key, verification)] = verdicts(proc).items()
     assert key == ("ML001", 11) and verification["verdict"] == "confirmed", verification
+    asked = run(["-v", "--verify", "--rounds", "0", "--format", "json", "--launcher", "submitit", "forever.py"],
+                tmp_path, env=env)  # -v: submitit's log and what sacct said
+    assert "Bypassing sacct error" in asked.stderr and "accounting storage is disabled" in asked.stderr, asked.stderr
+    assert verdicts(asked) == verdicts(proc)

@@ -87,11 +87,14 @@ def run_in_job(job: Job) -> Job:
 
 
 @contextlib.contextmanager
-def _stderr_kept(into: Optional[List[str]] = None):
+def _stderr_kept(into: Optional[List[str]] = None, show: bool = False):
     """What the scheduler's commands (`sbatch`, `sacct`, run by submitit with this process's
     stderr) write to stderr is kept in `into` (or dropped) instead of reaching the terminal: a
     refusal is said once, in mllint's own line; a cluster without accounting does not complain
-    on every poll."""
+    on every poll. ``show`` (`-v`) lets what is not kept through."""
+    if show and into is None:
+        yield
+        return
     sys.stderr.flush()
     try:
         saved = os.dup(2)
@@ -132,10 +135,21 @@ def _submit(executor, job: Job, options: VerifyOptions):
 
 def quiet_submitit(verbose: bool = False) -> None:
     """submitit logs a warning on every poll of a cluster without accounting ("Bypassing sacct
-    error"): not the user's business unless they ask for it (`-v`)."""
+    error"): not the user's business unless they ask for it (`-v`), and then on stderr. Its own
+    logging configuration also writes to stdout, where the report goes (a JSON or SARIF report
+    would no longer parse): that handler is removed."""
     import logging
 
-    logging.getLogger("submitit").setLevel(logging.DEBUG if verbose else logging.ERROR)
+    import submitit  # noqa: F401  (importing it configures the "submitit" logger)
+
+    logger = logging.getLogger("submitit")
+    logger.setLevel(logging.DEBUG if verbose else logging.ERROR)
+    for handler in list(logger.handlers):
+        stream = getattr(handler, "stream", None)
+        if handler.get_name() == "submitit_out" or stream in (sys.stdout, sys.__stdout__):
+            logger.removeHandler(handler)
+        elif verbose:
+            handler.setLevel(logging.DEBUG)
 
 
 def _failure(submitted, launcher: str) -> str:
@@ -167,7 +181,7 @@ def run_jobs(targets: List[Target], options: VerifyOptions,
         started = time.monotonic()
         try:
             while True:
-                with _stderr_kept():
+                with _stderr_kept(show=options.scheduler_output):
                     if all(item.done() for item in submitted):
                         break
                     states = [item.state for item in submitted]
@@ -183,12 +197,12 @@ def run_jobs(targets: List[Target], options: VerifyOptions,
         for number, (job, item) in enumerate(zip(jobs, submitted), 1):
             counter = f"[{number}/{len(jobs)}] {job.path}"
             returned: Optional[Job] = None
-            with _stderr_kept():  # (the scheduler's commands, asked once more for the job's state)
+            with _stderr_kept(show=options.scheduler_output):  # (the scheduler's commands, asked once more)
                 if item.exception() is None:
                     returned = item.result()
             if returned is None:
                 keep = True
-                with _stderr_kept():
+                with _stderr_kept(show=options.scheduler_output):
                     job.error = _failure(item, options.launcher)
                 returned = job
             found = judge_job(returned)

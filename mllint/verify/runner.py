@@ -63,6 +63,7 @@ class VerifyOptions:
     partition: Optional[str] = None  # Slurm, --launcher submitit
     gpus: Optional[int] = None
     time_limit: Optional[int] = None  # minutes a job may take
+    scheduler_output: bool = False  # -v: what sbatch and sacct print, and submitit's log, reach stderr
 
 
 # --- progress ------------------------------------------------------------------------------
