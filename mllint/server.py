@@ -8,7 +8,8 @@ What it does:
 - diagnostics on ``didOpen``, ``didChange`` and ``didSave``, from the editor's text (not the
   file on disk), linted with the settings of the document's path (nearest ``[tool.mllint]``,
   per-file-ignores); cleared on ``didClose``;
-- code actions: a quick fix per finding that has a fix (unsafe ones say so in the title),
+- code actions: a quick fix per finding that has a fix (unsafe ones say so in the title; a safe
+  fix that ``mllint --fix`` would refuse is not offered),
   "Disable MLxxx for this line" (adds or extends a ``# noqa`` comment), and
   ``source.fixAll.mllint``, which applies every safe fix through ``fixing.fix_source``,
   validated exactly as ``mllint --fix`` validates them.
@@ -145,8 +146,23 @@ class Document:
         self.text = text
         self.path = path
         self.rules = rules
+        self.options = options
         self.positions = Positions(text, units)
         self.findings: List[Finding] = lint_source(text, path, rules, options)
+        self._settled: Optional[List[Finding]] = None
+
+    def settled(self) -> List[Finding]:
+        """The findings with a safe fix kept only where ``mllint --fix`` applies it (a dry run,
+        fixing.settle_fixable), so that no quick fix is offered that ``--fix`` would refuse
+        (one that brings out a finding with no safe fix). Asked for by code actions, not on
+        every keystroke."""
+        if self._settled is None:
+            from mllint.engine import FileResult
+            from mllint.fixing import settle_fixable
+
+            result = FileResult(self.path, list(self.findings), source=self.text)
+            self._settled = settle_fixable(result, self.rules, self.options).findings
+        return self._settled
 
     def range(self, finding: Finding):
         start = self.positions.lsp(finding.line, finding.column)
@@ -158,7 +174,7 @@ class Document:
     def fix_all(self) -> Optional[str]:
         from mllint.fixing import fix_source
 
-        outcome = fix_source(self.text, self.path, self.rules, unsafe=False)
+        outcome = fix_source(self.text, self.path, self.rules, unsafe=False, options=self.options)
         return outcome.source if outcome.source != self.text else None
 
 
@@ -266,7 +282,7 @@ def build_server():
             return t.WorkspaceEdit(changes={uri: edits})
 
         if wanted(t.CodeActionKind.QuickFix.value, only):
-            for finding in doc.findings:
+            for finding in doc.settled():
                 start, end = doc.range(finding)
                 if start > last or end < first:
                     continue

@@ -289,3 +289,16 @@ def test_noqa_edit(source, line, expected):
     lines[index] = lines[index][:column] + insert + lines[index][column:]
     assert "".join(lines) == expected
     assert noqa.scan(expected).suppresses(line, "ML001")
+
+
+def test_a_quick_fix_that_fix_would_refuse_is_not_offered():
+    """The editor's quick fixes are what `mllint --fix` applies: a safe fix that its dry run
+    refuses (here: one that does not remove its finding) is not offered; the other is."""
+    from mllint.server import Document
+
+    from test_fixing import STEP, STUBBORN
+
+    doc = Document("step()\nbar(1)\n", "t.py", [STEP, STUBBORN], len)
+    assert sorted((f.code, f.fix is not None) for f in doc.findings) == [("TST005", True), ("TST010", True)]
+    assert sorted((f.code, f.fix is not None) for f in doc.settled()) == [("TST005", False), ("TST010", True)]
+    assert doc.fix_all() == "zero()\nstep()\nbar(1)\n"
