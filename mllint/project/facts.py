@@ -55,7 +55,7 @@ SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfl
 _PROBABILITY = {"log_softmax": "log_softmax", "LogSoftmax": "log_softmax", "softmax": "softmax",
                 "Softmax": "softmax", "sigmoid": "sigmoid", "Sigmoid": "sigmoid"}
 
-FACTS_VERSION = 11
+FACTS_VERSION = 12
 
 
 def is_module_base(qualname: Optional[str]) -> bool:
@@ -646,6 +646,9 @@ class _Layers:
         value = node.value
         if isinstance(value, ast.Call):
             name = _last(dotted(value.func))
+            if name == "Sequential" and value.args and not value.keywords and isinstance(value.args[-1], ast.Call) \
+                    and not isinstance(value.args[-1], ast.Starred):
+                name = _last(dotted(value.args[-1].func))  # nn.Sequential(..., nn.Sigmoid()): its last layer
             if name in _PROBABILITY and name[0].isupper():
                 for target in node.targets:
                     ref = dotted(target)
@@ -678,7 +681,14 @@ class _Layers:
         self.attrs.update(inner.attrs)
 
 
+# shape-only tensor methods: ``torch.sigmoid(z).squeeze(1)`` is still sigmoid output
+_SHAPE_ONLY = frozenset({"view", "reshape", "squeeze", "unsqueeze", "flatten", "contiguous", "float", "to"})
+
+
 def _probability_of(expr, assigned: Dict[str, str], attrs: Dict[str, str]) -> Optional[str]:
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _SHAPE_ONLY \
+            and isinstance(expr.func.value, (ast.Call, ast.Name)):
+        expr = expr.func.value
     if isinstance(expr, ast.Call):
         func = expr.func
         name = _last(dotted(func))

@@ -12,6 +12,8 @@ from mllint.project.index import Project
 # Every word ``ProjectView.implied_words`` may return (the engine screens each file once for every
 # set of them, see engine.screen_verdict).
 IMPLIED_WORDS = ("torch", "softmax", "called-in-loop")
+# The forwards that imply ``softmax`` (ML013's word: a model ending in a softmax, log_softmax or sigmoid).
+_PROBABILITY_KINDS = ("softmax", "log_softmax", "sigmoid")
 
 
 class ProjectView:
@@ -51,13 +53,13 @@ class ProjectView:
     def implied_words(self) -> frozenset:
         """Words the rules' text triggers should count as present in this file because of what it
         imports from the project: ``torch`` (see torch_through_imports) and ``softmax`` when a
-        class it imports has a forward that ends in softmax or log_softmax."""
+        class it imports has a forward that ends in softmax, log_softmax or sigmoid."""
         words = set()
         if self.torch_through_imports:
             words.add("torch")
         if self.rel in self.project.facts:
             for qualified in self.project.imports_of(self.rel).values():
-                if self.forward_returns(qualified) in ("softmax", "log_softmax"):
+                if self.forward_returns(qualified) in _PROBABILITY_KINDS:
                     words.add("softmax")
                     break
         if self.called_in_loops_elsewhere():
@@ -65,7 +67,7 @@ class ProjectView:
         if "softmax" not in words and self.rel in self.project.facts:
             for fn in self.project.facts[self.rel].functions:  # models the callers elsewhere pass in
                 if self.project.callers(self.rel, fn.key) and any(
-                        (self.argument_forward_returns(fn.key, p) or ("",))[0] in ("softmax", "log_softmax")
+                        (self.argument_forward_returns(fn.key, p) or ("",))[0] in _PROBABILITY_KINDS
                         for p in fn.params if p not in ("self", "cls")):
                     words.add("softmax")
                     break

@@ -1,4 +1,5 @@
-"""Which expressions hold softmax probabilities, and which callables are cross-entropy losses.
+"""Which expressions hold softmax (log_softmax, sigmoid) output, and which callables are the
+losses that must not get it (cross-entropy, BCEWithLogitsLoss, NLLLoss).
 
 ``softmax_origin(m, expr, scope)`` answers "did this value just come out of a softmax?"
 by following the value back through:
@@ -15,7 +16,17 @@ by following the value back through:
   parameters of a function are what every caller in the file passes (its default when a
   caller leaves it out, or when no call in the file may reach the function);
 - ``a, b = f(x)``: element ``i`` of every tuple ``f`` (a function, method or model of this
-  file) returns; ``for row in probs:``: each element of what the loop iterates.
+  file) returns; ``for row in probs:``: each element of what the loop iterates;
+- ``out["prob"]``: the entry under that key of every dict display ``f`` returns;
+- ``self(x)`` in a method (a LightningModule's ``training_step``): the class's ``forward``;
+  ``net.predict_proba(x)``: that method of the class ``net`` is an instance of (not when a
+  subclass in the file overrides it);
+- a parameter never rebound: what every call of the function in the file passes
+  (``compute_loss(pred, y)``); ``torch.squeeze(p, 1)`` and the other functional shape ops;
+  models wrapped in ``nn.DataParallel``/``torch.compile``, ``nn.Sequential(OrderedDict([...]))``
+  and ``nn.Sequential(*layers)`` of a list display never changed;
+  a name rebound by an unpacking before its last plain assignment (``output, hidden =
+  self.gru(...)`` then ``output = self.softmax(...)``).
 
 It answers with the node that applies the softmax (a call, or the ``nn.Softmax(...)``
 layer inside a Sequential), or None. ``log_softmax``/``nn.LogSoftmax`` are not softmax
@@ -23,9 +34,16 @@ here: cross-entropy after them is harmless (log_softmax is idempotent). A whole 
 (model returning logits and probabilities), a dict, anything computed from the probabilities
 (``torch.log(p)``, ``p * mask``) are not followed: None.
 
-``is_cross_entropy(m, func, scope)``: the callee is ``F.cross_entropy`` or a callable bound
-to ``nn.CrossEntropyLoss(...)`` (a name, ``self.criterion``, a parameter every caller
-hands one or that defaults to one, or ``nn.CrossEntropyLoss()(...)`` inline).
+The same tracing serves each ``Kind``: ``SOFTMAX``, ``LOG_SOFTMAX`` and ``SIGMOID``
+(``torch.sigmoid``, ``F.sigmoid``, ``torch.special.expit``, ``z.sigmoid()``, ``nn.Sigmoid``).
+
+``loss_of(m, func, scope)``: which ``Loss`` the callee computes: ``CROSS_ENTROPY``
+(``F.cross_entropy`` / ``nn.CrossEntropyLoss``; must not get softmax or log_softmax output),
+``BCE_WITH_LOGITS`` (``F.binary_cross_entropy_with_logits`` / ``nn.BCEWithLogitsLoss``; must
+not get sigmoid output) or ``NLL`` (``F.nll_loss`` / ``nn.NLLLoss``; must not get softmax
+output), directly or through a callable bound to the class (a name, ``self.criterion``, a
+parameter every caller hands one or that defaults to one, or ``nn.NLLLoss()(...)`` inline).
+``is_cross_entropy`` is ``loss_of(...) is CROSS_ENTROPY``.
 """
 
 from __future__ import annotations
@@ -46,8 +64,23 @@ _KEEP_VALUES = frozenset({
     "view", "reshape", "squeeze", "unsqueeze", "contiguous", "float", "double", "half", "to", "cuda", "cpu",
     "permute", "transpose", "flatten", "view_as", "reshape_as", "type_as", "clone", "t", "resize", "resize_as",
 })
+# torch.squeeze(p, 1), torch.flatten(p): the functional forms of shape-only methods
+_KEEP_FUNCTIONS = frozenset("torch." + name for name in (
+    "squeeze", "unsqueeze", "reshape", "flatten", "permute", "transpose", "t", "clone", "ravel"))
+# objects that call the module they wrap: nn.DataParallel(net), torch.compile(net)
+_MODULE_WRAPPERS = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.compile"})
 LOG_SOFTMAX_FUNCTIONS = frozenset({"torch.nn.functional.log_softmax", "torch.log_softmax", "torch.special.log_softmax"})
 LOG_SOFTMAX_LAYERS = frozenset({"torch.nn.LogSoftmax", "torch.nn.modules.activation.LogSoftmax"})
+SIGMOID_FUNCTIONS = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"})
+SIGMOID_LAYERS = frozenset({"torch.nn.Sigmoid", "torch.nn.modules.activation.Sigmoid"})
+BCE_WITH_LOGITS_FUNCTIONS = frozenset({"torch.nn.functional.binary_cross_entropy_with_logits",
+                                       "torch.binary_cross_entropy_with_logits"})
+BCE_WITH_LOGITS_LOSSES = frozenset({"torch.nn.BCEWithLogitsLoss", "torch.nn.modules.loss.BCEWithLogitsLoss"})
+NLL_FUNCTIONS = frozenset({"torch.nn.functional.nll_loss"})
+NLL_LOSSES = frozenset({"torch.nn.NLLLoss", "torch.nn.modules.loss.NLLLoss", "torch.nn.NLLLoss2d"})
 
 
 @dataclass(frozen=True)
@@ -62,6 +95,27 @@ class Kind:
 
 SOFTMAX = Kind("softmax", SOFTMAX_FUNCTIONS, "softmax", SOFTMAX_LAYERS)
 LOG_SOFTMAX = Kind("log_softmax", LOG_SOFTMAX_FUNCTIONS, "log_softmax", LOG_SOFTMAX_LAYERS)
+SIGMOID = Kind("sigmoid", SIGMOID_FUNCTIONS, "sigmoid", SIGMOID_LAYERS)
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A loss and the kinds of output it must not be given (it computes them itself, or it
+    expects something else)."""
+
+    name: str  # the class: "CrossEntropyLoss"
+    function: str  # the functional form: "cross_entropy"
+    functions: FrozenSet[str]  # F.cross_entropy
+    classes: FrozenSet[str]  # nn.CrossEntropyLoss
+    kinds: Tuple[Kind, ...]  # tried in this order
+
+
+CROSS_ENTROPY = Loss("CrossEntropyLoss", "cross_entropy", CROSS_ENTROPY_FUNCTIONS, CROSS_ENTROPY_LOSSES,
+                     (SOFTMAX, LOG_SOFTMAX))
+BCE_WITH_LOGITS = Loss("BCEWithLogitsLoss", "binary_cross_entropy_with_logits", BCE_WITH_LOGITS_FUNCTIONS,
+                       BCE_WITH_LOGITS_LOSSES, (SIGMOID,))
+NLL = Loss("NLLLoss", "nll_loss", NLL_FUNCTIONS, NLL_LOSSES, (SOFTMAX,))
+LOSSES = (CROSS_ENTROPY, BCE_WITH_LOGITS, NLL)
 _WRAPPERS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "train", "eval"})
 _MAX_DEPTH = 14
 # Calling the object is the softmax (it is an ``nn.Softmax`` layer): the caller reports its call.
@@ -206,13 +260,25 @@ def project_model_origin(m: FileModel, expr: cst.BaseExpression, scope: str, kin
     kind = kind or SOFTMAX
     if m.project is None or depth > _MAX_DEPTH:
         return None
+    if isinstance(expr, cst.Subscript):
+        if _string_key(expr) is not None:
+            return None  # out["logits"]: one entry of a dict
+        return project_model_origin(m, expr.value, scope, kind, depth + 1)
     if isinstance(expr, cst.Name):
         values = _bindings(m, expr.value, scope)
+        if values and len(values) > 1:
+            last = _last_plain_value(m, expr.value, scope, expr)
+            values = [(last, scope)] if last is not None else None
         if not values or len(values) != 1:
             return None
         return project_model_origin(m, values[0][0], values[0][1], kind, depth + 1)
     if not isinstance(expr, cst.Call):
         return None
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _KEEP_VALUES \
+            and not _is_qual(m, expr.func, _KEEP_FUNCTIONS):
+        return project_model_origin(m, expr.func.value, scope, kind, depth + 1)  # model(x).squeeze(1)
+    if _is_qual(m, expr.func, _KEEP_FUNCTIONS) and _first_arg(expr) is not None:
+        return project_model_origin(m, _first_arg(expr), scope, kind, depth + 1)  # torch.squeeze(out)
     ref = dotted(expr.func)
     if ref is None:
         return None
@@ -230,7 +296,7 @@ def project_model_origin(m: FileModel, expr: cst.BaseExpression, scope: str, kin
         return None
     if len(values) != 1:
         return None
-    built = _unwrap(values[0][0])
+    built = _unwrap(_unwrap_wrapper(m, _unwrap(values[0][0])))
     if not isinstance(built, cst.Call):
         return None
     qual = m.imports.qualname(built.func)
@@ -239,35 +305,81 @@ def project_model_origin(m: FileModel, expr: cst.BaseExpression, scope: str, kin
     return expr, m.project.where(qual) or qual
 
 
+def _last_plain_value(m: FileModel, ref: str, scope: str, at: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """The value of the last plain assignment ``ref = value`` in `scope` before `at`, when the use
+    sees that one: not under a condition, and every other binding of ``ref`` in the scope (an
+    unpacking, a loop variable, another assignment) comes before it, outside loops."""
+    here = m.position(at).start
+    plain, others = [], []
+    for targets, value, ctx in m.assignments:
+        if ctx.scope != scope or ref not in targets:
+            continue
+        pos = m.position(value).start
+        (plain if targets == (ref,) else others).append(((pos.line, pos.column), value, ctx))
+    others += [((m.position(loop.node).start.line, m.position(loop.node).start.column), None, None)
+               for loop in m.loops if loop.scope == scope and ref in loop.targets]
+    before = sorted((p for p in plain if p[0] < (here.line, here.column)), key=lambda p: p[0])
+    if not before:
+        return None
+    pos, value, ctx = before[-1]
+    if ctx.conds or ctx.loop is not None:
+        return None
+    if any(o[0] >= pos for o in others) or any(p[0] > (here.line, here.column) for p in plain):
+        return None
+    return value
+
+
 # --- cross-entropy losses -----------------------------------------------------------------------
 
 
 def is_cross_entropy(m: FileModel, func: cst.BaseExpression, scope: str, depth: int = 0) -> bool:
     """Whether calling ``func`` computes ``CrossEntropyLoss``/``cross_entropy`` of its first argument."""
+    return loss_of(m, func, scope, depth) is CROSS_ENTROPY
+
+
+def _named_loss(m: FileModel, func: cst.BaseExpression, classes: bool) -> Optional[Loss]:
+    """The loss ``func`` names: its functional form (``F.nll_loss``), or with `classes` its
+    class (``nn.NLLLoss``)."""
+    for loss in LOSSES:
+        if _is_qual(m, func, loss.classes if classes else loss.functions):
+            return loss
+    return None
+
+
+def loss_of(m: FileModel, func: cst.BaseExpression, scope: str, depth: int = 0) -> Optional[Loss]:
+    """Which of LOSSES calling ``func`` computes on its first argument: ``F.cross_entropy``,
+    ``F.binary_cross_entropy_with_logits``, ``F.nll_loss``, or a callable bound to the loss's
+    class (a name, ``self.criterion``, a parameter every caller hands one or that defaults to
+    one, ``nn.NLLLoss()(...)`` inline); None when not known, or when the bindings disagree."""
     if depth > _MAX_DEPTH:
-        return False
-    if _is_qual(m, func, CROSS_ENTROPY_FUNCTIONS):
-        return True
+        return None
+    found = _named_loss(m, func, classes=False)
+    if found is not None:
+        return found
     if isinstance(func, cst.Call):
-        return _is_qual(m, func.func, CROSS_ENTROPY_LOSSES)
+        return _named_loss(m, func.func, classes=True)
     if isinstance(func, cst.Attribute) and func.attr.value == "forward":
-        return is_cross_entropy(m, func.value, scope, depth + 1)  # criterion.forward(out, y)
+        return loss_of(m, func.value, scope, depth + 1)  # criterion.forward(out, y)
     ref = dotted(func)
     if ref is None:
-        return False
+        return None
     values = _values_of(m, ref, scope, depth)
     if not values:
-        return False
+        return None
+    losses = set()
     for value, where in values:
         value = _unwrap(value)
-        if isinstance(value, cst.Call) and _is_qual(m, value.func, CROSS_ENTROPY_LOSSES):
-            continue
-        if _is_qual(m, value, CROSS_ENTROPY_FUNCTIONS):
-            continue  # loss_fn = F.cross_entropy
-        if isinstance(value, (cst.Name, cst.Attribute)) and is_cross_entropy(m, value, where, depth + 1):
-            continue
-        return False
-    return True
+        loss = None
+        if isinstance(value, cst.Call):
+            loss = _named_loss(m, value.func, classes=True)
+        if loss is None:
+            loss = _named_loss(m, value, classes=False)  # loss_fn = F.cross_entropy
+        if loss is None and isinstance(value, (cst.Name, cst.Attribute)):
+            loss = loss_of(m, value, where, depth + 1)
+        if loss is None:
+            return None
+        losses.add(loss)
+    return losses.pop() if len(losses) == 1 else None
 
 
 # --- softmax output -----------------------------------------------------------------------------
@@ -280,6 +392,11 @@ def softmax_origin(m: FileModel, expr: cst.BaseExpression, scope: str, at: Optio
     if depth > _MAX_DEPTH:
         return None
     if isinstance(expr, cst.Subscript):
+        key = _string_key(expr)
+        if key is not None:
+            # ``out["prob"]``: the value stored under that key by every ``return {...}`` of the
+            # call ``out`` holds (a dict of tensors is not itself softmax output)
+            return _keyed_origin(m, expr.value, key, scope, at or expr, depth + 1, kind=kind)
         return softmax_origin(m, expr.value, scope, at, depth + 1, kind=kind)
     if isinstance(expr, cst.Name) or isinstance(expr, cst.Attribute) and dotted(expr) is not None:
         return _name_origin(m, dotted(expr), scope, at or expr, depth, kind=kind)
@@ -300,6 +417,8 @@ def softmax_origin(m: FileModel, expr: cst.BaseExpression, scope: str, at: Optio
     if exp_of is not None:
         # torch.exp(F.log_softmax(z, 1)): softmax spelled out
         return expr if _is_log_softmax(m, exp_of, scope, depth + 1) else None
+    if _is_qual(m, func, _KEEP_FUNCTIONS) and _first_arg(expr) is not None:
+        return softmax_origin(m, _first_arg(expr), scope, at, depth + 1, kind=kind)  # torch.squeeze(p, 1)
     if isinstance(func, cst.Attribute) and func.attr.value in _KEEP_VALUES:
         return softmax_origin(m, func.value, scope, at, depth + 1, kind=kind)
     # a call of a function, method or module defined in (or built in) this file
@@ -365,6 +484,10 @@ def _name_origin(m: FileModel, ref: Optional[str], scope: str, at: cst.CSTNode, 
             earlier.append((pos.line, pos.column, value, ctx))
     unpacked = [(t, v) for t, v, c in m.assignments if c.scope == scope and t != (ref,) and ref in t]
     loops = [loop for loop in m.loops if loop.scope == scope and ref in loop.targets]
+    if not earlier and not unpacked and not loops:
+        # a parameter: what every call of the function in the file passes (``compute_loss(pred,
+        # y)`` called with ``torch.sigmoid(logits)``)
+        return _parameter_origin(m, ref, scope, depth, kind)
     if not earlier:
         if len(unpacked) == 1 and not loops:
             # ``logits, probs = model(x)``: bound once, by unpacking what a call returns
@@ -379,12 +502,159 @@ def _name_origin(m: FileModel, ref: Optional[str], scope: str, at: cst.CSTNode, 
         return None
     earlier.sort(key=lambda e: (e[0], e[1]))
     _l, _c, value, ctx = earlier[-1]
-    # rebound in a loop of the scope, or in another way than a plain assignment: not followed
+    # rebound in a loop of the scope, or in another way than a plain assignment: not followed,
+    # unless every such binding comes before the last plain one, which is unconditional
+    # (``output, hidden = self.gru(x, h)`` then ``output = self.softmax(self.out(output))``)
     if unpacked or loops:
-        return None
+        others = [m.position(v).start for _t, v in unpacked] + [m.position(loop.node).start for loop in loops]
+        if ctx.conds or ctx.loop is not None or any((p.line, p.column) >= (_l, _c) for p in others):
+            return None
     if len(earlier) > 1 and ctx.conds:
         return None  # `if ...: out = softmax(out)`: the use may see the other value
     return softmax_origin(m, value, scope, value, depth + 1, kind=kind)
+
+
+def _parameter_origin(m: FileModel, ref: str, scope: str, depth: int, kind: Kind) -> Optional[cst.CSTNode]:
+    """Parameter ``ref`` of function ``scope``, never rebound there, holds `kind` output when every
+    call of the function in the file passes it (None when some call passes anything else, when
+    there is no call, or when the function may be called from elsewhere: handed on as a callable)."""
+    fn = m.functions.get(scope)
+    if fn is None or ref not in fn.params or ref in ("self", "cls") or depth >= _MAX_DEPTH:
+        return None
+    if m.assigns_locally(scope, ref):
+        return None
+    passed = _caller_arguments(m, scope, ref)
+    if not passed or any(where == fn.key for _v, where in passed):
+        return None  # no call, or one that leaves the default
+    origin = None
+    for value, where in passed:
+        origin = softmax_origin(m, value, where, value, depth + 1, kind=kind)
+        if origin is None:
+            return None
+    return origin
+
+
+def _string_key(expr: cst.Subscript) -> Optional[str]:
+    """``"prob"`` of ``out["prob"]``."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    key = expr.slice[0].slice.value
+    if isinstance(key, cst.SimpleString) and key.prefix == "":
+        return key.evaluated_value if isinstance(key.evaluated_value, str) else None
+    return None
+
+
+def _dict_entry(m: FileModel, value: cst.BaseExpression, key: str) -> Optional[cst.BaseExpression]:
+    """The value stored under `key` in a dict display ``{"prob": p}`` or ``dict(prob=p)``."""
+    if isinstance(value, cst.Dict):
+        found = None
+        for element in value.elements:
+            if not isinstance(element, cst.DictElement):
+                return None  # ``{**base, ...}``
+            if isinstance(element.key, cst.SimpleString) and element.key.evaluated_value == key:
+                found = element.value
+        return found
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" \
+            and "dict" not in m.locals.get(MODULE_SCOPE, ()):
+        if any(a.keyword is None for a in value.args):
+            return None
+        return next((a.value for a in value.args if a.keyword.value == key), None)
+    return None
+
+
+def _keyed_origin(m: FileModel, container: cst.BaseExpression, key: str, scope: str, at: cst.CSTNode, depth: int,
+                  kind: Kind) -> Optional[cst.CSTNode]:
+    """``out["prob"]`` (`container` ``out``): the `kind` output stored under `key` by the dict
+    `container` holds: a dict display, or a call (function, method, model of this file) whose
+    every ``return`` is one. A dict written to or updated in the scope is not followed."""
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(container, cst.Name):
+        ref = container.value
+        if any(any(t.startswith(ref + "[") for t in targets) for targets, _v, c in m.assignments if c.scope == scope):
+            return None
+        if any(isinstance(c.func, cst.Attribute) and dotted(c.func.value) == ref for c, ctx in m.calls if ctx.scope == scope):
+            return None  # out.update(...), out.pop(...)
+        here = m.position(at).start
+        earlier = [(m.position(v).start, v, c) for t, v, c in m.assignments if c.scope == scope and t == (ref,)
+                   and (m.position(v).start.line, m.position(v).start.column) < (here.line, here.column)]
+        if not earlier or any(ref in loop.targets for loop in m.loops if loop.scope == scope) \
+                or any(ref in t and t != (ref,) for t, _v, c in m.assignments if c.scope == scope):
+            return None
+        earlier.sort(key=lambda e: (e[0].line, e[0].column))
+        _pos, value, ctx = earlier[-1]
+        if len(earlier) > 1 and ctx.conds:
+            return None
+        return _keyed_origin(m, value, key, scope, value, depth + 1, kind)
+    entry = _dict_entry(m, container, key)
+    if entry is not None:
+        return softmax_origin(m, entry, scope, entry, depth + 1, kind=kind)
+    if not isinstance(container, cst.Call):
+        return None
+    callee = _callee_key(m, container, scope)
+
+    def element(ret: cst.Return) -> Optional[cst.CSTNode]:
+        stored = _dict_entry(m, ret.value, key)
+        return None if stored is None else softmax_origin(m, stored, callee, ret, depth + 1, kind=kind)
+
+    return _every_return(m, callee, depth, element)
+
+
+def _self_forward(m: FileModel, scope: str) -> Optional[str]:
+    """The ``forward`` that ``self(x)`` runs in a method of a class of this file (None when a
+    subclass in the file overrides it: then ``self`` may be one of those)."""
+    cls_scope = m.class_scope_of(scope) if scope != MODULE_SCOPE else None
+    if cls_scope is None:
+        return None
+    cls_name = cls_scope.rsplit(".", 1)[-1]
+    key = m.method_key(cls_name, "forward")
+    if key is None or _overridden(m, cls_name, "forward"):
+        return None
+    return key
+
+
+def _overridden(m: FileModel, cls_name: str, method: str) -> bool:
+    """Whether a subclass (in this file) of class `cls_name` defines its own `method`."""
+    for name, info in m.classes.items():
+        if name == cls_name:
+            continue
+        if any(b.rsplit(".", 1)[-1] == cls_name for b in info.bases) and (
+                f"{name}.{method}" in m.functions or _overridden(m, name, method)):
+            return True
+    return False
+
+
+def _instance_class(m: FileModel, ref: str, scope: str, depth: int) -> Optional[str]:
+    """The class of this file the object ``ref`` is an instance of: what ``instance_of`` knows,
+    else its one binding (``Net()``, ``Net().to(device)``, ``nn.DataParallel(Net())``), or for a
+    parameter what every caller in the file passes, when they agree."""
+    if depth > _MAX_DEPTH:
+        return None
+    cls_name = m.instance_of.get(scope, ref) or m.instance_of.get(scope, m.canonical(ref, scope))
+    if cls_name in m.classes:
+        return cls_name
+    values = _values_of(m, ref, scope, depth) or []
+    found = set()
+    for value, where in values:
+        value = _unwrap(_unwrap_wrapper(m, _unwrap(value)))
+        if isinstance(value, cst.Call) and dotted(value.func) in m.classes:
+            found.add(dotted(value.func))
+        elif isinstance(value, (cst.Name, cst.Attribute)) and dotted(value) is not None and dotted(value) != ref:
+            found.add(_instance_class(m, dotted(value), where, depth + 1))
+        else:
+            return None
+    if len(found) != 1 or None in found:
+        return None
+    return found.pop()
+
+
+def _unwrap_wrapper(m: FileModel, value: cst.BaseExpression) -> cst.BaseExpression:
+    """``nn.DataParallel(net)`` -> ``net``: calling the wrapper calls the module it wraps."""
+    if isinstance(value, cst.Call) and _is_qual(m, value.func, _MODULE_WRAPPERS):
+        inner = call_argument(value, 0, "module") or call_argument(value, 0, "model")
+        if inner is not None:
+            return inner
+    return value
 
 
 def _callee_origin(m: FileModel, call: cst.Call, scope: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
@@ -402,6 +672,10 @@ def _callee_origin(m: FileModel, call: cst.Call, scope: str, depth: int, kind: K
             method = m.method_key(cls_scope.rsplit(".", 1)[-1], ref.split(".", 1)[1])
             if method is not None:
                 key = method
+    elif ref == "self":
+        key = _self_forward(m, scope)  # self(x) in a LightningModule's training_step
+    elif "." in ref and not ref.endswith(".forward"):
+        key = _instance_method(m, ref, scope, depth)  # net.predict_proba(x)
     if key is not None:
         return _returns_softmax(m, key, depth + 1, kind=kind)
     if ref in m.classes:
@@ -426,18 +700,34 @@ def _callee_key(m: FileModel, call: cst.Call, scope: str) -> Optional[str]:
             method = m.method_key(cls_scope.rsplit(".", 1)[-1], ref.split(".", 1)[1])
             if method is not None:
                 return method
+    if ref == "self":
+        return _self_forward(m, scope)
     if ref in m.classes:
         return None
+    if "." in ref and not ref.endswith(".forward"):
+        method = _instance_method(m, ref, scope, 0)
+        if method is not None:
+            return method
     if ref.endswith(".forward") and ref != "self.forward":
         ref = ref[: -len(".forward")]
-    cls_name = m.instance_of.get(scope, ref) or m.instance_of.get(scope, m.canonical(ref, scope))
-    if cls_name not in m.classes:
-        values = _values_of(m, ref, scope, 0) or []
-        names = {dotted(_unwrap(v).func) for v, _w in values if isinstance(_unwrap(v), cst.Call)}
-        if len(values) != 1 or len(names) != 1:
-            return None
-        cls_name = names.pop()
+    cls_name = _instance_class(m, ref, scope, 0)
     return m.method_key(cls_name, "forward") if cls_name in m.classes else None
+
+
+def _instance_method(m: FileModel, ref: str, scope: str, depth: int) -> Optional[str]:
+    """``Net.predict_proba`` for ``net.predict_proba`` when ``net`` is an instance of class ``Net``
+    of this file that defines (or inherits from a class of this file) that method, and no
+    subclass in the file overrides it."""
+    owner, _, method = ref.rpartition(".")
+    if not owner or method.startswith("__") or owner == "self":
+        return None
+    cls_name = _instance_class(m, owner, scope, depth + 1)
+    if cls_name is None:
+        return None
+    key = m.method_key(cls_name, method)
+    if key is None or _overridden(m, cls_name, method):
+        return None
+    return key
 
 
 def _element_origin(m: FileModel, call: cst.Call, scope: str, index: int, count: int, depth: int,
@@ -512,11 +802,14 @@ def _object_origin(m: FileModel, value: cst.BaseExpression, scope: str, depth: i
             return _class_origin(m, name, depth, kind=kind)
         if name in m.functions and "." not in name:
             return _factory_origin(m, name, depth + 1, kind=kind)  # model = build_model(...)
+        if _is_qual(m, value.func, _MODULE_WRAPPERS):
+            inner = _unwrap_wrapper(m, value)
+            return None if inner is value else _object_origin(m, _unwrap(inner), scope, depth + 1, kind=kind)
         if _is_qual(m, value.func, frozenset({"torch.nn.Sequential"})):
-            layers = [a for a in value.args if a.keyword is None]
-            if not layers or layers[-1].star:
+            last = _last_layer(m, value, scope)
+            if last is None:
                 return None
-            last = _unwrap(layers[-1].value)
+            last = _unwrap(last)
             found = _object_origin(m, last, scope, depth + 1, kind=kind)
             return last if found is _CALL_SITE else found
         return None
@@ -526,6 +819,50 @@ def _object_origin(m: FileModel, value: cst.BaseExpression, scope: str, depth: i
             return None  # act = F.softmax: not followed
         return _module_origin(m, ref, scope, depth + 1, kind=kind)
     return None
+
+
+def _last_layer(m: FileModel, sequential: cst.Call, scope: str) -> Optional[cst.BaseExpression]:
+    """The last layer of ``nn.Sequential(a, b, c)``, of ``nn.Sequential(OrderedDict([("fc", a),
+    ("act", b)]))``, or of ``nn.Sequential(*layers)`` where ``layers`` is bound once in the
+    scope, to a list display, and never changed (no method of it called, no ``+=``)."""
+    layers = [a for a in sequential.args if a.keyword is None]
+    if not layers:
+        return None
+    last = layers[-1]
+    if last.star == "*" and len(layers) == 1 and isinstance(last.value, cst.Name):
+        name = last.value.value
+        bound = [(t, v) for t, v, c in m.assignments if c.scope == scope and name in t]
+        if len(bound) != 1 or bound[0][0] != (name,) or not isinstance(bound[0][1], cst.List):
+            return None
+        if any(isinstance(c.func, cst.Attribute) and dotted(c.func.value) == name for c, ctx in m.calls
+               if ctx.scope == scope) or any(name in loop.targets for loop in m.loops if loop.scope == scope) \
+                or _aug_assigned(m, name, scope):
+            return None
+        elements = bound[0][1].elements
+        if not elements or isinstance(elements[-1], cst.StarredElement):
+            return None
+        return elements[-1].value
+    if last.star:
+        return None
+    value = last.value
+    if len(layers) == 1 and isinstance(value, cst.Call) and m.imports.qualname(value.func) in (
+            "collections.OrderedDict", "OrderedDict"):
+        items = _first_arg(value)
+        if not isinstance(items, (cst.List, cst.Tuple)) or not items.elements:
+            return None
+        pair = items.elements[-1]
+        if isinstance(pair, cst.StarredElement) or not isinstance(pair.value, (cst.Tuple, cst.List)) \
+                or len(pair.value.elements) != 2:
+            return None
+        return pair.value.elements[1].value
+    return value
+
+
+def _aug_assigned(m: FileModel, name: str, scope: str) -> bool:
+    fn = m.functions.get(scope)
+    body = fn.node.body if fn is not None else m.module
+    return any(isinstance(a.target, cst.Name) and a.target.value == name
+               for a in m.index.nodes(cst.AugAssign, body, nested=False))
 
 
 def _class_origin(m: FileModel, cls_name: str, depth: int, kind: Kind = SOFTMAX) -> Optional[cst.CSTNode]:
@@ -591,6 +928,9 @@ def _factory_origin(m: FileModel, key: str, depth: int, kind: Kind = SOFTMAX) ->
 
 # --- a module handed to a training wrapper with a cross-entropy criterion -----------------------
 
+# skorch's binary classifier: its default criterion is BCEWithLogitsLoss (predict_proba applies the sigmoid)
+_BINARY_WRAPPERS = frozenset({"skorch.NeuralNetBinaryClassifier", "skorch.classifier.NeuralNetBinaryClassifier"})
+
 
 def criterion_for_module(m: FileModel, call: cst.Call) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, cst.CSTNode]]:
     """``NeuralNet(MyModule, criterion=nn.CrossEntropyLoss)`` (skorch and wrappers built like it):
@@ -598,12 +938,28 @@ def criterion_for_module(m: FileModel, call: cst.Call) -> Optional[Tuple[cst.Bas
     ``criterion=`` the ``CrossEntropyLoss`` class or an instance, where the module is a class
     of this file (or an instance of one) whose ``forward`` gives softmax output. The wrapper
     feeds the module's output to the criterion. Returns (criterion value, module, softmax)."""
+    found = wrapped_criterion(m, call)
+    if found is None or found[3] is not CROSS_ENTROPY:
+        return None
+    return found[0], found[1], found[2]
+
+
+def wrapped_criterion(m: FileModel, call: cst.Call) -> Optional[Tuple[Optional[cst.BaseExpression], cst.BaseExpression, cst.CSTNode, Loss, Kind]]:
+    """As criterion_for_module, for ``criterion=`` a ``CrossEntropyLoss`` (the module's forward
+    ends in softmax) or a ``BCEWithLogitsLoss`` (it ends in sigmoid), also skorch's
+    ``NeuralNetBinaryClassifier`` left with its default criterion (``BCEWithLogitsLoss``; the
+    criterion value is then None). Not ``NLLLoss``: skorch gives it the log of the module's
+    output. Returns (criterion value, module, the softmax or sigmoid, loss, kind)."""
     criterion = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "criterion"), None)
     if criterion is None:
-        return None
-    value = criterion.func if isinstance(criterion, cst.Call) and not criterion.args else criterion
-    if not _is_qual(m, value, CROSS_ENTROPY_LOSSES):
-        return None
+        if m.imports.qualname(call.func) not in _BINARY_WRAPPERS:
+            return None
+        loss = BCE_WITH_LOGITS
+    else:
+        value = criterion.func if isinstance(criterion, cst.Call) and not criterion.args else criterion
+        loss = _named_loss(m, value, classes=True)
+        if loss is not CROSS_ENTROPY and loss is not BCE_WITH_LOGITS:
+            return None
     module = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "module"), None)
     if module is None:
         positional = [a for a in call.args if a.keyword is None]
@@ -614,8 +970,30 @@ def criterion_for_module(m: FileModel, call: cst.Call) -> Optional[Tuple[cst.Bas
     name = dotted(target)
     if name not in m.classes:
         return None
-    origin = _class_origin(m, name, 0)
+    kind = SOFTMAX if loss is CROSS_ENTROPY else SIGMOID
+    origin = _class_origin(m, name, 0, kind=kind)
     if origin is None or origin is _CALL_SITE:
         return None
-    return criterion, module, origin
+    return criterion, module, origin, loss, kind
 
+
+def sole_layer_of_call(m: FileModel, call: cst.Call, layers: FrozenSet[str]) -> Optional[cst.Call]:
+    """``nn.Softmax(dim=1)`` for ``self.softmax(x)`` when ``self.softmax`` is bound once, to one of
+    `layers`, and this is the only call of it in its class (changing the layer then changes
+    this call only); None otherwise."""
+    ref = dotted(call.func)
+    if ref is None or not ref.startswith("self.") or ref.count(".") != 1:
+        return None
+    scope = next((ctx.scope for c, ctx in m.calls if c is call), None)
+    cls_scope = m.class_scope_of(scope) if scope not in (None, MODULE_SCOPE) else None
+    if cls_scope is None:
+        return None
+    values = _values_of(m, ref, scope, 0)
+    if not values or len(values) != 1:
+        return None
+    built = values[0][0]
+    if not (isinstance(built, cst.Call) and _is_qual(m, built.func, layers)):
+        return None
+    uses = [c for c, ctx in m.calls if dotted(c.func) == ref and ctx.scope != MODULE_SCOPE
+            and m.class_scope_of(ctx.scope) == cls_scope]
+    return built if len(uses) == 1 else None
