@@ -21,6 +21,10 @@ RULE_MODULES = [
     "ml012_clip_without_unscale",
     "ml013_softmax_before_cross_entropy",
     "ml014_scheduler_before_optimizer_step",
+    "ml015_accumulation_without_loss_scaling",
+    "ml016_functional_dropout_ignores_mode",
+    "ml017_sampler_epoch_not_set",
+    "ml018_host_tensor_moved_to_device",
     "ml100_unused_noqa",
 ]
 
