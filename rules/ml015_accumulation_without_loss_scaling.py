@@ -19,15 +19,22 @@ Why it matters
     ``if (i + 1) % n != 0: continue``), every clearing of that optimizer's gradients in the
     loop periodic as well, fed by a ``loss.backward()`` / ``scaler.scale(loss).backward()``
     that runs on every iteration, where the loss, followed back through its assignments
-    (and through helpers of the file that compute it), is never divided. A count of 1 cannot
-    be ruled out statically; the guard alone is reported.
+    (and through helpers of the file that compute it, their parameters followed to what the
+    loop hands them), is never divided. The step may be an AMP ``scaler.step(optimizer)``. Also
+    per-call accumulation: a method that runs the backward pass on every call, counts its calls
+    in an attribute (``self._micro += 1``) and steps and clears the optimizer only under
+    ``if self._micro == self.accum_steps:`` (resetting it) or ``if self.n % self.accum == 0:``,
+    the method called once per batch (from a loop of the file that does not clear the gradients
+    itself, or, with no caller in the file, named or taking parameters like a training step).
+    A count of 1 cannot be ruled out statically; the guard alone is reported.
 
 When the code is fine
     - the loss divided before the backward pass, by the count or by anything that might be
       it: ``loss = loss / accum_steps``, ``loss /= n``, ``(loss / n).backward()``,
       ``loss * (1 / n)``, ``loss.div(n)``, a factor named like a scale (``loss * scale``),
       a helper of the file that divides what it returns, a call handed the count
-      (``compute_loss(batch, args)`` for ``args.accum_steps``);
+      (``compute_loss(batch, args)`` for ``args.accum_steps``); a per-sample weight read from
+      the batch (``loss * batch["weight"]``) is no such division;
     - a sum-reduced loss normalised by a token or sample count (a division too), transformers
       models given ``num_items_in_batch``;
     - frameworks that scale: accelerate (``with accelerator.accumulate(model):``,
@@ -41,6 +48,9 @@ When the code is fine
       step that runs with its backward pass (both under the guard, or in one helper), an
       optimizer cleared on every iteration (no accumulation: the other gradients are thrown
       away), an optimizer never cleared (ML001 reports that);
+    - a counter of a method's calls that guards something else than the step (an EMA update,
+      logging), a counter advanced only on some calls, a caller that clears the gradients
+      before each call;
     - a backward pass inside a nested micro-batch loop (not judged).
 
 How to fix
@@ -54,6 +64,7 @@ How to fix
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Optional
 
 import libcst as cst
@@ -70,6 +81,7 @@ from mllint.semantics.periodic import (
     learning_rate_normalised,
     loss_divided,
     micro_batch_steps,
+    per_call_steps,
     scaled_loss,
 )
 
@@ -86,9 +98,10 @@ FIX = "unsafe"
 def SCREEN(facts) -> bool:
     # Sound: a finding is a zero-positional-argument ``<tensor>.backward()`` in a loop of the file
     # (or of a helper of the file a loop calls: still a loop in the file) feeding an optimizer step
-    # (``.step(...)``/``.optimizer_step(...)``, also in a helper of the file) under a guard.
+    # (``.step(...)``/``.optimizer_step(...)``, also in a helper of the file) under a guard; or
+    # the backward pass of a method of a class counting its own calls (no loop needed in the file).
     return (
-        facts.has_loop
+        (facts.has_loop or facts.has_class)
         and "backward" in facts.attr_calls
         and not facts.call_names.isdisjoint({"step", "optimizer_step"})
     )
@@ -97,6 +110,13 @@ def SCREEN(facts) -> bool:
 def _short(text: str, limit: int = 30) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _label(count: str, limit: int) -> str:
+    """The count as a message names it: ``grad_accumulation_step`` for
+    ``self.config.get('grad_accumulation_step', 1)``, else its text, shortened."""
+    lookup = re.match(r"^[\w.]+\.get\(\s*['\"](\w+)['\"]", count)
+    return _short(lookup.group(1) if lookup else count, limit)
 
 
 def _fixable_count(count: cst.BaseExpression) -> bool:
@@ -131,17 +151,18 @@ def _fix(model: FileModel, found: AccumulatingStep) -> Optional[Fix]:
 
 def check(model: FileModel) -> Iterable[Finding]:
     seen = set()
-    for found in [*accumulating_steps(model), *micro_batch_steps(model)]:
+    for found in [*accumulating_steps(model), *micro_batch_steps(model), *per_call_steps(model)]:
         call = found.backward.node
         if id(call) in seen or not isinstance(call, cst.Call):
             continue
-        micro = found.inner is not None and found.inner.parent is None
+        micro = found.inner is not None and found.inner.parent is None or found.method is not None
         if framework_scales(model, found) or loss_divided(model, found) or grads_scaled_by_hand(model, found.loop, micro):
             continue
         if learning_rate_normalised(model, found):
             continue
         seen.add(id(call))
         count = _short(model.code_of(found.guard.count), 28)
+        label = _label(" ".join(model.code_of(found.guard.count).split()), 20)
         receiver = backward_receiver(call)
         loss_text = _short(model.code_of(scaled_loss(receiver)[0]) if receiver is not None else "the loss", 24)
         step_line = model.position(found.step.node).start.line
@@ -157,7 +178,19 @@ def check(model: FileModel) -> Iterable[Finding]:
             )
             yield model.finding(call, CODE, NAME, message, _fix(model, found), detail)
             continue
-        message = (f"the loss is not divided by the `{_short(count, 20)}` batches the optimizer steps over: their"
+        if found.method is not None:
+            method = found.method.rsplit(".", 1)[-1]
+            message = (f"the loss is not divided by the `{label}` calls the optimizer steps over: their"
+                       " gradients add up")
+            detail = (
+                f"`{loss_text}` is backpropagated undivided on every call of `{_short(method, 30)}()`, which counts its calls in "
+                f"`{found.counter}` and steps the optimizer (line {step_line}) and clears its gradients only every `{count}` calls: "
+                f"the step applies `{count}` times the gradient of the large batch it stands for (SGD's learning rate, "
+                f"clipping thresholds and weight decay all change with `{count}`). Divide the loss by `{count}` before backward()."
+            )
+            yield model.finding(call, CODE, NAME, message, _fix(model, found), detail)
+            continue
+        message = (f"the loss is not divided by the `{label}` batches the optimizer steps over: their"
                    " gradients add up")
         via = ""
         if found.backward.via:
@@ -950,5 +983,270 @@ class Trainer:
                 optimizer.step()
                 optimizer.zero_grad()
 """,
+    ),
+]
+
+# --- AMP steps, helpers' parameters, per-call accumulation -----------------------------------------
+
+_AMP_LOOP = """
+import torch
+import torch.nn.functional as F
+
+ACCUM = 4
+scaler = torch.cuda.amp.GradScaler()
+
+def silog(pred, target, lam=0.85):
+    d = torch.log(pred.clamp(min=1e-3)) - torch.log(target)
+    return torch.sqrt((d ** 2).mean() - lam * d.mean() ** 2)
+
+def train(model, loader, opt):
+    for it, (x, depth) in enumerate(loader):
+        x, depth = x.cuda(), depth.cuda()
+        with torch.autocast("cuda"):
+            loss = silog(model(x).float(), depth)
+        {backward}
+        if (it + 1) % ACCUM == 0:
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad(set_to_none=True)
+"""
+
+_EQ_COUNTER = """
+import torch
+import torch.nn as nn
+
+class Trainer:
+    def __init__(self, model, accum_steps=4):
+        self.model = model
+        self.criterion = nn.CrossEntropyLoss()
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        self.accum_steps = accum_steps
+        self._micro = 0
+
+    def _compute_loss(self, batch):
+        x, y = batch
+        logits = self.model(x)
+        return self.criterion(logits, y), logits
+
+    def train_step(self, batch):
+        loss, logits = self._compute_loss(batch)
+        {backward}
+        self._micro += 1
+        if self._micro == self.accum_steps:
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            self._micro = 0
+        return loss.item()
+
+    def train_epoch(self, loader):
+        for batch in loader:
+            self.train_step(batch)
+"""
+
+_MOD_COUNTER = """
+import torch
+import torch.nn.functional as F
+
+class MultiTaskModel:
+    def __init__(self, network, config):
+        self.network = network
+        self.config = config
+        self.optimizer = torch.optim.Adamax(network.parameters(), lr=config["lr"])
+        self.local_updates = 0
+
+    def update(self, batch_meta, batch_data):
+        self.network.train()
+        y = batch_data[batch_meta["label"]].cuda()
+        weight = batch_data[batch_meta["factor"]].cuda()
+        logits = self.network(*batch_data[: batch_meta["input_len"]])
+        loss = torch.mean(F.cross_entropy(logits, y, reduction="none") * weight)
+        {backward}
+        self.local_updates += 1
+        if self.local_updates % self.config["grad_accumulation_step"] == 0:
+            torch.nn.utils.clip_grad_norm_(self.network.parameters(), 1.0)
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+"""
+
+_AMP_METHOD = """
+import torch
+
+class AmpTrainer:
+    def __init__(self, model, optimizer, grad_accum):
+        self.model = model
+        self.optimizer = optimizer
+        self.scaler = torch.cuda.amp.GradScaler()
+        self.grad_accum = grad_accum
+        self.n = 0
+
+    def step(self, x, y):
+        with torch.autocast("cuda"):
+            loss = torch.nn.functional.mse_loss(self.model(x), y)
+        {backward}
+        self.n += 1
+        if self.n >= self.grad_accum:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            self.optimizer.zero_grad()
+            self.n = 0
+
+def fit(trainer, loader):
+    for x, y in loader:
+        trainer.step(x, y)
+"""
+
+INVALID += [
+    # AMP: scaler.step(opt) every ACCUM iterations (unscale_ and a clip before it), the loss of a
+    # helper of the file (its parameters followed to the loop's batch) never divided
+    Example(
+        _AMP_LOOP.replace("{backward}", "scaler.scale(loss).backward()"),
+        unsafe_fixed=_AMP_LOOP.replace("{backward}", "scaler.scale(loss / ACCUM).backward()"),
+    ),
+    # a scaler we know only by its name (a parameter), a plain modulus guard
+    Example(
+        """
+import torch
+
+def train(model, loader, optimizer, scaler, accum_iter):
+    for step, batch in enumerate(loader):
+        with torch.autocast("cuda"):
+            loss = model(**batch).loss
+        scaler.scale(loss).backward()
+        if (step + 1) % accum_iter == 0:
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+""",
+        unsafe_fixed="""
+import torch
+
+def train(model, loader, optimizer, scaler, accum_iter):
+    for step, batch in enumerate(loader):
+        with torch.autocast("cuda"):
+            loss = model(**batch).loss
+        scaler.scale(loss / accum_iter).backward()
+        if (step + 1) % accum_iter == 0:
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+""",
+    ),
+    # per-call accumulation: the method counts its calls, steps when the count reaches
+    # accum_steps and resets it; it is called once per batch from a loop
+    Example(
+        _EQ_COUNTER.replace("{backward}", "loss.backward()"),
+        unsafe_fixed=_EQ_COUNTER.replace("{backward}", "(loss / self.accum_steps).backward()"),
+    ),
+    # per-call accumulation with a modulus of the call counter (mt-dnn's update); a per-sample
+    # weight from the batch is no division by the count
+    Example(
+        _MOD_COUNTER.replace("{backward}", "loss.backward()"),
+    ),
+    # per-call accumulation with AMP, a ``>=`` guard, called from a loop of the file
+    Example(
+        _AMP_METHOD.replace("{backward}", "self.scaler.scale(loss).backward()"),
+        unsafe_fixed=_AMP_METHOD.replace("{backward}", "self.scaler.scale(loss / self.grad_accum).backward()"),
+    ),
+]
+
+VALID += [
+    # AMP with the loss divided at the backward
+    Example(_AMP_LOOP.replace("{backward}", "scaler.scale(loss / ACCUM).backward()")),
+    # per-call accumulation, the loss divided
+    Example(_EQ_COUNTER.replace("{backward}", "(loss / self.accum_steps).backward()")),
+    Example(_MOD_COUNTER.replace("{backward}", 'loss = loss / self.config["grad_accumulation_step"]\n        loss.backward()')),
+    Example(_AMP_METHOD.replace("{backward}", "self.scaler.scale(loss / self.grad_accum).backward()")),
+    # the helper that computes the loss divides it
+    Example(_EQ_COUNTER.replace("return self.criterion(logits, y), logits", "return self.criterion(logits, y) / self.accum_steps, logits")
+            .replace("{backward}", "loss.backward()")),
+    # a counter that guards an EMA update, not an optimizer step (the optimizer steps every call)
+    Example(
+        """
+import torch
+
+class EmaTrainer:
+    def __init__(self, model, ema, ema_every):
+        self.model = model
+        self.ema = ema
+        self.ema_every = ema_every
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        self._calls = 0
+
+    def train_step(self, x, y):
+        loss = torch.nn.functional.mse_loss(self.model(x), y)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self._calls += 1
+        if self._calls == self.ema_every:
+            self.ema.update(self.model)
+            self._calls = 0
+"""
+    ),
+    # a step on every call, the counter only for logging
+    Example(
+        """
+import torch
+
+class Trainer:
+    def __init__(self, model, log_every):
+        self.model = model
+        self.log_every = log_every
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        self.global_step = 0
+
+    def train_step(self, x, y):
+        loss = torch.nn.functional.mse_loss(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+        self.global_step += 1
+        if self.global_step % self.log_every == 0:
+            print(self.global_step, loss.item())
+"""
+    ),
+    # the caller clears the gradients before every call: nothing accumulates across calls
+    Example(
+        _EQ_COUNTER.replace("{backward}", "loss.backward()").replace(
+            "        for batch in loader:\n            self.train_step(batch)",
+            "        for batch in loader:\n            self.optimizer.zero_grad()\n            self.train_step(batch)",
+        )
+    ),
+    # the counter is advanced only on some calls (not once per call): not followed
+    Example(
+        _EQ_COUNTER.replace("{backward}", "loss.backward()").replace(
+            "        self._micro += 1\n", "        if loss.item() > 0:\n            self._micro += 1\n"
+        )
+    ),
+]
+
+VALID += [
+    # a GAN step: the critic every call, the generator every n_critic calls with its own backward
+    Example(
+        """
+import torch
+
+class WGAN:
+    def __init__(self, gen, critic, n_critic=5):
+        self.gen, self.critic = gen, critic
+        self.opt_g = torch.optim.Adam(gen.parameters(), lr=1e-4)
+        self.opt_d = torch.optim.Adam(critic.parameters(), lr=1e-4)
+        self.n_critic = n_critic
+        self.steps = 0
+
+    def train_step(self, real, z):
+        self.opt_d.zero_grad()
+        d_loss = self.critic(self.gen(z).detach()).mean() - self.critic(real).mean()
+        d_loss.backward()
+        self.opt_d.step()
+        self.steps += 1
+        if self.steps % self.n_critic == 0:
+            self.opt_g.zero_grad()
+            g_loss = -self.critic(self.gen(z)).mean()
+            g_loss.backward()
+            self.opt_g.step()
+"""
     ),
 ]

@@ -13,7 +13,10 @@ Why it matters
     (fixtures/ml017: 2 replicas, 5 epochs of 16 samples: without ``set_epoch`` all 5 epochs
     of rank 0 share one order, with it all 5 differ).
     Reported at the epoch loop (the loop around the loop over the loader, also when that inner
-    loop is in a helper it calls: ``for epoch in ...: train_one_epoch(model, loader)``), when
+    loop is in a helper it calls: ``for epoch in ...: train_one_epoch(model, loader)``; also a
+    loop drawing batches by hand, ``it = iter(loader)`` (or ``cycle(loader)``) made each epoch and
+    ``next(it)`` in its step loop, or ``next(iter(loader))``; also a loader handed to a trainer
+    class of the file that keeps it as ``self.<attr>``, alone or in a dict of loaders), when
     the loader is fed (``sampler=``, built inline, or through ``batch_sampler=BatchSampler(sampler,
     ...)``) by a ``DistributedSampler`` that shuffles
     (``shuffle=True`` or left out), built before the epoch loop, the inner loop trains (a
@@ -28,7 +31,9 @@ When the code is fine
     - ``DistributedSampler(..., shuffle=False)``; a shuffle flag we cannot read
       (``shuffle=is_train``, ``**kwargs``) is given the benefit of the doubt;
     - one pass over the loader (no epoch loop around it), an evaluation loop (no training in
-      it), a sampler or loader built anew inside the epoch loop;
+      it), a sampler or loader built anew inside the epoch loop; an iterator made once before
+      the loops and made again only when exhausted (step-based training), a ``cycle(loader)``
+      made once (it replays its first pass: ``set_epoch`` would change nothing);
     - frameworks that set the epoch themselves: Lightning's ``Trainer`` (and Fabric's
       ``setup_dataloaders``), accelerate's ``accelerator.prepare(loader)``, ignite's
       ``auto_dataloader``, Hugging Face's ``Trainer`` (no hand-written epoch loop);
@@ -36,7 +41,8 @@ When the code is fine
       your own, another library's distributed sampler);
     - an epoch loop that hands the loader or the sampler to code the file does not show
       (``utils.train(loader, epoch)`` from another module, an inherited ``self.on_epoch_start``):
-      it may set the epoch there.
+      it may set the epoch there (an inherited method called once per batch, like
+      ``self._backward(loss)``, is not taken to set it, unless its name says ``epoch``).
 
 How to fix
     Call ``sampler.set_epoch(epoch)`` at the start of every epoch, before iterating the loader.
@@ -99,6 +105,8 @@ def _fix(model: FileModel, found: Unseeded) -> Optional[Fix]:
     guard = False
     for value in sampler.values:
         order = model.assignment_order.get(value)
+        if order is None and isinstance(model.parents.get(value), cst.Element):  # a, b = None, None
+            order = model.assignment_order.get(model.parents.get(model.parents.get(value)))
         if order is None or order > epoch.order:
             return None  # bound after the loop starts
         for branch in branches(value):
@@ -140,9 +148,10 @@ def check(model: FileModel) -> Iterable[Finding]:
         inner = _header(model, found.inner.node)
         message = f"`{shorten(header, 32)}` never calls `set_epoch` on its DistributedSampler: same order every epoch"
         where = "" if not found.via else f" (in `{found.inner.scope}`)"
+        drawn = "" if found.through is None else f"`{shorten(model.code_of(found.through).strip(), 30)}` in "
         detail = (
             f"`{name}` (the DistributedSampler built on line {line}, shuffling) feeds `{loader}`, iterated by "
-            f"`{shorten(inner, 50)}`{where} once per iteration of `{shorten(header, 50)}`, but nothing in that loop calls "
+            f"{drawn}`{shorten(inner, 50)}`{where} once per iteration of `{shorten(header, 50)}`, but nothing in that loop calls "
             f"`set_epoch`: the sampler seeds its shuffle with `seed + epoch`, so every epoch gets the same order on every "
             f"rank. Call `{name if sampler.binding is not None else f'{loader}.sampler'}.set_epoch(epoch)` at the start "
             f"of each epoch."
@@ -726,6 +735,199 @@ def validate(val_loader, model, criterion):
         loss = criterion(model(x), y)
         loss_meter.update(loss.item(), x.size(0))
     return loss_meter.avg
+""",
+    # batches drawn with next(iter(...)) each epoch, and the sampler told the epoch
+    """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+for epoch in range(10):
+    sampler.set_epoch(epoch)
+    it = iter(loader)
+    for step in range(100):
+        x, y = next(it)
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+""",
+    # step-based: one iterator made before the loops, made again only when exhausted (no epoch loop)
+    """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+it = iter(loader)
+for epoch in range(10):
+    for step in range(100):
+        try:
+            x, y = next(it)
+        except StopIteration:
+            it = iter(loader)
+            x, y = next(it)
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+""",
+    # itertools.cycle made once: it replays the batches of its first pass, set_epoch would change nothing
+    """
+import itertools
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+loader = DataLoader(dataset, batch_size=32, sampler=DistributedSampler(dataset))
+batches = itertools.cycle(loader)
+for epoch in range(10):
+    for step in range(100):
+        x, y = next(batches)
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+""",
+    # next(...) in an evaluation loop: nothing trains on those batches
+    """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+val_loader = DataLoader(val_set, batch_size=64, sampler=DistributedSampler(val_set))
+for epoch in range(10):
+    train(model, optimizer, epoch)
+    it = iter(val_loader)
+    with torch.no_grad():
+        for _ in range(20):
+            x, y = next(it)
+            correct += (model(x).argmax(1) == y).sum()
+""",
+    # a trainer given the loader and the sampler: it sets the epoch on what it was given
+    """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+class Trainer:
+    def __init__(self, model, loader, sampler):
+        self.model = model
+        self.loader = loader
+        self.sampler = sampler
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            self.sampler.set_epoch(epoch)
+            for x, y in self.loader:
+                self.opt.zero_grad()
+                self.model.loss(x, y).backward()
+                self.opt.step()
+
+
+def main(model, dataset):
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+    Trainer(model, loader, sampler).fit(10)
+""",
+    # a trainer given a dict of loaders sets the epoch through the loader it trains on
+    """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+class Trainer(object):
+    def __init__(self, model, data_loader, optimizer):
+        self.model = model
+        self.data_loader = data_loader
+        self.optimizer = optimizer
+
+    def run(self, epochs):
+        for epoch in range(epochs):
+            self.data_loader["train"].sampler.set_epoch(epoch)
+            self._train_epoch()
+
+    def _train_epoch(self):
+        for x, y in self.data_loader["train"]:
+            self.optimizer.zero_grad()
+            self.model.loss(x, y).backward()
+            self.optimizer.step()
+
+
+def main(model, train_set, optimizer):
+    data_loader = {"train": DataLoader(train_set, batch_size=8, sampler=DistributedSampler(train_set))}
+    Trainer(model, data_loader, optimizer).run(10)
+""",
+    # the trainer's __init__ hands the loader to an engine the file does not show: it may set the epoch
+    """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+from engine import Engine
+
+
+class Trainer:
+    def __init__(self, model, loader):
+        self.model = model
+        self.loader = loader
+        self.engine = Engine(model, loader)
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            for x, y in self.loader:
+                self.opt.zero_grad()
+                self.model.loss(x, y).backward()
+                self.opt.step()
+
+
+def main(model, dataset):
+    loader = DataLoader(dataset, batch_size=32, sampler=DistributedSampler(dataset))
+    Trainer(model, loader).fit(10)
+""",
+    # the trainer's loader attribute is rebound elsewhere in the class: which loader it holds is unknown
+    """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+class Trainer:
+    def __init__(self, model, loader):
+        self.model = model
+        self.loader = loader
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def use(self, loader):
+        self.loader = make_loader(loader)
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            for x, y in self.loader:
+                self.opt.zero_grad()
+                self.model.loss(x, y).backward()
+                self.opt.step()
+
+
+def main(model, dataset):
+    loader = DataLoader(dataset, batch_size=32, sampler=DistributedSampler(dataset))
+    Trainer(model, loader).fit(10)
+""",
+    # an inherited hook with `epoch` in its name, called in the batch loop, may set the epoch
+    """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+from base import BaseTrainer
+
+
+class Trainer(BaseTrainer):
+    def load(self):
+        self.train_sampler = DistributedSampler(self.train_set)
+        self.train_loader = DataLoader(self.train_set, batch_size=32, sampler=self.train_sampler)
+
+    def train(self):
+        for epoch in range(self.max_epochs):
+            it = iter(self.train_loader)
+            for i in range(len(self.train_loader)):
+                batch = next(it)
+                loss = self.model(batch).mean()
+                self._backward(loss)
+                self.maybe_end_epoch(i, epoch)
 """,
 ]
 
@@ -1745,6 +1947,330 @@ def main(args, model, dataset, optimizer):
     loader = MultiEpochsDataLoader(dataset, batch_size=args.batch_size, sampler=sampler, num_workers=8)
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
+        for x, y in loader:
+            optimizer.zero_grad()
+            model.loss(x, y).backward()
+            optimizer.step()
+""",
+    ),
+    # dev set: two streams drawn with iter/next, only one sampler told the epoch
+    Example(
+        """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def main(model, opt, labeled_set, unlabeled_set, steps=1024):
+    labeled_sampler = DistributedSampler(labeled_set, shuffle=True)
+    unlabeled_sampler = DistributedSampler(unlabeled_set, shuffle=True)
+    labeled_loader = DataLoader(labeled_set, batch_size=64, sampler=labeled_sampler)
+    unlabeled_loader = DataLoader(unlabeled_set, batch_size=448, sampler=unlabeled_sampler)
+    epoch = 0
+    while epoch < 100:
+        unlabeled_sampler.set_epoch(epoch)
+        l_iter, u_iter = iter(labeled_loader), iter(unlabeled_loader)
+        for _ in range(steps):
+            try:
+                x_l, y_l = next(l_iter)
+            except StopIteration:
+                l_iter = iter(labeled_loader)
+                x_l, y_l = next(l_iter)
+            x_u, _ = next(u_iter)
+            loss = model.loss(x_l, y_l, x_u)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        epoch += 1
+""",
+    ),
+    # an iterator made each epoch, batches drawn with next() in the step loop
+    Example(
+        """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+for epoch in range(10):
+    it = iter(loader)
+    for step in range(len(loader)):
+        x, y = next(it)
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+""",
+        fixed="""
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+for epoch in range(10):
+    sampler.set_epoch(epoch)
+    it = iter(loader)
+    for step in range(len(loader)):
+        x, y = next(it)
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+""",
+    ),
+    # next() under gradient accumulation: the pass is per epoch, not per accumulation loop
+    Example(
+        """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+for epoch in range(10):
+    batches = iter(loader)
+    for step in range(len(loader) // 4):
+        optimizer.zero_grad()
+        for _ in range(4):
+            x, y = next(batches)
+            (loss_fn(model(x), y) / 4).backward()
+        optimizer.step()
+""",
+        fixed="""
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+for epoch in range(10):
+    sampler.set_epoch(epoch)
+    batches = iter(loader)
+    for step in range(len(loader) // 4):
+        optimizer.zero_grad()
+        for _ in range(4):
+            x, y = next(batches)
+            (loss_fn(model(x), y) / 4).backward()
+        optimizer.step()
+""",
+    ),
+    # itertools.cycle made each epoch: its first pass is a fresh pass over the loader
+    Example(
+        """
+from itertools import cycle
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+for epoch in range(10):
+    stream = cycle(loader)
+    for step in range(500):
+        x, y = next(stream)
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+""",
+        fixed="""
+from itertools import cycle
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+for epoch in range(10):
+    sampler.set_epoch(epoch)
+    stream = cycle(loader)
+    for step in range(500):
+        x, y = next(stream)
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+""",
+    ),
+    # next(iter(loader)) in the step loop: a fresh pass per step, the same order every epoch
+    Example(
+        """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+for epoch in range(10):
+    for step in range(100):
+        x, y = next(iter(loader))
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+""",
+        fixed="""
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+for epoch in range(10):
+    sampler.set_epoch(epoch)
+    for step in range(100):
+        x, y = next(iter(loader))
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+""",
+    ),
+    # fairchem: the sampler on self, built in another method; next() in the step loop; the
+    # trainer's inherited per-step methods (self._backward, self.save) do not set the epoch
+    Example(
+        """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+from base import BaseTrainer
+
+
+class ForcesTrainer(BaseTrainer):
+    def load_task(self):
+        self.train_sampler = DistributedSampler(self.train_dataset, shuffle=True)
+        self.train_loader = DataLoader(self.train_dataset, batch_size=32, sampler=self.train_sampler)
+
+    def train(self):
+        for epoch in range(self.start_epoch, self.max_epochs):
+            train_loader_iter = iter(self.train_loader)
+            for i in range(len(self.train_loader)):
+                self.model.train()
+                batch = next(train_loader_iter)
+                loss = self._compute_loss(self._forward(batch), batch)
+                self._backward(loss)
+                if i % 100 == 0:
+                    self.save(epoch, i)
+
+    def _forward(self, batch):
+        return self.model(batch)
+
+    def _compute_loss(self, out, batch):
+        return (out - batch.y).pow(2).mean()
+""",
+    ),
+    # pytorch/examples: the loader handed to a Trainer of the file, kept as self.train_data
+    Example(
+        """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Trainer:
+    def __init__(self, model, train_data, optimizer, gpu_id):
+        self.gpu_id = gpu_id
+        self.model = model.to(gpu_id)
+        self.train_data = train_data
+        self.optimizer = optimizer
+
+    def _run_batch(self, source, targets):
+        self.optimizer.zero_grad()
+        loss = F.cross_entropy(self.model(source), targets)
+        loss.backward()
+        self.optimizer.step()
+
+    def _run_epoch(self, epoch):
+        for source, targets in self.train_data:
+            self._run_batch(source.to(self.gpu_id), targets.to(self.gpu_id))
+
+    def train(self, max_epochs):
+        for epoch in range(max_epochs):
+            self._run_epoch(epoch)
+
+
+def prepare_dataloader(dataset, batch_size):
+    return DataLoader(dataset, batch_size=batch_size, pin_memory=True, shuffle=False, sampler=DistributedSampler(dataset))
+
+
+def main(rank, dataset, model, optimizer, total_epochs, batch_size):
+    train_data = prepare_dataloader(dataset, batch_size)
+    trainer = Trainer(model, train_data, optimizer, rank)
+    trainer.train(total_epochs)
+""",
+    ),
+    # ParallelWaveGAN: samplers bound by `a, b = None, None` then built under a flag; a dict of
+    # loaders handed to a Trainer by keyword, whose `while True` loop runs an epoch per pass
+    Example(
+        """
+import torch
+from torch.utils.data import DataLoader
+
+
+class Trainer(object):
+    def __init__(self, steps, data_loader, model, optimizer, config):
+        self.steps = steps
+        self.data_loader = data_loader
+        self.model = model
+        self.optimizer = optimizer
+        self.config = config
+        self.finish_train = False
+
+    def run(self):
+        while True:
+            self._train_epoch()
+            if self.finish_train:
+                break
+
+    def _train_step(self, batch):
+        loss = self.model(*batch).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.steps += 1
+
+    def _train_epoch(self):
+        for batch in self.data_loader["train"]:
+            self._train_step(batch)
+            if self.steps >= self.config["train_max_steps"]:
+                self.finish_train = True
+                return
+
+
+def main(args, config, dataset, model, optimizer):
+    train_sampler, dev_sampler = None, None
+    if args.distributed:
+        from torch.utils.data.distributed import DistributedSampler
+        train_sampler = DistributedSampler(dataset=dataset["train"], shuffle=True)
+        dev_sampler = DistributedSampler(dataset=dataset["dev"], shuffle=False)
+    data_loader = {
+        "train": DataLoader(dataset=dataset["train"], shuffle=not args.distributed, sampler=train_sampler),
+        "dev": DataLoader(dataset=dataset["dev"], shuffle=False, sampler=dev_sampler),
+    }
+    trainer = Trainer(steps=0, data_loader=data_loader, model=model, optimizer=optimizer, config=config)
+    trainer.run()
+""",
+    ),
+    # samplers bound by `a, b = None, None` first: the fix guards the call
+    Example(
+        """
+import torch
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def main(args, model, train_set, optimizer):
+    train_sampler, val_sampler = None, None
+    if args.distributed:
+        train_sampler = DistributedSampler(train_set)
+    loader = DataLoader(train_set, batch_size=32, shuffle=train_sampler is None, sampler=train_sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model.loss(x, y).backward()
+            optimizer.step()
+""",
+        fixed="""
+import torch
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def main(args, model, train_set, optimizer):
+    train_sampler, val_sampler = None, None
+    if args.distributed:
+        train_sampler = DistributedSampler(train_set)
+    loader = DataLoader(train_set, batch_size=32, shuffle=train_sampler is None, sampler=train_sampler)
+    for epoch in range(args.epochs):
+        if train_sampler is not None:
+            train_sampler.set_epoch(epoch)
         for x, y in loader:
             optimizer.zero_grad()
             model.loss(x, y).backward()

@@ -16,10 +16,16 @@ reads accumulation ("``step()`` and ``zero_grad()`` both run every N iterations"
   iterations as well (not under a periodic guard of its own, not inside the helper that
   steps), every clearing of that optimizer in the loop periodic too (a clearing on every
   iteration throws the other gradients away: no accumulation), at least one of them;
+- a *per-call step* (`per_call_steps`) is the same in a method with no loop: the backward pass
+  on every call, an attribute counting the calls (``self._micro += 1`` on the method's straight
+  line, nowhere else), the step and every clearing under ``self._micro == N`` / ``>= N`` (the
+  branch resetting the counter) or ``self._micro % N == 0``, the method called once per batch;
 - `loss_divided` says whether the tensor ``.backward()`` is called on is, or might be,
   divided before the call: any division on its way (``loss / n``, ``loss /= n``,
   ``loss.div(n)``, ``loss * (1 / n)``, a factor named like a scale), a helper of the file
-  that divides what it returns, a call handed the count, apex's ``amp.scale_loss(loss / n)``.
+  that divides what it returns (its parameters followed to the caller's arguments; one element
+  of a returned tuple), a call handed the count, apex's ``amp.scale_loss(loss / n)``; a factor
+  read from the batch (``weight = batch_data[...]``) is a per-sample weight, no division.
   Whatever cannot be followed counts as divided (silence).
 """
 
@@ -48,6 +54,7 @@ from mllint.semantics.model import (
     moduli,
     translate,
 )
+from mllint.semantics import roles as R
 from mllint.semantics.names import dotted, ref_of
 
 _EMPTY = cst.Module(body=[])
@@ -76,6 +83,8 @@ class AccumulatingStep:
     backward: LoopEffect
     guard: Guard
     inner: Optional[Loop] = None  # the micro-batch loop holding the backward pass (step after it)
+    method: Optional[str] = None  # per-call accumulation: the method (``loop`` stands for its body)
+    counter: Optional[str] = None  # per-call accumulation: the attribute counting its calls
 
 
 # --- periodic guards ------------------------------------------------------------------------
@@ -415,8 +424,14 @@ def _level_effects(model: FileModel, inner: Loop) -> List[LoopEffect]:
     (depth 0), or the function (outside any loop) when it has none."""
     if inner.parent is not None:
         return [e for e in model.loop_effects(inner.parent) if e.depth == 0]
+    return _scope_effects(model, inner.scope)
+
+
+def _scope_effects(model: FileModel, scope: str) -> List[LoopEffect]:
+    """The effects of a function outside its loops (a helper's through the call), as loop
+    effects of depth 0."""
     out: List[LoopEffect] = []
-    for effect in model.effects_in(inner.scope):
+    for effect in model.effects_in(scope):
         if effect.ctx.loop is not None:
             continue
         conds = conds_within(effect.ctx.conds, None)
@@ -484,6 +499,177 @@ def micro_batch_steps(model: FileModel) -> Iterator[AccumulatingStep]:
             break
 
 
+# --- per-call accumulation: a method counting its own calls ---------------------------------
+
+# names of a method a training loop calls once per batch (when nothing in the file calls it)
+_PER_BATCH_METHOD = re.compile(r"step|update|train|batch|iter|optimi[sz]e|learn|fit", re.IGNORECASE)
+_BATCH_PARAM = re.compile(r"batch|data|inputs?$|samples?$|^x$|^xb$", re.IGNORECASE)
+
+
+def _self_counter(node: Optional[cst.BaseExpression]) -> Optional[str]:
+    """``self.X`` (one attribute of the instance), as a ref; None for anything else."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return f"self.{node.attr.value}"
+    return None
+
+
+_BRANCHING = tuple(
+    getattr(cst, kind) for kind in ("For", "While", "If", "Try", "TryStar", "Match", "FunctionDef", "Lambda", "ClassDef",
+                                    "IfExp", "BooleanOperation", "CompFor")
+    if hasattr(cst, kind)
+)
+
+
+def _straight_line(model: FileModel, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+    """Whether ``node`` runs on every call of ``fn``: no loop, branch, ``try`` or nested
+    function between them (``with`` blocks are fine)."""
+    parent = model.parents.get(node)
+    while parent is not None and parent is not fn:
+        if isinstance(parent, _BRANCHING):
+            return False
+        parent = model.parents.get(parent)
+    return parent is fn
+
+
+def _counter_increments(model: FileModel, fn, counter: str) -> bool:
+    """Whether ``counter`` (``self.X``) is incremented by one on every call of ``fn``
+    (``self.X += 1`` on its straight line) and by no other method of its class."""
+    info = model.classes.get(fn.cls or "")
+    if info is None:
+        return False
+    here = 0
+    methods = [other.node for other in model.functions.values() if other.cls == fn.cls]
+    for aug in (a for method in methods for a in _nodes(method, cst.AugAssign)):
+        if ref_of(aug.target) != counter:
+            continue
+        if not (isinstance(aug.operator, cst.AddAssign) and isinstance(aug.value, cst.Integer) and aug.value.value == "1"):
+            return False
+        if model.index.enclosing(aug, cst.FunctionDef) is not fn.node or not _straight_line(model, aug, fn.node):
+            return False
+        here += 1
+    # ``self.X = self.X + 1`` elsewhere: another way to count, not followed
+    for targets, value, ctx in model.assignments_naming(counter):
+        if isinstance(value, cst.BinaryOperation) and counter in _code(value):
+            return False
+    return here == 1
+
+
+def _resets(branch: cst.If, counter: str) -> bool:
+    return any(
+        len(assign.targets) == 1 and ref_of(assign.targets[0].target) == counter
+        and isinstance(assign.value, cst.Integer) and int(assign.value.value, 0) == 0
+        for assign in _nodes(branch.body, cst.Assign)
+    )
+
+
+def _attribute_guard(model: FileModel, fn, cond: Cond) -> Optional[Tuple[Guard, str]]:
+    """A guard on a counter of the method's calls: ``self.X % N == 0`` (``not self.X % N``), or
+    ``self.X == N`` / ``self.X >= N`` whose branch resets ``self.X = 0``; (guard, counter)."""
+    if cond.branch != "if" or cond.node is None or cond.loop is not None:
+        return None
+    branch = model.parents.get(cond.node)
+    if not isinstance(branch, cst.If):
+        return None
+    for operand in _operands(cond.node):
+        node, holds = operand, True
+        while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            node, holds = node.expression, not holds
+        counter = bound = None
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) and not holds:
+            counter, bound = _self_counter(node.left), node.right  # ``not self.X % N``
+        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and holds:
+            target = node.comparisons[0]
+            left, right, op = node.left, target.comparator, target.operator
+            modulo = next((x for x in (left, right) if isinstance(x, cst.BinaryOperation) and isinstance(x.operator, cst.Modulo)), None)
+            if modulo is not None and isinstance(op, cst.Equal):
+                other = right if modulo is left else left
+                if isinstance(other, cst.Integer):
+                    counter, bound = _self_counter(modulo.left), modulo.right
+            elif isinstance(op, (cst.Equal, cst.GreaterThanEqual)) and _self_counter(left):
+                counter, bound = _self_counter(left), right
+                if not _resets(branch, counter):
+                    counter = None
+            elif isinstance(op, cst.LessThanEqual) and _self_counter(right):
+                counter, bound = _self_counter(right), left
+                if not _resets(branch, counter):
+                    counter = None
+        if counter is None or bound is None:
+            continue
+        if isinstance(bound, cst.Integer) and int(bound.value, 0) < 2:
+            continue
+        if isinstance(bound, (cst.SimpleString, cst.FormattedString, cst.Float)) or ref_of(bound) in ("None", "True", "False"):
+            continue
+        if counter in _code(bound) or not _counter_increments(model, fn, counter):
+            continue
+        return Guard(bound, cond), counter
+    return None
+
+
+def _in_class_ref(ref: str, receiver: Optional[str]) -> str:
+    """``self.optimizer`` seen from a caller that calls the method on ``receiver``."""
+    if receiver and receiver != "self" and ref.startswith("self."):
+        return receiver + ref[len("self"):]
+    return ref
+
+
+def _called_per_batch(model: FileModel, key: str, fn, step_ref: str) -> bool:
+    """Whether the method ``key`` is called once per batch: from a loop of the file that does not
+    clear the optimizer on each pass itself, or from a function the file calls in a loop; with no
+    caller in the file, when it is named or takes parameters like a per-batch training step."""
+    callers = [e for e in model.effects if e.kind == CALL and e.callee == key]
+    if not callers:
+        name = key.rsplit(".", 1)[-1]
+        params = [p for p in fn.params if p not in ("self", "cls")]
+        return bool(_PER_BATCH_METHOD.search(name)) or any(_BATCH_PARAM.search(p) for p in params)
+    in_loop = [e for e in callers if e.ctx.loop is not None]
+    for call in in_loop:
+        receiver = ref_of(call.node.func.value) if isinstance(call.node, cst.Call) and isinstance(call.node.func, cst.Attribute) else None
+        ref = _in_class_ref(step_ref, receiver)
+        for effect in model.loop_effects(call.ctx.loop):
+            if effect.kind not in (CLEAR, FRESH) or effect.depth != 0 or (effect.via and effect.via[0] is call):
+                continue
+            if effect.ref == ANY or model.clears(effect.ref, ref, call.ctx.loop.scope):
+                return False  # the caller clears the gradients on every batch: nothing accumulates
+    if in_loop:
+        return True
+    outer = {e.ctx.scope for e in callers}
+    return any(e.kind == CALL and e.callee in outer and e.ctx.loop is not None for e in model.effects)
+
+
+def per_call_steps(model: FileModel) -> Iterator[AccumulatingStep]:
+    """Each optimizer step of a method under a guard on a counter of the method's own calls
+    (``self._micro += 1`` ... ``if self._micro == self.accum_steps:``), fed by a backward pass
+    that runs on every call, every clearing of that optimizer in the method under the guard too,
+    the method called once per batch."""
+    for key, fn in model.functions.items():
+        if fn.cls is None or "+=" not in _code(fn.node.body):
+            continue
+        effects = _scope_effects(model, key)
+        steps = [e for e in effects if e.kind == STEP and e.feeder is None]
+        if not steps:
+            continue
+        backwards = [e for e in effects if e.kind == BACKWARD]
+        for step in steps:
+            found = next((g for g in (_attribute_guard(model, fn, c) for c in step.conds) if g is not None), None)
+            if found is None:
+                continue
+            guard, counter = found
+            before = [b for b in backwards if b.order <= step.order]
+            if not before:
+                continue
+            backward = max(before, key=lambda b: b.order)
+            if guard.cond in backward.conds or any(counter in c.text for c in backward.conds):
+                continue  # the step's own backward pass runs with it (a generator's every n_critic calls)
+            clears = [e for e in effects if e.kind in (CLEAR, FRESH) and model.clears(e.ref, step.ref, key)]
+            if not clears or any(e.kind == FRESH or guard.cond not in e.conds for e in clears):
+                continue
+            if not _called_per_batch(model, key, fn, step.ref):
+                continue
+            body = Loop(fn.node, key, None, (), None, None, fn.node.body, 0)
+            yield AccumulatingStep(body, step, backward, guard, method=key, counter=counter)
+            break
+
+
 # --- is the loss divided? -------------------------------------------------------------------
 
 # ``batch_size``/``bs``: a mean turned into a sum over the batch (``loss *= batch_size``, yolov5):
@@ -512,6 +698,11 @@ _DIVIDING_METHODS = frozenset({"div", "div_", "true_divide", "divide", "mul", "m
 
 DIV, PLAIN, UNKNOWN = "divided", "plain", "unknown"
 
+# a batch as a training step receives it (``batch_data[...]``, ``batch['weight']``)
+_BATCH_FIELD = re.compile(r"^(batch\w*|\w*_batch|data|batch_data|inputs?|samples?|examples?)$", re.IGNORECASE)
+_MOVES = frozenset({"cuda", "to", "float", "double", "half", "contiguous", "view", "reshape", "squeeze", "unsqueeze",
+                    "detach", "clone"})
+
 
 def _either(states) -> str:
     """Alternatives or terms of a sum: divided if one is, unknown if one is, else plain."""
@@ -538,12 +729,20 @@ class _LossTrace:
     def __init__(self, model: FileModel, count: str) -> None:
         self.model = model
         self.count = count
-        words = [w for w in re.split(r"[.\[\]'\"]", count.strip()) if w]
+        lookup = re.match(r"^([\w.]+)\.get\(\s*['\"](\w+)['\"]", count.strip())
+        if lookup:  # ``self.config.get('grad_accumulation_step', 1)``: the setting ``config[...]``
+            words = [*lookup.group(1).split("."), lookup.group(2)]
+        else:
+            words = [w for w in re.split(r"[.\[\]'\"]", count.strip()) if w]
         self.count_word = words
         self.count_last = words[-1] if words else count
         self.count_head = words[0] if words else count
         self.callees: Dict[int, str] = {id(e.node): e.callee for e in model.effects if e.kind == CALL and e.callee}
         self.visited: Set[Tuple[str, str]] = set()
+        self.memo: Dict[Tuple[str, str], str] = {}
+        # a helper's parameter -> what the call being followed hands it, in the caller's scope
+        self.bindings: Dict[Tuple[str, str], Tuple[cst.BaseExpression, str]] = {}
+        self.loops_by_node: Dict[int, Loop] = {id(loop.node): loop for loop in model.loops}
 
     def mentions_count(self, node: cst.CSTNode) -> bool:
         """Whether an expression names the count (``accum_steps``, ``args.accum_steps``) or, for
@@ -562,7 +761,7 @@ class _LossTrace:
     def state(self, expr: cst.BaseExpression, scope: str, depth: int = 0, whole: bool = True) -> str:
         """How ``expr`` (in ``scope``) stands. ``whole``: ``expr`` is the whole loss, not one
         term of a sum (``a + 0.4 * b`` weighs a term; ``0.25 * loss`` might be ``1 / N``)."""
-        if depth > 10:
+        if depth > 20:
             return UNKNOWN
         if isinstance(expr, cst.BinaryOperation):
             op = expr.operator
@@ -571,10 +770,12 @@ class _LossTrace:
             if isinstance(op, (cst.Add, cst.Subtract)):
                 return _either(self.state(side, scope, depth + 1, False) for side in (expr.left, expr.right))
             if isinstance(op, cst.Multiply):
-                if any(self._scaling_factor(side, whole) for side in (expr.left, expr.right)):
+                if any(self._scaling_factor(side, whole, scope) for side in (expr.left, expr.right)):
                     return DIV
                 return _product(self.state(side, scope, depth + 1, whole) for side in (expr.left, expr.right))
-            return UNKNOWN  # ``**``, ``@``...: not a loss we understand
+            if isinstance(op, cst.Power) and isinstance(expr.right, (cst.Integer, cst.Float)):
+                return self.state(expr.left, scope, depth + 1, whole)  # ``d ** 2``: the base's state
+            return UNKNOWN  # ``@``, ``**`` by a tensor...: not a loss we understand
         if isinstance(expr, cst.UnaryOperation):
             return self.state(expr.expression, scope, depth + 1, whole)
         if isinstance(expr, (cst.Integer, cst.Float)):
@@ -585,7 +786,33 @@ class _LossTrace:
             return self._ref(expr, scope, depth)
         return UNKNOWN
 
-    def _scaling_factor(self, node: cst.BaseExpression, whole: bool = True) -> bool:
+    def _batch_field(self, node: cst.BaseExpression, scope: Optional[str]) -> bool:
+        """Whether ``node`` is a name bound in ``scope`` only to a field of the batch
+        (``weight = Variable(batch_data[batch_meta['factor']]).cuda()``): a per-sample weight
+        that comes with the data, not a normalising constant."""
+        if scope is None or not isinstance(node, cst.Name):
+            return False
+        values = [v for targets, v, _ctx in self.model.assignments_in(scope) if targets == (node.value,)]
+        if not values or any(node.value in t and len(t) > 1 for t, _v, _c in self.model.assignments_in(scope)):
+            return False
+        for value in values:
+            while isinstance(value, cst.Call):
+                func = value.func
+                positional = [a.value for a in value.args if a.keyword is None and not a.star]
+                if isinstance(func, cst.Attribute) and func.attr.value in _MOVES:
+                    value = func.value  # ``x.cuda()``, ``x.to(device)``, ``x.float()``
+                elif positional and (dotted(func) or "").rsplit(".", 1)[-1] in ("Variable", "as_tensor", "tensor", "from_numpy"):
+                    value = positional[0]
+                else:
+                    break
+            if not isinstance(value, cst.Subscript):
+                return False
+            base = dotted(value.value)
+            if base is None or "." in base or not _BATCH_FIELD.search(base) or self.mentions_count(value):
+                return False
+        return True
+
+    def _scaling_factor(self, node: cst.BaseExpression, whole: bool = True, scope: Optional[str] = None) -> bool:
         """Whether a factor of a product might be ``1 / N``: a division, the count, or (for the
         whole loss) a fraction or a name of a scale."""
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
@@ -600,13 +827,18 @@ class _LossTrace:
             return float(node.value.replace("_", "")) < 1
         if isinstance(node, cst.Integer):
             return False
+        if self._batch_field(node, scope):
+            return False
+        if isinstance(node, cst.Call) and (self.model.imports.qualname(node.func) or "").startswith("torch."):
+            return False  # ``F.kl_div(...)``: a loss of torch's, whatever its name says
         if _keyed_lookup(node):
             # ``scaling_weights[task.name]``: a table of per-task (per-class) weights looked up
             # by a key, not one normalising constant: only a scale word proper counts
             return bool(_SCALE_WORDS_PROPER.search(_code(node.value)))
         return bool(_SCALE_WORDS.search(_code(node)))
 
-    def _call(self, call: cst.Call, scope: str, depth: int) -> str:
+    def _call(self, call: cst.Call, scope: str, depth: int, element: Optional[Tuple[int, int]] = None) -> str:
+        """``element``: (index, size) of the value a tuple assignment takes from the call's result."""
         func = call.func
         if any(self.mentions_count(a.value) for a in call.args):
             return DIV  # the count is handed over: the call may divide by it
@@ -632,7 +864,8 @@ class _LossTrace:
                 return self.state(func.value, scope, depth + 1)
         callee = self.callees.get(id(call))
         if callee is not None:
-            return self._function(callee, depth)
+            self._bind(callee, call, scope)
+            return self._function(callee, depth, element)
         if isinstance(func, cst.Attribute) and ref_of(func.value) in ("self", "cls") and self.count_head in ("self", "cls"):
             if self._held_callable(func, scope):
                 return PLAIN  # ``self.model(x)``: a module the instance holds, not a method of it
@@ -640,6 +873,28 @@ class _LossTrace:
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and dotted(func.value.func) == "super":
             return UNKNOWN  # an inherited method we cannot see
         return PLAIN  # criterion(out, y), model(x): a per-batch loss
+
+    def _bind(self, key: str, call: cst.Call, scope: str) -> None:
+        """Record what ``call`` (in ``scope``) hands each parameter of the helper ``key``: its
+        argument, else the parameter's default (``lam=0.85``); nothing behind ``*args``."""
+        fn = self.model.functions.get(key)
+        if fn is None or any(a.star for a in call.args):
+            return
+        params = list(fn.node.params.posonly_params) + list(fn.node.params.params)
+        if fn.cls is not None and params and isinstance(call.func, cst.Attribute) and not any(
+            dotted(d.decorator) == "staticmethod" for d in fn.node.decorators
+        ):
+            params = params[1:]  # ``self.helper(x)``: ``self`` is bound already
+        positional = [a.value for a in call.args if a.keyword is None]
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        for k, param in enumerate(params + list(fn.node.params.kwonly_params)):
+            name = param.name.value
+            if k < len(positional) and param in params:
+                self.bindings[(key, name)] = (positional[k], scope)
+            elif name in keywords:
+                self.bindings[(key, name)] = (keywords[name], scope)
+            elif param.default is not None:
+                self.bindings[(key, name)] = (param.default, key)
 
     def _held_callable(self, func: cst.Attribute, scope: str) -> bool:
         """``self.<attr>`` bound by assignment in the instance's class (``self.model = net``) and
@@ -656,12 +911,14 @@ class _LossTrace:
             for targets, _value, ctx in self.model.assignments_naming(ref)
         )
 
-    def _function(self, key: str, depth: int) -> str:
-        """What a helper of the file returns: divided when it divides by the count anywhere."""
+    def _function(self, key: str, depth: int, element: Optional[Tuple[int, int]] = None) -> str:
+        """What a helper of the file returns: divided when it divides by the count anywhere.
+        ``element`` (index, size): the caller unpacks the helper's tuple and takes that value."""
         fn = self.model.functions.get(key)
-        if fn is None or ("<fn>", key) in self.visited:
+        seen = ("<fn>", key if element is None else f"{key}#{element[0]}")
+        if fn is None or seen in self.visited:
             return UNKNOWN
-        self.visited.add(("<fn>", key))
+        self.visited.add(seen)
         body = fn.node.body
         for node in _nodes(body, (cst.BinaryOperation, cst.AugAssign)):
             if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
@@ -671,6 +928,12 @@ class _LossTrace:
                 if self.mentions_count(node.right):
                     return DIV
         returns = [r.value for r in _nodes(body, cst.Return) if r.value is not None]
+        if element is not None and returns and all(
+            isinstance(v, cst.Tuple) and len(v.elements) == element[1]
+            and not any(isinstance(e, cst.StarredElement) for e in v.elements) for v in returns
+        ):
+            # ``loss, logits = self._compute_loss(batch)``: the returned tuples' element
+            return _either(self.state(v.elements[element[0]].value, key, depth + 1) for v in returns)
         if not returns or any(isinstance(v, cst.Tuple) for v in returns):
             return UNKNOWN  # nothing, or several values: which one is the loss?
         return _either(self.state(v, key, depth + 1) for v in returns)
@@ -681,9 +944,16 @@ class _LossTrace:
             # ``out[k]`` with a non-literal key, ``outputs[0].loss``: follow the base
             base = expr.value if isinstance(expr, (cst.Attribute, cst.Subscript)) else None
             return UNKNOWN if base is None else self.state(base, scope, depth + 1)
-        if (scope, ref) in self.visited:
+        key = (scope, ref)
+        if key in self.memo:
+            return self.memo[key]  # followed before (``d`` read twice): the same answer
+        if key in self.visited:
             return PLAIN  # a cycle (``loss = loss + aux``): judged by its other terms
-        self.visited.add((scope, ref))
+        self.visited.add(key)
+        self.memo[key] = result = self._ref_state(ref, scope, depth)
+        return result
+
+    def _ref_state(self, ref: str, scope: str, depth: int) -> str:
         head = re.split(r"[.\[]", ref, 1)[0]
         fn = self.model.functions.get(scope)
         root = fn.node if fn is not None else self.model.module
@@ -697,8 +967,12 @@ class _LossTrace:
         else:
             for targets, value, _ctx in self.model.assignments_in(scope):
                 if ref in targets or (("." in ref or "[" in ref) and head in targets):
-                    if len(targets) != 1:
-                        states.append(self._call(value, scope, depth) if isinstance(value, cst.Call) else UNKNOWN)
+                    element = _unpacked(targets, value, ref if ref in targets else head)
+                    if element is not None:
+                        states.append(self.state(element, scope, depth + 1))  # ``x, y = x.cuda(), y.cuda()``
+                    elif len(targets) != 1:
+                        position = (targets.index(ref if ref in targets else head), len(targets))
+                        states.append(self._call(value, scope, depth, position) if isinstance(value, cst.Call) else UNKNOWN)
                     else:
                         states.append(self.state(value, scope, depth + 1))
         for more in (self._augmented(ref, root, scope, depth), self._with_bound(ref, root, scope, depth)):
@@ -706,6 +980,10 @@ class _LossTrace:
                 states.append(more)
         if ref in self._for_targets(root):
             states.append(UNKNOWN)  # ``for loss in losses:``: we do not follow collections
+        if not states and (scope, head) in self.bindings:
+            # a parameter of the helper being followed: what its caller hands it
+            bound, caller = self.bindings[(scope, head)]
+            return self.state(bound, caller, depth + 1)
         if not states:
             return UNKNOWN  # never bound here: a parameter, a global, a name bound elsewhere
         return _either(states)
@@ -722,7 +1000,7 @@ class _LossTrace:
             if isinstance(op, (cst.DivideAssign, cst.FloorDivideAssign)):
                 return DIV
             if isinstance(op, cst.MultiplyAssign):
-                if self._scaling_factor(aug.value):
+                if self._scaling_factor(aug.value, True, scope):
                     return DIV
             elif isinstance(op, (cst.AddAssign, cst.SubtractAssign)):
                 states.append(self.state(aug.value, scope, depth + 1, False))
@@ -752,8 +1030,21 @@ class _LossTrace:
     def _for_targets(self, root: cst.CSTNode) -> Set[str]:
         out: Set[str] = set()
         for loop in _nodes(root, (cst.For, cst.CompFor)):
+            known = self.loops_by_node.get(id(loop))
+            if known is not None and known.iter_ref and self.model.has_role(known.iter_ref, R.LOADER, known.scope):
+                continue  # ``for x, y in loader:``: a batch of data, not a collection of losses
             out.update(_target_refs(loop.target))
         return out
+
+
+def _unpacked(targets: Tuple[str, ...], value: cst.BaseExpression, ref: str) -> Optional[cst.BaseExpression]:
+    """The element of a tuple value a tuple assignment binds ``ref`` to (``a, b = x, y``)."""
+    if len(targets) < 2 or not isinstance(value, (cst.Tuple, cst.List)) or ref not in targets:
+        return None
+    elements = value.elements
+    if len(elements) != len(targets) or any(isinstance(e, cst.StarredElement) for e in elements):
+        return None
+    return elements[targets.index(ref)].value
 
 
 def _target_refs(target: cst.BaseExpression) -> List[str]:

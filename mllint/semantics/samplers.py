@@ -6,18 +6,26 @@ A ``torch.utils.data.distributed.DistributedSampler`` shuffles with a generator 
 - **Samplers** (`Sampler`): calls of torch's ``DistributedSampler`` (any import spelling,
   through the file's imports) that shuffle (``shuffle=True`` or left out; any other value,
   or a ``**kwargs``, is unknown and left alone), bound to a name (also under
-  ``x if distributed else None``) or built inline as a DataLoader's ``sampler=``.
-- **Loaders** (`Loader`): ``DataLoader(..., sampler=<one of them>)`` bound to a name, or
-  returned by a function of the file (alone or in a tuple) and bound by its callers.
+  ``x if distributed else None``, also after ``a, b = None, None``) or built inline as a
+  DataLoader's ``sampler=``.
+- **Loaders** (`Loader`): ``DataLoader(..., sampler=<one of them>)`` bound to a name (or to
+  a key of a dict literal: ``loaders["train"]``), or returned by a function of the file (alone
+  or in a tuple) and bound by its callers; and, when handed to a class of the file whose
+  ``__init__`` keeps it as ``self.<attr> = param`` (and nothing else binds that attribute),
+  ``self.<attr>`` in that class.
 - **Loops over a loader**: loops of the scopes that see its name (``self.x`` across the
   methods of the class, a module-level name in every function that does not shadow it),
   through ``tqdm``/``enumerate``/``iter`` wrappers, and loops of local helpers it is passed
-  to (two levels deep).
+  to (two levels deep); also a loop that draws its batches with ``next(it)``, where ``it =
+  iter(loader)`` (``cycle(loader)``) is made outside it in the loop around it (see
+  `_drawing_loop`), or with ``next(iter(loader))``.
 - **Epoch loops** (`Unseeded`): the loop around a training loop over the loader (its
   parent loop, or the loop around the call of the helper holding it, or around a call of
   the method holding it), built before that loop, whose body (nested loops and local
   functions it calls included) never calls ``set_epoch`` (or ``set_*epoch``) on anything
-  and never hands the loader or the sampler to code the file does not show. Loaders given
+  and never hands the loader or the sampler to code the file does not show (an inherited
+  ``self.<method>(...)`` called once per batch, without ``epoch`` in its name, is not taken
+  to set the epoch). Loaders given
   to ``accelerator.prepare`` / ``fabric.setup_dataloaders`` / ``idist.auto_dataloader``
   (which set the epoch themselves) are left alone.
 """
@@ -26,7 +34,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -40,14 +48,14 @@ _SET_EPOCH = re.compile(r"^_?set_\w*epoch$|set_epoch")
 # calls that take a loader and change nothing about its sampler
 _HARMLESS = frozenset(
     {
-        "len", "print", "enumerate", "iter", "next", "zip", "tqdm", "trange", "range", "isinstance", "str", "repr",
+        "len", "print", "enumerate", "iter", "next", "cycle", "zip", "tqdm", "trange", "range", "isinstance", "str", "repr",
         "format", "getattr", "hasattr", "type", "id", "info", "debug", "warning", "warn", "log", "write", "min", "max",
         "int", "float", "round", "sum", "list", "tuple", "set_description", "set_postfix",
     }
 )
 # frameworks that take over the loader and set the epoch themselves
 _FRAMEWORK_WRAP = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "setup_dataloader", "auto_dataloader"})
-_ITER_WRAPPERS = frozenset({"tqdm", "enumerate", "iter", "trange", "track", "zip"})
+_ITER_WRAPPERS = frozenset({"tqdm", "enumerate", "iter", "trange", "track", "zip", "cycle"})
 # a call in a loop body that trains (the loop's own effects say so in most files)
 _TRAINS = re.compile(r"(^|_)(step|backward|train\w*|update|optimi[sz]e\w*|fit\w*)$")
 
@@ -83,6 +91,19 @@ class Unseeded:
     inner: Loop  # the loop over the loader
     loader: Loader
     via: Tuple[Effect, ...]  # calls of local helpers from the loader's scope to the inner loop
+    through: Optional[cst.Call] = None  # ``next(it)``: the inner loop draws its batches by hand
+
+
+def pairs(targets: Tuple[str, ...], value: cst.BaseExpression) -> Iterator[Tuple[str, cst.BaseExpression]]:
+    """(name, value) for each name an assignment binds to a value the file shows: ``a = x``,
+    and ``a, b = x, y`` element by element (nothing for other unpacking)."""
+    if len(targets) == 1:
+        yield targets[0], value
+    elif isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(targets) and not any(
+        isinstance(e, cst.StarredElement) for e in value.elements
+    ):
+        for target, element in zip(targets, value.elements):
+            yield target, element.value
 
 
 def is_none(node: Optional[cst.BaseExpression]) -> bool:
@@ -160,7 +181,8 @@ def _values_of(model: FileModel, binding: Binding) -> Tuple[cst.BaseExpression, 
     out = []
     for targets, value, ctx in model.assignments_naming(binding.ref):
         if _home(model, ctx.scope, binding.ref) == home and (binding.ref.startswith(("self.", "cls.")) or ctx.scope == binding.scope):
-            out.append(value if len(targets) == 1 else None)
+            mine = [v for t, v in pairs(targets, value) if t == binding.ref]  # ``a, b = None, None`` too
+            out.append(mine[0] if len(mine) == 1 else None)
     return tuple(out)
 
 
@@ -301,15 +323,64 @@ def loaders(model: FileModel) -> List[Loader]:
                 if assigned is not None and len(assigned[0]) == 1:
                     loader.bindings.append(Binding(ctx.scope, assigned[0][0], assigned[1]))
                     names.add(assigned[0][0])
+            elif isinstance(parent, cst.DictElement) and isinstance(parent.key, cst.SimpleString):
+                assigned = _assignment_of(model, model.parents.get(parent))  # {"train": DataLoader(...)}
+                if assigned is not None and len(assigned[0]) == 1 and assigned[0][0].isidentifier():
+                    loader.bindings.append(Binding(ctx.scope, f"{assigned[0][0]}[{parent.key.value}]", assigned[1]))
             if ctx.scope in model.functions:
                 place = _returned_at(model, ctx.scope, names, outer)
                 if place is not None:
                     loader.bindings.extend(_bound_by_callers(model, ctx.scope, place))
+            for binding in list(loader.bindings):
+                loader.bindings.extend(_handed_to_instances(model, binding))
             if loader.bindings:
                 out.append(loader)
         return out
 
     return model.memo("ml017.loaders", compute)
+
+
+def _handed_to_instances(model: FileModel, binding: Binding) -> List[Binding]:
+    """``Trainer(model, loader)`` for a class of the file whose ``__init__`` keeps that
+    parameter as ``self.<attr> = param`` (and binds ``self.<attr>`` nowhere else in the class,
+    nor gives the parameter to code the file does not show): ``self.<attr>`` in the class holds
+    the loader (``self.loaders["train"]`` for ``Trainer(loaders)`` given ``loaders = {"train":
+    DataLoader(...)}``)."""
+    ref = binding.ref
+    if ref.startswith(("self.", "cls.")):
+        return []
+    head = ref.split("[", 1)[0]
+    out: List[Binding] = []
+    for call, ctx in model.calls:
+        cls = dotted(call.func)
+        init = model.functions.get(f"{cls}.__init__") if cls in model.classes else None
+        if init is None or not sees(model, binding.scope, head, ctx.scope):
+            continue
+        params = [p for p in init.params if p not in ("self", "cls")]
+        given: Dict[str, Optional[str]] = {}
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                break
+            name = arg.keyword.value if arg.keyword is not None else (params[i] if i < len(params) else None)
+            if name is not None:
+                given[name] = ref_of(arg.value)
+        key = f"{cls}.__init__"
+        for param, arg in given.items():
+            if arg != head or param not in init.params or any(param in t for t, _v, _c in model.assignments_in(key)):
+                continue
+            if _hands_over(model, _calls_in(model, key), {param}, False):
+                continue
+            for targets, value, actx in model.assignments_in(key):
+                if len(targets) != 1 or not targets[0].startswith("self.") or not (isinstance(value, cst.Name) and value.value == param):
+                    continue
+                attr = targets[0]
+                if all(
+                    isinstance(v, cst.Name) and v.value == param and c.scope == key and len(t) == 1
+                    for t, v, c in model.assignments_naming(attr)
+                    if model.class_scope_of(c.scope) == cls
+                ):
+                    out.append(Binding(key, attr + ref[len(head):], actx))
+    return out
 
 
 def _bound_by_callers(model: FileModel, fn_key: str, place: Tuple[Optional[int], int]) -> List[Binding]:
@@ -341,14 +412,23 @@ def _wraps(value: cst.BaseExpression, name: str) -> bool:
 def _loops_over(model: FileModel, binding: Binding, via: Tuple[Effect, ...], depth: int, out: list) -> None:
     scope, ref = binding.scope, binding.ref
     aliases: Dict[str, Set[str]] = {}  # scope -> names wrapping the loader there (pbar = tqdm(loader))
+    passes: Dict[Tuple[str, str], List[Context]] = {}  # (scope, name) -> where ``name = iter(loader)`` starts a pass
     for targets, value, ctx in model.assignments:
-        if len(targets) == 1 and _wraps(value, ref) and sees(model, scope, ref, ctx.scope):
-            aliases.setdefault(ctx.scope, set()).add(targets[0])
+        for target, part in pairs(targets, value):
+            if _wraps(part, ref) and sees(model, scope, ref, ctx.scope):
+                aliases.setdefault(ctx.scope, set()).add(target)
+                passes.setdefault((ctx.scope, target), []).append(ctx)
     for loop in model.loops:
         if loop.iter_ref is None or not sees(model, scope, ref, loop.scope):
             continue
         if loop.iter_ref == ref or loop.iter_ref in aliases.get(loop.scope, ()):
-            out.append((loop, via))
+            out.append((loop, via, None))
+    for call, ctx in _next_calls(model):
+        if ctx.loop is None or not sees(model, scope, ref, ctx.scope):
+            continue
+        inner = _drawing_loop(call.args[0].value, ctx, ref, passes)
+        if inner is not None:
+            out.append((inner, via, call))
     if depth >= 2:
         return
     for effect in model.effects:
@@ -357,6 +437,36 @@ def _loops_over(model: FileModel, binding: Binding, via: Tuple[Effect, ...], dep
         for param, arg in effect.args.items():
             if arg == ref and param not in ("self", "cls"):
                 _loops_over(model, Binding(effect.callee, param), via + (effect,), depth + 1, out)
+
+
+def _next_calls(model: FileModel) -> List[Tuple[cst.Call, Context]]:
+    return model.memo(
+        "ml017.next_calls",
+        lambda m: [(c, x) for c, x in m.calls if c.args and not c.args[0].star and _last(m, c.func) == "next" and x.loop is not None],
+    )
+
+
+def _drawing_loop(arg: cst.BaseExpression, ctx: Context, ref: str, passes: Dict[Tuple[str, str], List[Context]]) -> Optional[Loop]:
+    """The loop that draws the loader's batches with ``next(...)`` (at ``ctx``), once per fresh
+    pass over it: ``next(iter(loader))`` in a loop (a fresh pass per call), or ``it =
+    iter(loader)`` (``cycle(loader)``) made in the same scope outside that loop, which is then
+    the outermost loop around the ``next`` call inside the one the pass is made in (``it =
+    iter(loader)`` in the epoch loop, ``next(it)`` in its step loop; a pass made again under
+    ``except StopIteration:`` inside the step loop does not count)."""
+    if isinstance(arg, cst.Call):
+        return ctx.loop if _wraps(arg, ref) else None
+    if not isinstance(arg, cst.Name):
+        return None
+    for made in passes.get((ctx.scope, arg.value), ()):
+        outer = made.loop
+        inner = ctx.loop
+        if inner is outer or (outer is not None and not outer.encloses(inner)):
+            continue
+        while inner is not None and inner.parent is not outer:
+            inner = inner.parent
+        if inner is not None:
+            return inner
+    return None
 
 
 def _call_sites(model: FileModel, key: str) -> List[Effect]:
@@ -433,8 +543,9 @@ def _sets_epoch(model: FileModel, calls, loader: Optional[Loader] = None) -> boo
     """Whether one of the calls sets an epoch (``set_epoch``, ``set_*epoch``), on anything but
     an object the file shows to be another sampler or another loader's (``val_sampler``)."""
     for call, ctx in calls:
-        name = dotted(call.func) or ""
-        if _SET_EPOCH.search(name.rsplit(".", 1)[-1]):
+        func = call.func  # also ``self.samplers["train"].set_epoch(e)``, which has no dotted name
+        name = func.attr.value if isinstance(func, cst.Attribute) else (dotted(func) or "")
+        if _SET_EPOCH.search(name):
             if loader is not None and _other_sampler(model, call, ctx, loader):
                 continue
             return True
@@ -492,9 +603,11 @@ def _local_call_nodes(model: FileModel) -> Set[cst.CSTNode]:
     return model.memo("ml017.local_calls", lambda m: {e.node for e in m.effects if e.kind == CALL})
 
 
-def _hands_over(model: FileModel, calls, tracked: Set[str], self_held: bool) -> bool:
+def _hands_over(model: FileModel, calls, tracked: Set[str], self_held: bool, per_batch: FrozenSet[cst.Call] = frozenset()) -> bool:
     """Whether a call the file cannot see into receives the loader or the sampler (or, for
-    objects held on ``self``, ``self`` itself or a method of it the file does not define)."""
+    objects held on ``self``, ``self`` itself or a method of it the file does not define,
+    unless it runs once per batch (``per_batch``: ``self._backward(loss)`` in the loop over the
+    loader) and has no ``epoch`` in its name: an epoch is set once per epoch, not per step)."""
     local = _local_call_nodes(model)
     for call, ctx in calls:
         if call in local:
@@ -504,12 +617,14 @@ def _hands_over(model: FileModel, calls, tracked: Set[str], self_held: bool) -> 
         if last in _HARMLESS:
             continue
         if self_held and isinstance(func, cst.Attribute) and ref_of(func.value) == "self" and _may_inherit(model, ctx.scope, func.attr.value):
-            return True  # an inherited hook (``self.on_epoch_start(epoch)``) may set the epoch
+            if call not in per_batch or "epoch" in func.attr.value.lower():
+                return True  # an inherited hook (``self.on_epoch_start(epoch)``) may set the epoch
+            continue
         for arg in call.args:
             ref = ref_of(arg.value)
             if ref is None:
                 continue
-            if ref in tracked or any(ref.startswith(t + ".") for t in tracked) or (self_held and ref == "self"):
+            if ref in tracked or any(ref.startswith(t + ".") or t.startswith(ref + "[") for t in tracked) or (self_held and ref == "self"):
                 return True
     return False
 
@@ -574,7 +689,7 @@ def unseeded(model: FileModel) -> List[Unseeded]:
         found: list = []
         for binding in loader.bindings:
             _loops_over(model, binding, (), 0, found)
-        for inner, via in found:
+        for inner, via, through in found:
             for epoch, chain in _epoch_loops(model, inner, via):
                 if epoch.node in seen:
                     continue
@@ -591,10 +706,11 @@ def unseeded(model: FileModel) -> List[Unseeded]:
                 ):
                     continue  # told the epoch here, or in a loop around this one
                 names = set(tracked) | {param for e in chain for param, arg in (e.args or {}).items() if arg in tracked}
-                if _hands_over(model, calls, names, self_held):
+                per_batch = frozenset(c for c, _x in region_calls(model, inner)[0]) if self_held else frozenset()
+                if _hands_over(model, calls, names, self_held, per_batch):
                     continue
                 if not _trains(model, inner):
                     continue
                 seen.add(epoch.node)
-                out.append(Unseeded(epoch, inner, loader, chain))
+                out.append(Unseeded(epoch, inner, loader, chain, through))
     return out
