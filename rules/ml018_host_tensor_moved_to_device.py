@@ -391,10 +391,6 @@ def _forward_functions(model: FileModel, an: Analysis) -> Set[str]:
     argument."""
 
     def build(_model: FileModel) -> Set[str]:
-        calls: Dict[str, List] = {}
-        for effect in model.effects:
-            if effect.kind == CALL and effect.callee:
-                calls.setdefault(effect.ctx.scope, []).append(effect)
         todo = []
         for name, info in model.classes.items():
             key = f"{name}.forward"
@@ -405,23 +401,7 @@ def _forward_functions(model: FileModel, an: Analysis) -> Set[str]:
                 for b in info.bases
             ):
                 todo.append(key)
-        reached: Set[str] = set()
-        while todo:
-            key = todo.pop()
-            if key in reached:
-                continue
-            fn = model.functions.get(key)
-            if fn is None or any(_CACHES.search(d) for d in fn.decorators):
-                continue
-            reached.add(key)
-            for effect in calls.get(key, ()):
-                callee = effect.callee
-                if callee in reached or callee not in model.functions:
-                    continue
-                if effect.ctx.conds and an.self_attributes_assigned_by(callee):
-                    continue  # if self._cache is None: self._build_cache(...)
-                todo.append(callee)
-        return reached
+        return _closure(model, an, todo)
 
     return model.memo("ml018.forward_functions", build)
 

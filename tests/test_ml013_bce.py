@@ -16,18 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from test_fixtures import run_mllint, run_script  # the fixtures' runners, shared
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "ml013_bce"
-
-
-def _run_script(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(path)], cwd=str(path.parent), capture_output=True, text=True,
-                          timeout=600, stdin=subprocess.DEVNULL)
-
-
-def _mllint(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mllint", "--no-cache", *args], cwd=str(ROOT), capture_output=True,
-                          text=True, timeout=300, stdin=subprocess.DEVNULL)
 
 
 def _number(label: str, stdout: str) -> float:
@@ -38,9 +30,9 @@ def _number(label: str, stdout: str) -> float:
 
 def test_scripts_run_and_the_sigmoid_one_learns_worse():
     pytest.importorskip("torch")
-    good = _run_script(FIXTURE / "good_bce.py")
+    good = run_script(FIXTURE / "good_bce.py")
     assert good.returncode == 0, good.stderr
-    bad = _run_script(FIXTURE / "bad_bce.py")
+    bad = run_script(FIXTURE / "bad_bce.py")
     assert bad.returncode == 0, bad.stderr
     # sigmoid(sigmoid(z)) > 0.5: the loss stays near its floor (about 0.5 on balanced labels)
     assert _number("final loss", bad.stdout) > 2 * _number("final loss", good.stdout), (bad.stdout, good.stdout)
@@ -49,7 +41,7 @@ def test_scripts_run_and_the_sigmoid_one_learns_worse():
 
 
 def test_mllint_reports_the_bad_script_only():
-    proc = _mllint("--format", "json", "--select", "ML013", str(FIXTURE))
+    proc = run_mllint("--format", "json", "--select", "ML013", str(FIXTURE))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = (FIXTURE / "bad_bce.py").read_text(encoding="utf-8").splitlines()
     expected = [n for n, text in enumerate(lines, 1) if "= criterion(" in text]
@@ -62,7 +54,7 @@ def test_mllint_reports_the_bad_script_only():
 def test_unsafe_fix_returns_the_logits(tmp_path):
     copy = tmp_path / "bad_bce.py"
     shutil.copy(FIXTURE / "bad_bce.py", copy)
-    proc = _mllint("--select", "ML013", "--fix", "--unsafe-fixes", str(copy))
+    proc = run_mllint("--select", "ML013", "--fix", "--unsafe-fixes", str(copy))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     fixed = copy.read_text(encoding="utf-8")
     compile(fixed, str(copy), "exec")
@@ -138,6 +130,7 @@ def test_sigmoid_origins():
 MODELS = '''
 import torch
 from torch import nn
+
 
 
 class Detector(nn.Module):

@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from test_fixtures import run_script  # the fixtures' runner, shared
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "ml017"
 
 
 def _run(path: Path) -> str:
-    done = subprocess.run(
-        [sys.executable, str(path)], cwd=str(path.parent), capture_output=True, text=True, timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    done = run_script(path)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

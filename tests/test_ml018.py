@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -21,19 +19,11 @@ import pytest
 from mllint.engine import lint_source
 from mllint.registry import all_rules
 
+from test_fixtures import run_mllint, run_script  # the fixtures' runners, shared
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "ml018"
 RULES = all_rules()
-
-
-def _run_script(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(path)], cwd=str(path.parent), capture_output=True, text=True,
-                          timeout=600, stdin=subprocess.DEVNULL)
-
-
-def _mllint(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mllint", "--no-cache", *args], cwd=str(ROOT), capture_output=True,
-                          text=True, timeout=300, stdin=subprocess.DEVNULL)
 
 
 def _number(label: str, stdout: str) -> float:
@@ -44,9 +34,9 @@ def _number(label: str, stdout: str) -> float:
 
 def test_scripts_run_and_only_the_bad_one_copies_from_the_host():
     pytest.importorskip("torch")
-    bad = _run_script(FIXTURE / "bad_forward.py")
+    bad = run_script(FIXTURE / "bad_forward.py")
     assert bad.returncode == 0, bad.stderr
-    good = _run_script(FIXTURE / "good_forward.py")
+    good = run_script(FIXTURE / "good_forward.py")
     assert good.returncode == 0, good.stderr
     assert _number("host-to-device copies per forward", bad.stdout) == 2
     assert _number("host allocations per forward", bad.stdout) == 2
@@ -56,7 +46,7 @@ def test_scripts_run_and_only_the_bad_one_copies_from_the_host():
 
 
 def test_mllint_reports_the_bad_script_only():
-    proc = _mllint("--format", "json", "--select", "ML018", str(FIXTURE))
+    proc = run_mllint("--format", "json", "--select", "ML018", str(FIXTURE))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = (FIXTURE / "bad_forward.py").read_text(encoding="utf-8").splitlines()
     expected = [n for n, text in enumerate(lines, 1) if " = torch." in text and ").to(x.device)" in text]
@@ -69,7 +59,7 @@ def test_mllint_reports_the_bad_script_only():
 def test_fix_turns_the_bad_forward_into_the_good_one(tmp_path):
     copy = tmp_path / "bad_forward.py"
     shutil.copy(FIXTURE / "bad_forward.py", copy)
-    proc = _mllint("--select", "ML018", "--fix", str(copy))
+    proc = run_mllint("--select", "ML018", "--fix", str(copy))
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
     def code(text: str) -> str:
