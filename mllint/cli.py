@@ -290,10 +290,10 @@ def lint_command(
         click.echo(f"Added {added} noqa {'directive' if added == 1 else 'directives'}.", err=True)
         return EXIT_CLEAN
     if diff:
-        return _diff(results, settings, exit_zero)
+        return _diff(results, settings, exit_zero, use_cache)
 
     fixed_findings: list = []
-    fixed = _fix(results, settings, unsafe_fixes, fixed_findings) if fix else 0
+    fixed = _fix(results, settings, unsafe_fixes, fixed_findings, use_cache) if fix else 0
     if baseline_path:  # baselined findings are neither verified nor reported
         from mllint.baseline import use_baseline
 
@@ -433,8 +433,9 @@ def _fixable(result, unsafe: bool) -> bool:
     )
 
 
-def _run_fixes(results, settings, unsafe: bool, write: bool):
-    """Fix every file that has an applicable fix; yields (result, FileFixResult)."""
+def _run_fixes(results, settings, unsafe: bool, write: bool, use_cache: bool = True):
+    """Fix every file that has an applicable fix; yields (result, FileFixResult). Its project's
+    facts are cached only when `use_cache` (not under --no-cache)."""
     from mllint.fixing import fix_file
     from mllint.registry import rules_for
 
@@ -443,7 +444,7 @@ def _run_fixes(results, settings, unsafe: bool, write: bool):
             continue
         from mllint.semantics.options import ModelOptions
 
-        options = ModelOptions.for_file(settings.settings_for(result.path), result.path, settings)
+        options = ModelOptions.for_file(settings.settings_for(result.path), result.path, settings, use_cache)
         outcome = fix_file(result.path, rules_for(settings.codes_for(result.path)), unsafe=unsafe, write=write,
                            options=options)
         for finding, reason in outcome.outcome.rejected:
@@ -454,11 +455,11 @@ def _run_fixes(results, settings, unsafe: bool, write: bool):
         yield result, outcome
 
 
-def _fix(results, settings, unsafe: bool, applied: Optional[list] = None) -> int:
+def _fix(results, settings, unsafe: bool, applied: Optional[list] = None, use_cache: bool = True) -> int:
     """Apply fixes in place; the results then hold the findings that remain. Returns the number
     fixed (and adds the fixed findings to `applied`, for --show-fixes)."""
     fixed = 0
-    for result, outcome in _run_fixes(results, settings, unsafe, write=True):
+    for result, outcome in _run_fixes(results, settings, unsafe, write=True, use_cache=use_cache):
         gone = outcome.outcome.fixed
         fixed += len(gone)
         if applied is not None:
@@ -469,7 +470,7 @@ def _fix(results, settings, unsafe: bool, applied: Optional[list] = None) -> int
     return fixed
 
 
-def _diff(results, settings, exit_zero: bool) -> int:
+def _diff(results, settings, exit_zero: bool, use_cache: bool = True) -> int:
     """Show every fix as a unified diff, unsafe ones included (DESIGN: "applied by
     --unsafe-fixes, shown by --diff"): an unsafe fix is a suggested rewrite to read."""
     from mllint.findings import Applicability
@@ -478,7 +479,7 @@ def _diff(results, settings, exit_zero: bool) -> int:
     would_fix = 0
     unsafe = 0
     changed = 0
-    for _, outcome in _run_fixes(results, settings, True, write=False):
+    for _, outcome in _run_fixes(results, settings, True, write=False, use_cache=use_cache):
         if outcome.old is None or outcome.new is None or outcome.old == outcome.new:
             continue
         click.echo(unified_diff(outcome.path, outcome.old, outcome.new), nl=False)

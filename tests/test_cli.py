@@ -573,6 +573,10 @@ def test_no_cache(project):
     assert not (project / ".mllint_cache").exists()
     proc = run(["-v"], project, env={"MLLINT_NO_CACHE": "1"})
     assert not (project / ".mllint_cache").exists()
+    # --fix and --diff lint again through the project model: its facts are not cached either
+    for args in (["--no-cache", "--diff"], ["--no-cache", "--fix"]):
+        run(args, project)
+        assert not (project / ".mllint_cache").exists(), args
 
 
 def test_no_screen_same_findings(project):
